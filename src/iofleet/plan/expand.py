@@ -1,0 +1,137 @@
+"""Matrix expansion: a plan becomes an ordered list of test specs.
+
+Order (stable, documented in docs/plans.md): workloads in file order; within
+a workload, the cartesian product of its matrix with parameters varied in
+table order (bs outermost, then read_pct, random_pct, jobs, iodepth, size,
+working_set_pct, runtime, ramp, engine, direct); repeats of one test run one
+after the other.
+"""
+
+import itertools
+from dataclasses import asdict, dataclass
+
+from ..errors import PlanError
+from .model import Plan
+from .params import MATRIX_PARAMS, PARAMS
+from .units import format_duration, format_size
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """One fully resolved test: every parameter has its final value."""
+
+    __test__ = False  # not a pytest test class
+
+    id: str
+    workload: str
+    bs: int
+    read_pct: int
+    random_pct: int
+    iodepth: int
+    jobs: int
+    size: int
+    working_set_pct: int
+    runtime: int
+    ramp: int
+    engine: str
+    direct: bool
+    repeat: int = 1  # which repeat this is, 1-based
+    repeats: int = 1  # how many repeats the workload asked for
+
+    @property
+    def working_set(self) -> int:
+        """Bytes of each file that the IO touches, rounded down to whole blocks."""
+        ws = self.size * self.working_set_pct // 100
+        return max(self.bs, ws - ws % self.bs)
+
+    @property
+    def pattern(self) -> str:
+        if self.random_pct == 100:
+            return "rand"
+        if self.random_pct == 0:
+            return "seq"
+        return f"rand{self.random_pct}"
+
+    def params(self) -> dict:
+        """The parameters alone, for storing and matching across runs."""
+        d = asdict(self)
+        for k in ("id", "workload", "repeat", "repeats"):
+            d.pop(k)
+        return d
+
+
+# Short labels for parameters that are not in the base id but vary in a plan.
+_ID_SUFFIX = {
+    "size": lambda v: f"sz{format_size(v)}",
+    "working_set_pct": lambda v: f"ws{v}",
+    "runtime": lambda v: f"rt{format_duration(v)}",
+    "ramp": lambda v: f"ramp{format_duration(v)}",
+    "engine": lambda v: v,
+    "direct": lambda v: "direct" if v else "buffered",
+}
+
+
+def _base_id(p: dict) -> str:
+    pattern = "rand" if p["random_pct"] == 100 else "seq" if p["random_pct"] == 0 else f"rand{p['random_pct']}"
+    return f"{format_size(p['bs'])}-r{p['read_pct']}-{pattern}-j{p['jobs']}-qd{p['iodepth']}"
+
+
+def expand(plan: Plan) -> list[TestSpec]:
+    """All tests of a plan, in the documented order, with unique readable ids."""
+    defaults = {name: p.default for name, p in PARAMS.items()}
+    defaults.update(plan.defaults.model_dump(exclude_none=True))
+
+    rows = []  # (workload name, params dict)
+    for w in plan.workloads:
+        fixed = dict(defaults)
+        fixed.update(w.model_dump(exclude_none=True, exclude={"name", "description", "matrix"}))
+        matrix = w.matrix.model_dump(exclude_none=True) if w.matrix else {}
+        axes = [(name, matrix[name]) for name in MATRIX_PARAMS if name in matrix]
+        for combo in itertools.product(*(values for _, values in axes)):
+            params = dict(fixed)
+            params.update({name: value for (name, _), value in zip(axes, combo)})
+            rows.append((w.name, params))
+
+    problems = []
+    for i, (wname, p) in enumerate(rows):
+        if p["size"] < p["bs"]:
+            problems.append(
+                f"workload {wname!r}: size {format_size(p['size'])} is smaller than "
+                f"bs {format_size(p['bs'])}; make size at least one block"
+            )
+        if p["bs"] % 512:
+            problems.append(f"workload {wname!r}: bs {p['bs']} is not a multiple of 512 bytes")
+    if problems:
+        raise PlanError(sorted(set(problems)))
+
+    varying = [
+        name for name in _ID_SUFFIX if len({p[name] for _, p in rows}) > 1
+    ]
+
+    def make_id(wname, p, with_workload):
+        parts = [_base_id(p)] + [_ID_SUFFIX[n](p[n]) for n in varying]
+        test_id = "-".join(parts)
+        return f"{wname}.{test_id}" if with_workload else test_id
+
+    ids = [make_id(w, p, False) for w, p in rows]
+    if len(set(ids)) != len(ids):
+        ids = [make_id(w, p, True) for w, p in rows]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise PlanError(
+            [f"test {d!r} appears more than once: the matrix lists a value twice" for d in dupes]
+        )
+
+    specs = []
+    for test_id, (wname, p) in zip(ids, rows):
+        repeats = p.pop("repeat")
+        for r in range(1, repeats + 1):
+            specs.append(TestSpec(id=test_id, workload=wname, repeat=r, repeats=repeats, **p))
+    return specs
+
+
+def data_per_target_set(specs: list[TestSpec]) -> int:
+    """Bytes of data files the plan creates: job file N is reused by every
+    test with more than N jobs and grows to the largest size asked of it."""
+    max_jobs = max((s.jobs for s in specs), default=0)
+    return sum(max(s.size for s in specs if s.jobs > n) for n in range(max_jobs))

@@ -1,0 +1,72 @@
+"""Loading plan files with readable, one-line-per-problem errors."""
+
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import PlanError
+from .model import Plan
+
+
+def loc_path(loc: tuple) -> str:
+    """('workloads', 1, 'matrix', 'bs', 2) → 'workloads[1].matrix.bs[2]'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _message(err: dict) -> str:
+    msg = err["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix):]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field; check the spelling (see `iofleet params` and docs/plans.md)"
+    elif err["type"] == "missing":
+        msg = "required field is missing"
+    return msg
+
+
+def format_validation_error(source: str, exc: ValidationError) -> list[str]:
+    problems = []
+    for err in exc.errors():
+        # Pydantic adds the validator's name for Annotated/union steps; drop it.
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+        where = loc_path(loc)
+        value = err.get("input")
+        shown = "" if err["type"] in ("missing",) or isinstance(value, dict) else f" (got {value!r})"
+        problems.append(f"{source}: {where}: {_message(err)}{shown}")
+    return problems
+
+
+def parse_plan(data, source: str = "<plan>") -> Plan:
+    if not isinstance(data, dict):
+        raise PlanError([f"{source}: a plan is a YAML mapping with name, targets and workloads"])
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise PlanError(format_validation_error(source, exc)) from None
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and validate a plan file; raise PlanError with every problem."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise PlanError([f"{path}: no such plan file"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError([f"{path}: cannot read the plan ({exc})"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise PlanError([f"{path}: not valid YAML{where}: {problem}"]) from None
+    return parse_plan(data, str(path))

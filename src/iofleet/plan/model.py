@@ -1,0 +1,96 @@
+"""Plan model (pydantic): what a plan file may say, validated with field paths.
+
+The workload fields are generated from the parameter table in params.py so
+that validation, rendering and docs never disagree.
+"""
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
+
+from .params import MATRIX_PARAMS, PARAMS
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# Characters a target path may hold. Excludes what fio or a shell would
+# interpret: ':' (fio's directory separator), '$' (fio expands ${VAR}),
+# ';', '`', quotes, '%', newlines and other control characters.
+PATH_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]+$")
+
+
+def check_name(value: Any) -> str:
+    if not isinstance(value, str) or not NAME_RE.match(value):
+        raise ValueError(
+            "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return value
+
+
+def check_target_path(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected a directory path")
+    if not PATH_RE.match(value) or value != value.strip():
+        raise ValueError(
+            "a target path may hold only letters, digits, spaces and _ . / + @ , = ~ - "
+            "(no ':', '$', ';', quotes or control characters)"
+        )
+    if value == "/dev" or value.startswith("/dev/"):
+        raise ValueError(
+            "device targets are not supported yet; give a directory on the storage to test"
+        )
+    return value
+
+
+def _param_type(name: str):
+    return Annotated[Any, BeforeValidator(PARAMS[name].parse)]
+
+
+Matrix = create_model(
+    "Matrix",
+    __config__=ConfigDict(extra="forbid"),
+    **{
+        name: (Optional[Annotated[list[_param_type(name)], Field(min_length=1)]], None)
+        for name in MATRIX_PARAMS
+    },
+)
+
+WorkloadParams = create_model(
+    "WorkloadParams",
+    __config__=ConfigDict(extra="forbid"),
+    **{name: (Optional[_param_type(name)], None) for name in PARAMS},
+)
+
+
+class Workload(WorkloadParams):
+    name: Annotated[str, BeforeValidator(check_name)]
+    description: str = ""
+    matrix: Optional[Matrix] = None  # type: ignore[valid-type]
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, BeforeValidator(check_name)]
+    description: str = ""
+    # Directories on the storage under test. iofleet writes only inside an
+    # `iofleet/` sub-directory of each. `--target` on the command line
+    # replaces this list.
+    targets: list[Annotated[str, BeforeValidator(check_target_path)]] = []
+    keep_files: bool = False
+    on_error: Literal["continue", "stop"] = "continue"
+    defaults: WorkloadParams = WorkloadParams()  # type: ignore[valid-type]
+    workloads: Annotated[list[Workload], Field(min_length=1)]
+
+    @field_validator("workloads")
+    @classmethod
+    def _unique_workload_names(cls, workloads):
+        seen = set()
+        for w in workloads:
+            if w.name in seen:
+                raise ValueError(f"workload name {w.name!r} is used twice; names must differ")
+            seen.add(w.name)
+        return workloads
+
+    def target_paths(self) -> list[Path]:
+        return [Path(t) for t in self.targets]

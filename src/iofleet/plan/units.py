@@ -1,0 +1,87 @@
+"""Human units for sizes and durations: `4k`, `128KiB`, `20GiB`, `90s`, `2h`.
+
+Sizes are binary, as in fio's default (kb_base=1024): `4k` = `4KiB` = `4KB`
+= 4096 bytes. Durations are whole seconds: `90s`, `5m`, `2h`, `1h30m`, or a
+bare number of seconds. Values handed to fio are always plain integers, so
+fio never has to interpret a unit.
+"""
+
+import re
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
+_SIZE_POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|min|h|d)", re.IGNORECASE)
+_DURATION_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_size(value) -> int:
+    """Bytes from `4k`, `128KiB`, `20GiB`, `1.5g` or an integer."""
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as 4k, 128KiB or 20GiB")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("a size cannot be negative")
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    m = _SIZE_RE.match(str(value)) if isinstance(value, str) else None
+    if not m:
+        raise ValueError(f"{value!r} is not a size; use e.g. 4k, 128KiB, 20GiB")
+    number, prefix, suffix = m.groups()
+    if suffix and not prefix and suffix.lower() == "ib":
+        raise ValueError(f"{value!r} is not a size; use e.g. 4k, 128KiB, 20GiB")
+    size = float(number) * 1024 ** _SIZE_POWER[prefix.lower()]
+    if not size.is_integer():
+        raise ValueError(f"{value!r} is not a whole number of bytes")
+    return int(size)
+
+
+def parse_duration(value) -> int:
+    """Whole seconds from `90s`, `5m`, `2h`, `1h30m` or an integer."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 90s, 5m or 2h")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    text = str(value).strip().replace(" ", "") if isinstance(value, str) else ""
+    if text.isdigit():
+        return int(text)
+    parts = _DURATION_PART.findall(text)
+    if not text or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"{value!r} is not a duration; use e.g. 90s, 5m, 2h, 1h30m")
+    seconds = sum(float(n) * _DURATION_SECONDS[u.lower()] for n, u in parts)
+    if not float(seconds).is_integer():
+        raise ValueError(f"{value!r} is not a whole number of seconds")
+    return int(seconds)
+
+
+def format_size(nbytes: int) -> str:
+    """Shortest exact binary form: 4096 → `4k`, 3 GiB → `3g`."""
+    for suffix, power in (("p", 5), ("t", 4), ("g", 3), ("m", 2), ("k", 1)):
+        unit = 1024**power
+        if nbytes and nbytes % unit == 0:
+            return f"{nbytes // unit}{suffix}"
+    return str(nbytes)
+
+
+def format_bytes(nbytes: float) -> str:
+    """Readable binary size for totals: `1.5 GiB`."""
+    for suffix, power in (("PiB", 5), ("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1)):
+        if nbytes >= 1024**power:
+            return f"{nbytes / 1024**power:.1f} {suffix}"
+    return f"{int(nbytes)} B"
+
+
+def format_duration(seconds: float) -> str:
+    """`2h`, `1h30m`, `90s` → readable `1h 30m 0s` style, compact."""
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    if h:
+        return f"{h}h{m:02d}m{s:02d}s"
+    if m:
+        return f"{m}m{s:02d}s"
+    return f"{s}s"

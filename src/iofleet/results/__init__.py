@@ -1,0 +1,1 @@
+"""What came out: result model, exact aggregation, store, export, import."""
