@@ -39,6 +39,10 @@ class DirectionStats:
     lat_max_ns: int | None = None
     percentiles_ns: dict[str, float | None] = field(default_factory=dict)
     bins: dict[int, int] | None = None
+    # Which latency the percentiles and bins describe: 'lat' (total, what
+    # iofleet's own jobs record) or 'clat' (completion only, in outputs of
+    # fio jobs that did not set lat_percentiles=1).
+    percentile_basis: str = "lat"
 
 
 @dataclass
