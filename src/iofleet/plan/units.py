@@ -10,7 +10,7 @@ import re
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
 _SIZE_POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|min|h|d)", re.IGNORECASE)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|min|s|m|h|d)", re.IGNORECASE)
 _DURATION_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 

@@ -1,0 +1,241 @@
+"""The terminal front door: thin typer commands over the studies and stores.
+
+Errors a user can cause are printed as one line each, without a traceback,
+with a non-zero exit code.
+"""
+
+import functools
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import IofleetError
+from ..plan import expand, load_plan, parse_plan
+from ..plan.expand import data_per_target_set
+from ..plan.params import PARAMS
+from ..plan.units import format_bytes, format_duration, format_size
+from ..report.summary import summary_table
+from ..results.export import run_to_csv, run_to_dict
+from ..results.ingest import import_outputs
+from ..results.store import Store, default_data_dir
+from ..studies.run import estimate_seconds, run_plan
+from .progress import TerminalProgress
+
+app = typer.Typer(
+    help="iofleet: how fast is this storage, really, and why? (fio-based benchmarking)",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+results_app = typer.Typer(help="Browse, export and import stored results.", no_args_is_help=True)
+app.add_typer(results_app, name="results")
+
+console = Console()
+err_console = Console(stderr=True)
+
+DataDir = typer.Option(None, "--data-dir", help="Results directory (default: $IOFLEET_DATA or ./iofleet-data).")
+TargetOpt = typer.Option(None, "--target", "-t", help="Directory to test (repeatable); replaces the plan's targets.")
+
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+def user_errors(fn):
+    """Print iofleet's own errors as one line each and exit non-zero."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except IofleetError as exc:
+            for line in str(exc).splitlines() or ["error"]:
+                err_console.print(f"[red]error:[/] {line}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def _plan_with_targets(plan_path: Path, targets: Optional[List[Path]]):
+    plan = load_plan(plan_path)
+    if targets:
+        # Command-line targets pass the same checks as the file's.
+        data = plan.model_dump(exclude_none=True) | {"targets": [str(t) for t in targets]}
+        plan = parse_plan(data, "--target")
+    return plan
+
+
+@app.command()
+@user_errors
+def validate(
+    plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML)."),
+    target: Optional[List[Path]] = TargetOpt,
+):
+    """Check a plan and list the tests it expands into."""
+    plan = _plan_with_targets(plan_path, target)
+    specs = expand(plan)
+    table = Table(title=f"{plan.name}: {len(specs)} tests", title_justify="left")
+    for col in ("#", "test", "bs", "read %", "random %", "jobs", "iodepth", "size",
+                "working set", "ramp", "runtime", "engine", "direct"):
+        table.add_column(col, justify="left" if col in ("test", "engine") else "right")
+    for i, s in enumerate(specs, 1):
+        name = s.id if s.repeats == 1 else f"{s.id} ({s.repeat}/{s.repeats})"
+        table.add_row(str(i), name, format_size(s.bs), str(s.read_pct), str(s.random_pct),
+                      str(s.jobs), str(s.iodepth), format_size(s.size), f"{s.working_set_pct}%",
+                      format_duration(s.ramp), format_duration(s.runtime), s.engine,
+                      "yes" if s.direct else "no")
+    console.print(table)
+    targets = plan.targets or ["(none yet: give --target DIR when running)"]
+    console.print(f"Targets: {', '.join(targets)}")
+    console.print(
+        f"Estimated duration: {format_duration(estimate_seconds(specs))}; "
+        f"data files: {format_bytes(data_per_target_set(specs))} "
+        f"(created under <target>/iofleet/, removed afterwards"
+        f"{'' if not plan.keep_files else ' — no: keep_files is set'})"
+    )
+
+
+@app.command()
+@user_errors
+def run(
+    plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML)."),
+    target: Optional[List[Path]] = TargetOpt,
+    data_dir: Optional[str] = DataDir,
+    label: Optional[str] = typer.Option(None, help="Label stored with the run (for comparisons)."),
+):
+    """Run a plan's tests on this machine and print the summary."""
+    plan = _plan_with_targets(plan_path, target)
+    plan_text = plan_path.read_text()
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        if not stop.is_set():
+            err_console.print("[yellow]Stopping: waiting for fio to finish writing its results…[/]")
+        stop.set()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with Store.open(default_data_dir(data_dir)) as store:
+            with TerminalProgress(console) as progress:
+                outcome = run_plan(plan, plan_text, store, label=label,
+                                   observer=progress, stop=stop)
+            run = store.get_run(outcome.run_id)
+            console.print(summary_table(run))
+            db = store.path
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    done = sum(1 for t in outcome.tests if t.status == "ok")
+    console.print(
+        f"Run {outcome.run_id} {outcome.status}: {done} of {outcome.tests_planned} tests ok. "
+        f"Results: {db} (see `iofleet results show {outcome.run_id}`)"
+    )
+    if outcome.removed_files:
+        console.print(f"Removed iofleet's {outcome.removed_files} data files from the targets.")
+    if outcome.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if not outcome.ok:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def params():
+    """List the workload parameters a plan may set, with defaults and fio options."""
+    table = Table(title="Workload parameters (any may be a list under `matrix:`, except repeat)",
+                  title_justify="left")
+    for col in ("parameter", "default", "allowed", "fio option", "meaning"):
+        table.add_column(col)
+    for p in PARAMS.values():
+        allowed = ", ".join(p.choices) if p.choices else ("true/false" if p.kind == "bool" else p.allowed().removeprefix("allowed: "))
+        table.add_row(p.name, p.format(p.default), allowed, p.fio, p.help)
+    console.print(table)
+
+
+@results_app.command("list")
+@user_errors
+def results_list(data_dir: Optional[str] = DataDir):
+    """List stored runs, newest first."""
+    with Store.open(default_data_dir(data_dir)) as store:
+        runs = store.list_runs()
+        path = store.path
+    if not runs:
+        console.print(f"No runs in {path} yet: start one with `iofleet run PLAN --target DIR`.")
+        return
+    table = Table(title=f"Runs in {path}", title_justify="left")
+    for col in ("run", "created (UTC)", "plan", "label", "source", "status", "tests ok/planned"):
+        table.add_column(col)
+    for r in runs:
+        counts = r.get("test_counts", {})
+        table.add_row(str(r["id"]), str(r["created_at"]), r["plan_name"], r.get("label") or "",
+                      r["source"], r["status"], f"{counts.get('ok', 0)}/{r['tests_planned']}")
+    console.print(table)
+
+
+def _load_run(store: Store, run_id: Optional[int]):
+    if run_id is None:
+        run_id = store.latest_run_id()
+        if run_id is None:
+            raise IofleetError(f"no runs in {store.path} yet; start one with `iofleet run`")
+    return store.get_run(run_id)
+
+
+@results_app.command("show")
+@user_errors
+def results_show(
+    run_id: Optional[int] = typer.Argument(None, metavar="RUN", help="Run number (default: latest)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    data_dir: Optional[str] = DataDir,
+):
+    """Show a run's summary table, or every figure as JSON."""
+    if fmt not in ("table", "json"):
+        raise IofleetError(f"--format {fmt!r}: use table or json")
+    with Store.open(default_data_dir(data_dir)) as store:
+        run = _load_run(store, run_id)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(run_to_dict(run), indent=2) + "\n")
+    else:
+        console.print(summary_table(run))
+
+
+@results_app.command("export")
+@user_errors
+def results_export(
+    run_id: Optional[int] = typer.Argument(None, metavar="RUN", help="Run number (default: latest)."),
+    fmt: str = typer.Option("csv", "--format", "-f", help="csv or json."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
+    data_dir: Optional[str] = DataDir,
+):
+    """Export a run's figures as CSV (one row per test) or JSON."""
+    if fmt not in ("csv", "json"):
+        raise IofleetError(f"--format {fmt!r}: use csv or json")
+    with Store.open(default_data_dir(data_dir)) as store:
+        run = _load_run(store, run_id)
+    text = run_to_csv(run) if fmt == "csv" else json.dumps(run_to_dict(run), indent=2) + "\n"
+    if output:
+        output.write_text(text)
+        err_console.print(f"Wrote {output}")
+    else:
+        sys.stdout.write(text)
+
+
+@results_app.command("import")
+@user_errors
+def results_import(
+    files: List[Path] = typer.Argument(..., metavar="FIO_OUTPUT.json...", help="fio json or json+ output files."),
+    label: Optional[str] = typer.Option(None, help="Label stored with the run."),
+    data_dir: Optional[str] = DataDir,
+):
+    """Store existing fio JSON outputs (single host or client/server) as a run."""
+    with Store.open(default_data_dir(data_dir)) as store:
+        run_id = import_outputs(store, files, label=label)
+        run = store.get_run(run_id)
+        console.print(summary_table(run))
+        console.print(f"Imported {len(files)} file(s) as run {run_id} in {store.path}")
+
+
+def main():  # pragma: no cover
+    app()

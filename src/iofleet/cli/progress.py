@@ -1,0 +1,81 @@
+"""Live progress of a run in the terminal (rich): test i of N, elapsed and
+ETA for the test and the plan, current IOPS, MB/s and latency."""
+
+import time
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
+
+from ..studies.run import RunObserver, TestOutcome
+
+
+def fmt_lat_ms(ns) -> str:
+    return "-" if ns is None else f"{ns / 1e6:.3f}"
+
+
+class TerminalProgress(RunObserver):
+    def __init__(self, console: Console):
+        self.console = console
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+        )
+        self.live_text = Text("")
+        self.live = Live(Group(self.progress, self.live_text), console=console,
+                         refresh_per_second=4, transient=True)
+        self.plan_task = self.test_task = None
+        self._done_s = 0.0
+        self._test_start = 0.0
+
+    def __enter__(self):
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.live.__exit__(*exc)
+
+    def run_started(self, run_id, specs, estimate_s):
+        self.count = len(specs)
+        self.console.print(f"Run {run_id}: {len(specs)} tests, about {estimate_s:.0f} s")
+        self.plan_task = self.progress.add_task("plan", total=estimate_s)
+
+    def test_started(self, index, spec, engine):
+        if self.test_task is not None:
+            self.progress.remove_task(self.test_task)
+        self._test_start = time.monotonic()
+        self._duration = spec.ramp + spec.runtime
+        self.test_task = self.progress.add_task(
+            f"test {index + 1}/{self.count} {spec.id}", total=self._duration)
+        self.live_text.plain = f"  {engine}, warming up for {spec.ramp} s" if spec.ramp else f"  {engine}"
+
+    def test_phase(self, index, spec, phase):
+        self.live_text.plain = f"  {phase}"
+
+    def test_live(self, index, spec, live):
+        elapsed = time.monotonic() - self._test_start
+        self.progress.update(self.test_task, completed=min(elapsed, self._duration))
+        self.progress.update(self.plan_task, completed=self._done_s + min(elapsed, self._duration))
+        phase = "warm-up" if elapsed < spec.ramp else "measuring"
+        self.live_text.plain = (
+            f"  {phase}: {live.iops:,.0f} IOPS  {live.bw_bytes_s / 1e6:,.1f} MB/s  "
+            f"mean latency {fmt_lat_ms(live.lat_mean_ns)} ms"
+        )
+
+    def test_finished(self, index, spec, result: TestOutcome):
+        self._done_s += spec.ramp + spec.runtime + 2
+        self.progress.update(self.plan_task, completed=self._done_s)
+        if result.status == "ok" and result.aggregate:
+            a = result.aggregate.all
+            line = (f"[green]ok[/]     {index + 1}/{self.count} {spec.id}: {a.iops:,.0f} IOPS, "
+                    f"{a.bw_bytes_s / 1e6:,.1f} MB/s, p99 {fmt_lat_ms(a.percentiles_ns.get('p99'))} ms")
+        else:
+            colour = "yellow" if result.status == "interrupted" else "red"
+            line = f"[{colour}]{result.status}[/] {index + 1}/{self.count} {spec.id}: {result.error}"
+        self.console.print(line, highlight=False)

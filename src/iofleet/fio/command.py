@@ -1,0 +1,58 @@
+"""fio itself: where it is, which version, and the command lines iofleet uses."""
+
+import re
+import shutil
+import subprocess
+
+from ..errors import FioError
+
+MIN_VERSION = (3, 33)
+INSTALL_HINT = "install it with `sudo apt-get install fio` (or run `make run`, which does)"
+
+
+def fio_binary() -> str:
+    path = shutil.which("fio")
+    if not path:
+        raise FioError(f"fio is not installed; {INSTALL_HINT}")
+    return path
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """'fio-3.33' → (3, 33); 'fio-3.36-12-gabc' → (3, 36)."""
+    m = re.search(r"fio-(\d+)\.(\d+)", text)
+    if not m:
+        raise FioError(f"cannot read fio's version from {text.strip()!r}; {INSTALL_HINT}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def fio_version() -> str:
+    """fio's version string, after checking it is recent enough."""
+    try:
+        out = subprocess.run(
+            [fio_binary(), "--version"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise FioError(f"fio does not run ({exc}); {INSTALL_HINT}") from None
+    if parse_version(out) < MIN_VERSION:
+        need = ".".join(map(str, MIN_VERSION))
+        raise FioError(f"{out} is too old; iofleet needs fio >= {need}: {INSTALL_HINT}")
+    return out
+
+
+def run_command(jobfile: str, status_interval: int | None = 1) -> list[str]:
+    """Command for a test: json+ on stdout, with a full JSON status document
+    every `status_interval` seconds (parsed for live progress)."""
+    cmd = [fio_binary(), "--output-format=json+", "--eta=never"]
+    if status_interval:
+        cmd.append(f"--status-interval={status_interval}")
+    cmd.append(jobfile)
+    return cmd
+
+
+def error_line(stderr: str, stdout: str = "") -> str:
+    """fio's own error line, for a failed test's message."""
+    lines = [l.strip() for l in (stderr + "\n" + stdout).splitlines() if l.strip()]
+    for line in lines:
+        if line.startswith("fio:") or "error" in line.lower() or "err=" in line:
+            return line
+    return lines[0] if lines else "fio failed without a message"

@@ -1,0 +1,150 @@
+"""Typed test spec → fio job file.
+
+Never glued from user text: only options from the allow-list below can be
+written, every value is checked against the character set fio takes as
+plain data, and names and paths are re-checked here even though the plan
+model already validated them (defence in depth: fio job files can run
+commands through options such as exec_prerun, and expand ${VAR}).
+"""
+
+import re
+from pathlib import Path
+
+from ..errors import FioError
+from ..plan.expand import TestSpec
+from ..plan.model import NAME_RE, PATH_RE
+from ..plan.params import ENGINES
+
+# Every option iofleet may write. exec_prerun, exec_postrun, ioscheduler,
+# include and anything else not listed can never reach a job file.
+ALLOWED_OPTIONS = frozenset(
+    """ioengine direct directory filename_format size bs rw rwmixread
+    percentage_random iodepth numjobs time_based runtime ramp_time
+    lat_percentiles group_reporting log_avg_msec write_iops_log write_bw_log
+    write_lat_log per_job_logs create_only invalidate""".split()
+)
+_TEST_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
+_SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]*$")
+# Data files are named by fio's own job number, so every test in a run
+# reuses (and never duplicates) the same files.
+DATA_FILE_FORMAT = "iofleet-data.$jobnum.$filenum"  # fio's own keywords, not user text
+DATA_DIR_NAME = "iofleet"
+LOG_PREFIX = "series"
+
+
+def _option(key: str, value) -> str:
+    if key not in ALLOWED_OPTIONS:
+        raise FioError(f"internal: fio option {key!r} is not on iofleet's allow-list")
+    if isinstance(value, bool):
+        text = "1" if value else "0"
+    elif isinstance(value, int):
+        text = str(value)
+    elif key == "filename_format" and value == DATA_FILE_FORMAT:
+        text = value  # '$' here is fio's file-name keyword, set by iofleet
+    elif isinstance(value, str) and _SAFE_VALUE_RE.match(value.replace(":", "")):
+        # ':' only ever joins directories that were each checked alone.
+        text = value
+    else:
+        raise FioError(f"refused to write fio option {key}={value!r}: unsafe characters")
+    return f"{key}={text}"
+
+
+def data_dirs(targets: list[Path]) -> list[Path]:
+    """The directory iofleet owns under each target."""
+    return [Path(t) / DATA_DIR_NAME for t in targets]
+
+
+def _directory_value(targets: list[Path]) -> str:
+    dirs = []
+    for d in data_dirs(targets):
+        text = str(d)
+        if not PATH_RE.match(text) or ":" in text:
+            raise FioError(f"refused target path {text!r}: unsafe characters for a fio job file")
+        dirs.append(text)
+    return ":".join(dirs)  # fio spreads the job files across ':'-separated dirs
+
+
+def rw_options(spec: TestSpec) -> list[tuple[str, object]]:
+    """fio's rw/rwmixread/percentage_random from read_pct and random_pct."""
+    random = spec.random_pct > 0
+    if spec.read_pct == 100:
+        rw = "randread" if random else "read"
+    elif spec.read_pct == 0:
+        rw = "randwrite" if random else "write"
+    else:
+        rw = "randrw" if random else "rw"
+    opts: list[tuple[str, object]] = [("rw", rw)]
+    if 0 < spec.read_pct < 100:
+        opts.append(("rwmixread", spec.read_pct))
+    if 0 < spec.random_pct < 100:
+        opts.append(("percentage_random", spec.random_pct))
+    return opts
+
+
+def render_test(spec: TestSpec, targets: list[Path], engine: str) -> str:
+    """The job file for one test. `engine` is the resolved engine (not auto)."""
+    if not _TEST_ID_RE.match(spec.id) or not NAME_RE.match(spec.workload):
+        raise FioError(f"refused test name {spec.id!r}: unsafe characters for a fio job file")
+    if engine not in ENGINES or engine == "auto":
+        raise FioError(f"internal: engine {engine!r} must be resolved before rendering")
+    options: list[tuple[str, object]] = [
+        ("ioengine", engine),
+        ("direct", spec.direct),
+        ("directory", _directory_value(targets)),
+        ("filename_format", DATA_FILE_FORMAT),
+        ("size", spec.working_set),
+        ("bs", spec.bs),
+        *rw_options(spec),
+        ("iodepth", spec.iodepth),
+        ("numjobs", spec.jobs),
+        ("time_based", True),
+        ("runtime", spec.runtime),
+        ("ramp_time", spec.ramp),
+        # Total latency (submission + completion) with its histogram, so
+        # percentiles can be merged exactly across jobs and hosts.
+        ("lat_percentiles", True),
+        ("group_reporting", False),
+        ("log_avg_msec", 1000),
+        ("write_iops_log", LOG_PREFIX),
+        ("write_bw_log", LOG_PREFIX),
+        ("write_lat_log", LOG_PREFIX),
+        ("per_job_logs", True),
+    ]
+    return _render(f"iofleet test {spec.id} (workload {spec.workload})", spec.id, options)
+
+
+def render_layout(spec: TestSpec, targets: list[Path]) -> str:
+    """A job that only creates the data files at their full size, so a test
+    whose working set is a part of each file finds the whole file there."""
+    options: list[tuple[str, object]] = [
+        ("directory", _directory_value(targets)),
+        ("filename_format", DATA_FILE_FORMAT),
+        ("size", spec.size),
+        ("numjobs", spec.jobs),
+        ("create_only", True),
+    ]
+    return _render(f"iofleet layout for {spec.id}", "layout", options)
+
+
+def render_probe(target: Path, engine: str, direct: bool) -> str:
+    """A tiny job that checks an engine and direct IO work on a target."""
+    options: list[tuple[str, object]] = [
+        ("ioengine", engine),
+        ("direct", direct),
+        ("directory", _directory_value([target])),
+        ("filename_format", "iofleet-probe"),
+        ("size", 256 * 1024),
+        ("bs", 4096),
+        ("rw", "randrw"),
+        ("iodepth", 2),
+        ("runtime", 1),
+    ]
+    return _render(f"iofleet probe of {engine}", "probe", options)
+
+
+def _render(comment: str, section: str, options: list[tuple[str, object]]) -> str:
+    if not _TEST_ID_RE.match(section):
+        raise FioError(f"refused job name {section!r}: unsafe characters for a fio job file")
+    lines = [f"; {comment}".replace("\n", " "), "; generated by iofleet", f"[{section}]"]
+    lines += [_option(k, v) for k, v in options]
+    return "\n".join(lines) + "\n"

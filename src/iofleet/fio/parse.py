@@ -1,0 +1,353 @@
+"""Parse fio's output into the records of iofleet.results.model.
+
+- parse_output: one fio JSON document (`json` or `json+`), from a normal run
+  (`jobs`) or from client/server mode (`client_stats`).
+- split_documents / DocumentSplitter: the documents of a stream written with
+  `--status-interval`.
+- parse_log: fio's per-second iops/bw/lat logs.
+
+Anything that is not what fio writes raises ImportFormatError with a
+one-line message naming the missing or wrong field.
+"""
+
+import json
+import math
+
+from iofleet.errors import ImportFormatError
+from iofleet.results.aggregate import combine
+from iofleet.results.bins import percentiles as bins_percentiles
+from iofleet.results.model import PERCENTILES, DirectionStats, DiskUtil, FioOutput, JobResult, pct_key
+
+ALL_CLIENTS = "All clients"  # fio's name for its own sum in client/server mode
+
+
+# --- typed access with readable errors --------------------------------------
+
+
+def _field(obj: dict, key: str, where: str):
+    if key not in obj:
+        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} is missing")
+    return obj[key]
+
+
+def _where(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _int(obj: dict, key: str, where: str) -> int:
+    value = _field(obj, key, where)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be an integer, got {value!r:.40}")
+    return value
+
+
+def _num(obj: dict, key: str, where: str) -> float:
+    value = _field(obj, key, where)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be a number, got {value!r:.40}")
+    return float(value)
+
+
+def _obj(obj: dict, key: str, where: str) -> dict:
+    value = _field(obj, key, where)
+    if not isinstance(value, dict):
+        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be an object, got {value!r:.40}")
+    return value
+
+
+def _str(obj: dict, key: str, where: str) -> str:
+    value = _field(obj, key, where)
+    if not isinstance(value, str):
+        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be a string, got {value!r:.40}")
+    return value
+
+
+def _list_of_objects(obj: dict, key: str, where: str) -> list[dict]:
+    value = _field(obj, key, where)
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be a list of objects")
+    return value
+
+
+# --- one JSON document --------------------------------------------------------
+
+
+def _load(doc) -> dict:
+    if isinstance(doc, dict):
+        return doc
+    if isinstance(doc, bytes):
+        doc = doc.decode("utf-8", errors="replace")
+    if not isinstance(doc, str):
+        raise ImportFormatError(f"not fio JSON output: expected text or a dict, got {type(doc).__name__}")
+    # fio may print warnings ("note: ...", "fio: ...") before the document,
+    # which starts with a line that is exactly "{".
+    lines = doc.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.rstrip("\r\n") == "{"), None)
+    text = "".join(lines[start:]) if start is not None else doc.strip()
+    if not text.strip():
+        raise ImportFormatError("not fio JSON output: the input is empty")
+    try:
+        data, end = json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError as e:
+        raise ImportFormatError(f"not fio JSON output (truncated or not JSON): {e}") from None
+    except RecursionError:
+        raise ImportFormatError("not fio JSON output: nested too deeply") from None
+    if any(line.rstrip("\r\n") == "{" for line in text[end:].splitlines()):
+        raise ImportFormatError(
+            "several fio JSON documents in one input (a --status-interval stream?): split them with split_documents"
+        )
+    if not isinstance(data, dict):
+        raise ImportFormatError(f"not fio JSON output: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _bins(raw, where: str) -> dict[int, int]:
+    if not isinstance(raw, dict):
+        raise ImportFormatError(f"not fio JSON output: {where}.bins should be an object")
+    bins = {}
+    for key, count in raw.items():
+        if not (isinstance(key, str) and key.isascii() and key.isdigit()) and not (isinstance(key, int) and key >= 0):
+            raise ImportFormatError(f"not fio JSON output: {where}.bins has a bucket {key!r:.40} that is not a value in ns")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ImportFormatError(f"not fio JSON output: {where}.bins[{key}] should be a count, got {count!r:.40}")
+        bins[int(key)] = count
+    return bins
+
+
+def _fio_percentiles(raw, where: str) -> dict[str, float | None]:
+    """fio's own `percentile` dict ({"99.900000": value}) → our keys."""
+    if not isinstance(raw, dict):
+        raise ImportFormatError(f"not fio JSON output: {where}.percentile should be an object")
+    out = {}
+    for p in PERCENTILES:
+        key = f"{p:f}"
+        out[pct_key(p)] = _num(raw, key, f"{where}.percentile") if key in raw else None
+    return out
+
+
+def _direction(job: dict, name: str, where: str) -> tuple[DirectionStats, bool]:
+    """One direction of one job; also says whether it had bins."""
+    d = _obj(job, name, where)
+    where = f"{where}.{name}"
+    stats = DirectionStats(
+        ios=_int(d, "total_ios", where),
+        io_bytes=_int(d, "io_bytes", where),
+        runtime_ms=_int(d, "runtime", where),
+        iops=_num(d, "iops", where),
+        bw_bytes_s=_num(d, "bw_bytes", where),
+        percentiles_ns={pct_key(p): None for p in PERCENTILES},
+    )
+    lat = _obj(d, "lat_ns", where)
+    stats.lat_n = _int(lat, "N", f"{where}.lat_ns")
+    if stats.lat_n == 0:
+        return stats, False  # fio writes zeros for min/max/mean: not latencies
+    stats.lat_mean_ns = _num(lat, "mean", f"{where}.lat_ns")
+    stats.lat_stddev_ns = _num(lat, "stddev", f"{where}.lat_ns")
+    stats.lat_min_ns = _int(lat, "min", f"{where}.lat_ns")
+    stats.lat_max_ns = _int(lat, "max", f"{where}.lat_ns")
+
+    # Total-latency percentiles exist only with lat_percentiles=1; fio's
+    # default reports completion latency (clat) percentiles instead.
+    source, basis = lat, "lat"
+    if "percentile" not in lat and "bins" not in lat:
+        clat = d.get("clat_ns")
+        if isinstance(clat, dict) and ("percentile" in clat or "bins" in clat):
+            source, basis = clat, "clat"
+    stats.percentile_basis = basis
+    src_where = f"{where}.{basis}_ns"
+    if "bins" in source:
+        stats.bins = _bins(source["bins"], src_where)
+        stats.percentiles_ns = bins_percentiles(stats.bins)
+    elif "percentile" in source:
+        stats.percentiles_ns = _fio_percentiles(source["percentile"], src_where)
+    return stats, stats.bins is not None
+
+
+def _host_names(entries: list[dict]) -> dict[tuple[str, int], str]:
+    """(hostname, port) → host name: the hostname, or hostname:port when
+    several fio servers on one hostname are told apart only by port."""
+    ports: dict[str, set[int]] = {}
+    for hostname, port in entries:
+        ports.setdefault(hostname, set()).add(port)
+    return {(h, p): (f"{h}:{p}" if len(ports[h]) > 1 else h) for h, p in entries}
+
+
+def _address(entry: dict, where: str) -> tuple[str, int]:
+    return _str(entry, "hostname", where), _int(entry, "port", where)
+
+
+def parse_output(doc, host: str = "local") -> FioOutput:
+    """Parse one fio JSON document (text, bytes or an already loaded dict).
+
+    `host` names the jobs of a normal run; in client/server mode each job's
+    host comes from the document. fio's own "All clients" sum is not a job:
+    its raw totals are kept in `fio_all_clients` as
+    {'read'|'write': {'iops', 'bw_bytes', 'io_bytes', 'total_ios'}}.
+    """
+    data = _load(doc)
+    version = _str(data, "fio version", "")
+    timestamp = data.get("timestamp")
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        timestamp = None
+
+    client_mode = "client_stats" in data
+    if client_mode:
+        entries = _list_of_objects(data, "client_stats", "")
+        list_name = "client_stats"
+    elif "jobs" in data:
+        entries = _list_of_objects(data, "jobs", "")
+        list_name = "jobs"
+    else:
+        raise ImportFormatError("not fio JSON output: neither 'jobs' nor 'client_stats' is present")
+
+    disks_raw = _list_of_objects(data, "disk_util", "") if "disk_util" in data else []
+    names: dict[tuple[str, int], str] = {}
+    if client_mode:
+        addresses = [_address(e, f"{list_name}[{i}]") for i, e in enumerate(entries) if e.get("jobname") != ALL_CLIENTS]
+        addresses += [_address(e, f"disk_util[{i}]") for i, e in enumerate(disks_raw)]
+        names = _host_names(addresses)
+
+    jobs: list[JobResult] = []
+    per_host: dict[str, int] = {}
+    has_bins = False
+    all_clients = None
+    for i, entry in enumerate(entries):
+        where = f"{list_name}[{i}]"
+        jobname = _str(entry, "jobname", where)
+        if client_mode and jobname == ALL_CLIENTS:
+            all_clients = {
+                name: {k: _num(_obj(entry, name, where), k, f"{where}.{name}")
+                       for k in ("iops", "bw_bytes", "io_bytes", "total_ios")}
+                for name in ("read", "write")
+            }
+            continue
+        job_host = names[_address(entry, where)] if client_mode else host
+        read, read_bins = _direction(entry, "read", where)
+        write, write_bins = _direction(entry, "write", where)
+        has_bins = has_bins or read_bins or write_bins
+        index = per_host.get(job_host, 0)
+        per_host[job_host] = index + 1
+        jobs.append(
+            JobResult(
+                host=job_host,
+                job=jobname,
+                index=index,
+                error=_int(entry, "error", where),
+                runtime_ms=_int(entry, "job_runtime", where),
+                usr_cpu_pct=_num(entry, "usr_cpu", where),
+                sys_cpu_pct=_num(entry, "sys_cpu", where),
+                read=read,
+                write=write,
+                all=combine([read, write]),
+            )
+        )
+
+    disks = []
+    for i, entry in enumerate(disks_raw):
+        where = f"disk_util[{i}]"
+        disks.append(
+            DiskUtil(
+                host=names[_address(entry, where)] if client_mode else host,
+                name=_str(entry, "name", where),
+                util_pct=_num(entry, "util", where),
+                read_ios=_int(entry, "read_ios", where),
+                write_ios=_int(entry, "write_ios", where),
+            )
+        )
+    return FioOutput(
+        fio_version=version,
+        timestamp=timestamp,
+        jobs=jobs,
+        disks=disks,
+        has_bins=has_bins,
+        fio_all_clients=all_clients,
+    )
+
+
+# --- a stream of documents (--status-interval) --------------------------------
+
+
+class DocumentSplitter:
+    """Cut a live fio stdout stream into complete JSON documents.
+
+    A top-level document starts with a line that is exactly "{" and ends
+    with a line that is exactly "}" (fio indents nested braces). Lines
+    outside documents (warnings) are dropped.
+    """
+
+    def __init__(self) -> None:
+        self._partial = ""  # text after the last newline seen
+        self._doc: list[str] | None = None  # lines of the open document
+
+    def feed(self, chunk: str) -> list[str]:
+        """Add text; return the documents this chunk completed, in order."""
+        text = self._partial + chunk
+        lines = text.split("\n")
+        self._partial = lines.pop()  # not yet ended by a newline
+        return self._take(lines)
+
+    def close(self) -> list[str]:
+        """End of stream: a last "}" without a newline completes a document."""
+        lines, self._partial = [self._partial], ""
+        return self._take(lines)
+
+    def _take(self, lines: list[str]) -> list[str]:
+        done = []
+        for line in lines:
+            bare = line.rstrip("\r")
+            if bare == "{":  # a new document (drops an unfinished one)
+                self._doc = [line]
+            elif self._doc is not None:
+                self._doc.append(line)
+                if bare == "}":
+                    done.append("\n".join(self._doc) + "\n")
+                    self._doc = None
+        return done
+
+
+def split_documents(text: str) -> list[str]:
+    """The complete JSON documents in `text`, in order (a trailing
+    incomplete one is ignored)."""
+    splitter = DocumentSplitter()
+    return splitter.feed(text) + splitter.close()
+
+
+# --- per-second logs ------------------------------------------------------------
+
+_LOG_DIRECTIONS = {0: "read", 1: "write", 2: None}  # 2 = trim: not reported
+
+
+def parse_log(text: str) -> dict[str, tuple[list[int], list[float]]]:
+    """Parse a fio log written with write_iops_log / write_bw_log /
+    write_lat_log and log_avg_msec.
+
+    Each line is `time_ms, value, direction, bs[, offset], prio`; direction
+    0 = read, 1 = write, 2 = trim (ignored). Returns {'read': (t_ms, values),
+    'write': (...)}, omitting directions without samples.
+
+    Units are fio's: iops logs in IO/s, lat logs in ns, and bw logs in
+    KiB/s (multiply by 1024 for bytes/s).
+    """
+    series: dict[str, tuple[list[int], list[float]]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.split(",")]
+        try:
+            if len(fields) < 3:
+                raise ValueError
+            t_ms, value, direction = int(fields[0]), float(fields[1]), int(fields[2])
+            if direction not in _LOG_DIRECTIONS or not math.isfinite(value):
+                raise ValueError
+        except ValueError:
+            raise ImportFormatError(
+                f"not a fio log: line {number} should be 'time_ms, value, direction, bs, ...', got {line!r:.60}"
+            ) from None
+        name = _LOG_DIRECTIONS[direction]
+        if name is not None:
+            t_list, v_list = series.setdefault(name, ([], []))
+            t_list.append(t_ms)
+            v_list.append(value)
+    return {name: series[name] for name in ("read", "write") if name in series}

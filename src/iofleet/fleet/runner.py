@@ -1,0 +1,172 @@
+"""Drives one fio process on the local host: streams its periodic JSON
+status for live figures, stops it cleanly on request, and hands back the
+final output."""
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..fio.command import run_command
+from ..fio.parse import DocumentSplitter
+
+# After asking fio to stop (SIGINT, it then writes its results), how long
+# to wait before killing it.
+STOP_GRACE_S = 5.0
+
+
+@dataclass
+class LiveFigures:
+    """Rates over the last status interval, summed over jobs."""
+
+    elapsed_s: float
+    iops: float
+    bw_bytes_s: float
+    lat_mean_ns: float | None
+
+
+@dataclass
+class FioRun:
+    returncode: int
+    final_output: str | None  # the last complete JSON document
+    stdout: str  # anything on stdout that was not a JSON document
+    stderr: str
+    stopped: bool  # stop was requested while it ran
+    killed: bool  # it did not stop in time and was killed
+    wall_s: float
+
+
+def _totals(doc: dict) -> tuple[int, int, float, int]:
+    """(ios, bytes, latency sum ns, latency samples) over all jobs and directions."""
+    ios = nbytes = lat_n = 0
+    lat_sum = 0.0
+    for job in doc.get("jobs", []):
+        for d in ("read", "write"):
+            s = job.get(d) or {}
+            ios += s.get("total_ios", 0)
+            nbytes += s.get("io_bytes", 0)
+            lat = s.get("lat_ns") or {}
+            n = lat.get("N", 0)
+            lat_n += n
+            lat_sum += lat.get("mean", 0.0) * n
+    return ios, nbytes, lat_sum, lat_n
+
+
+class LiveRates:
+    """Turns fio's cumulative status documents into per-interval rates.
+    fio resets its counters when the warm-up ends; that interval is skipped."""
+
+    def __init__(self):
+        self._last = None
+
+    def update(self, doc: dict, now: float, elapsed: float) -> LiveFigures | None:
+        cur = (now, *_totals(doc))
+        last, self._last = self._last, cur
+        if last is None:
+            return None
+        dt = cur[0] - last[0]
+        d_ios, d_bytes, d_lat, d_n = (c - l for c, l in zip(cur[1:], last[1:]))
+        if dt <= 0 or d_ios < 0 or d_n < 0:
+            return None
+        return LiveFigures(
+            elapsed_s=elapsed,
+            iops=d_ios / dt,
+            bw_bytes_s=d_bytes / dt,
+            lat_mean_ns=d_lat / d_n if d_n else None,
+        )
+
+
+def run_fio(
+    jobfile: Path,
+    workdir: Path,
+    stop: threading.Event,
+    on_live=None,
+    timeout_s: float | None = None,
+    status_interval: int | None = 1,
+) -> FioRun:
+    """Run fio on a job file in `workdir` (where its logs land).
+
+    `on_live(LiveFigures)` is called about once a second. Setting `stop`
+    sends fio SIGINT (it stops its jobs and still writes its results); if
+    it has not exited STOP_GRACE_S later it is killed. `timeout_s` bounds
+    the whole run the same way.
+    """
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        run_command(str(jobfile), status_interval),
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        # Own process group: a terminal Ctrl-C reaches iofleet only, and
+        # iofleet decides how fio is stopped.
+        start_new_session=True,
+    )
+    splitter = DocumentSplitter()
+    docs: list[str] = []
+    other: list[str] = []
+    stderr_parts: list[str] = []
+    rates = LiveRates()
+
+    def read_stdout():
+        for line in proc.stdout:
+            for doc in splitter.feed(line):
+                docs.append(doc)
+                if on_live is not None:
+                    try:
+                        parsed = json.loads(doc)
+                    except ValueError:
+                        continue
+                    now = time.monotonic()
+                    live = rates.update(parsed, now, now - start)
+                    if live is not None:
+                        on_live(live)
+            if not line.startswith((" ", "{", "}")):
+                other.append(line)
+
+    def read_stderr():
+        stderr_parts.append(proc.stderr.read())
+
+    readers = [threading.Thread(target=read_stdout, daemon=True),
+               threading.Thread(target=read_stderr, daemon=True)]
+    for t in readers:
+        t.start()
+
+    stopped = killed = False
+    stop_sent_at = None
+    while proc.poll() is None:
+        now = time.monotonic()
+        over_time = timeout_s is not None and now - start > timeout_s
+        if (stop.is_set() or over_time) and stop_sent_at is None:
+            stopped = True
+            stop_sent_at = now
+            _signal(proc, signal.SIGINT)
+        if stop_sent_at is not None and now - stop_sent_at > STOP_GRACE_S:
+            _signal(proc, signal.SIGKILL)
+            killed = True
+            proc.wait()
+            break
+        time.sleep(0.1)
+    for t in readers:
+        t.join(timeout=10)
+    return FioRun(
+        returncode=proc.returncode,
+        final_output=docs[-1] if docs else None,
+        stdout="".join(other),
+        stderr="".join(stderr_parts),
+        stopped=stopped,
+        killed=killed,
+        wall_s=time.monotonic() - start,
+    )
+
+
+def _signal(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,679 @@
+"""The results store: one SQLite database plus compressed artifact files.
+
+Layout of a data directory:
+
+    results.db                               runs, tests, metrics, series
+    artifacts/run-<id>/<seq>-<test id>/*.gz  raw files of each test (fio JSON,
+                                             job file, logs), gzip-compressed
+
+Rules the store keeps:
+- A test is saved in one transaction: after a crash or error nothing of it
+  remains, and its artifact files are on disk before its row commits.
+- Every number round-trips exactly (REAL is IEEE double, INTEGER is int64).
+- The schema is versioned with `PRAGMA user_version` and migrated forward on
+  open; a database from a newer iofleet is refused, never rewritten.
+
+A Store is one sqlite3 connection: use one Store per thread.
+"""
+
+import gzip
+import json
+import os
+import sqlite3
+import sys
+from array import array
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import StoreError
+from .model import (
+    DIRECTIONS,
+    PERCENTILES,
+    Aggregate,
+    DirectionStats,
+    DiskUtil,
+    HostCpu,
+    JobResult,
+    Series,
+    pct_key,
+)
+
+DB_NAME = "results.db"
+ARTIFACTS_DIR = "artifacts"
+
+RUN_SOURCES = ("run", "import")
+RUN_STATUSES = ("running", "complete", "failed", "interrupted", "partial")
+TEST_STATUSES = ("ok", "failed", "interrupted", "partial")
+
+# Forward migrations: MIGRATIONS[i] takes a database from version i to i + 1.
+# Never edit a released script; append a new one instead.
+MIGRATIONS: list[str] = [
+    # v1: the initial schema.
+    """
+    CREATE TABLE runs (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: users type it
+        label         TEXT,
+        plan_name     TEXT NOT NULL,
+        plan_text     TEXT,                               -- the plan YAML as given; NULL for imports without one
+        source        TEXT NOT NULL CHECK (source IN ('run', 'import')),
+        status        TEXT NOT NULL
+                      CHECK (status IN ('running', 'complete', 'failed', 'interrupted', 'partial')),
+        created_at    TEXT NOT NULL,                      -- ISO-8601 UTC
+        ended_at      TEXT,
+        fio_version   TEXT,
+        host_facts    TEXT NOT NULL DEFAULT '{}',         -- JSON object
+        tests_planned INTEGER NOT NULL,
+        note          TEXT
+    );
+
+    CREATE TABLE tests (
+        id               INTEGER PRIMARY KEY,
+        run_id           INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq              INTEGER NOT NULL,                -- 0-based order in the run
+        test_id          TEXT NOT NULL,                   -- readable id, e.g. 4k-r70-rand-j2-qd8
+        workload         TEXT NOT NULL,
+        repeat           INTEGER NOT NULL,
+        params           TEXT NOT NULL,                   -- JSON object
+        status           TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'interrupted', 'partial')),
+        error            TEXT,
+        started_at       TEXT,
+        ended_at         TEXT,
+        agg_jobs         INTEGER,                         -- NULL: no aggregate (nothing measured)
+        usr_cpu_pct      REAL,
+        sys_cpu_pct      REAL,
+        host_cpu_samples INTEGER,                         -- NULL: host CPU not sampled
+        host_cpu_avg_pct REAL,
+        host_cpu_max_pct REAL,
+        artifact_dir     TEXT,                            -- relative to the data directory
+        UNIQUE (run_id, seq)
+    );
+
+    -- Aggregate of a test, one row per direction (read, write, all).
+    CREATE TABLE test_directions (
+        test_pk          INTEGER NOT NULL REFERENCES tests(id) ON DELETE CASCADE,
+        direction        TEXT NOT NULL CHECK (direction IN ('read', 'write', 'all')),
+        ios              INTEGER NOT NULL,
+        io_bytes         INTEGER NOT NULL,
+        runtime_ms       INTEGER NOT NULL,
+        iops             REAL NOT NULL,
+        bw_bytes_s       REAL NOT NULL,
+        lat_n            INTEGER NOT NULL,
+        lat_mean_ns      REAL,
+        lat_stddev_ns    REAL,
+        lat_min_ns       INTEGER,
+        lat_max_ns       INTEGER,
+        p50_ns           REAL,                            -- NULL: not known exactly
+        p90_ns           REAL,
+        p95_ns           REAL,
+        p99_ns           REAL,
+        p99_9_ns         REAL,
+        percentile_basis TEXT NOT NULL,                   -- 'lat' or 'clat'
+        bins             TEXT,                            -- JSON {ns: count}; NULL: no histogram
+        PRIMARY KEY (test_pk, direction)
+    );
+
+    CREATE TABLE jobs (
+        id          INTEGER PRIMARY KEY,
+        test_pk     INTEGER NOT NULL REFERENCES tests(id) ON DELETE CASCADE,
+        host        TEXT NOT NULL,
+        job         TEXT NOT NULL,                        -- fio jobname
+        job_index   INTEGER NOT NULL,                     -- position in fio's output for this host
+        error       INTEGER NOT NULL,                     -- fio's error code
+        runtime_ms  INTEGER NOT NULL,
+        usr_cpu_pct REAL NOT NULL,
+        sys_cpu_pct REAL NOT NULL,
+        UNIQUE (test_pk, host, job_index)
+    );
+
+    -- Per job and direction; the bins are kept so hosts can be merged exactly later.
+    CREATE TABLE job_directions (
+        job_pk           INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+        direction        TEXT NOT NULL CHECK (direction IN ('read', 'write', 'all')),
+        ios              INTEGER NOT NULL,
+        io_bytes         INTEGER NOT NULL,
+        runtime_ms       INTEGER NOT NULL,
+        iops             REAL NOT NULL,
+        bw_bytes_s       REAL NOT NULL,
+        lat_n            INTEGER NOT NULL,
+        lat_mean_ns      REAL,
+        lat_stddev_ns    REAL,
+        lat_min_ns       INTEGER,
+        lat_max_ns       INTEGER,
+        p50_ns           REAL,
+        p90_ns           REAL,
+        p95_ns           REAL,
+        p99_ns           REAL,
+        p99_9_ns         REAL,
+        percentile_basis TEXT NOT NULL,
+        bins             TEXT,
+        PRIMARY KEY (job_pk, direction)
+    );
+
+    CREATE TABLE disks (
+        id        INTEGER PRIMARY KEY,
+        test_pk   INTEGER NOT NULL REFERENCES tests(id) ON DELETE CASCADE,
+        host      TEXT NOT NULL,
+        name      TEXT NOT NULL,
+        util_pct  REAL NOT NULL,
+        read_ios  INTEGER NOT NULL,
+        write_ios INTEGER NOT NULL
+    );
+    CREATE INDEX disks_by_test ON disks(test_pk);
+
+    -- One row per series (not per sample): bulk ingest of many hosts stays fast.
+    CREATE TABLE series (
+        id           INTEGER PRIMARY KEY,
+        test_pk      INTEGER NOT NULL REFERENCES tests(id) ON DELETE CASCADE,
+        host         TEXT NOT NULL,
+        job_index    INTEGER NOT NULL,
+        metric       TEXT NOT NULL,                       -- iops | bw_bytes_s | lat_ns
+        direction    TEXT NOT NULL,                       -- read | write
+        samples      INTEGER NOT NULL,
+        t_ms_i64le   BLOB NOT NULL,                       -- int64 little-endian
+        values_f64le BLOB NOT NULL                        -- float64 little-endian
+    );
+    CREATE INDEX series_by_test ON series(test_pk);
+
+    CREATE TABLE artifacts (
+        test_pk    INTEGER NOT NULL REFERENCES tests(id) ON DELETE CASCADE,
+        name       TEXT NOT NULL,                         -- file is <artifact_dir>/<name>.gz
+        size_bytes INTEGER NOT NULL,                      -- uncompressed
+        PRIMARY KEY (test_pk, name)
+    );
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# Columns of a DirectionStats row, in table order (after the key columns).
+_PCT_COLS = {pct_key(p): pct_key(p).replace(".", "_") + "_ns" for p in PERCENTILES}
+_STAT_COLS = (
+    "ios", "io_bytes", "runtime_ms", "iops", "bw_bytes_s", "lat_n",
+    "lat_mean_ns", "lat_stddev_ns", "lat_min_ns", "lat_max_ns",
+)
+_DIR_COLS = _STAT_COLS + tuple(_PCT_COLS.values()) + ("percentile_basis", "bins")
+
+_RUN_UPDATABLE = ("label", "fio_version", "host_facts", "tests_planned", "note", "plan_text")
+
+
+def default_data_dir(cli_value: str | None) -> Path:
+    """Where results live: the CLI value, else $IOFLEET_DATA, else ./iofleet-data."""
+    value = cli_value or os.environ.get("IOFLEET_DATA") or "./iofleet-data"
+    return Path(value).expanduser()
+
+
+def utc_now() -> str:
+    """The current time as an ISO-8601 UTC string (the store's timestamp format)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _iso(value) -> str | None:
+    """Timestamps are stored as ISO-8601 UTC strings; datetimes are converted."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError("naive datetime: give timestamps in UTC")
+        return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return value
+
+
+def _json(value) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _pack(values: Iterable, typecode: str) -> bytes:
+    a = array(typecode, values)
+    if sys.byteorder == "big":  # stored little-endian whatever the machine
+        a.byteswap()
+    return a.tobytes()
+
+
+def _unpack(blob: bytes, typecode: str) -> list:
+    a = array(typecode)
+    a.frombytes(blob)
+    if sys.byteorder == "big":
+        a.byteswap()
+    return a.tolist()
+
+
+def _dir_row(d: DirectionStats) -> tuple:
+    unknown = set(d.percentiles_ns) - set(_PCT_COLS)
+    if unknown:
+        # Only the standard percentiles have columns; refuse rather than drop data.
+        raise ValueError(f"percentiles {sorted(unknown)} are not stored; use {list(_PCT_COLS)}")
+    bins = None if d.bins is None else _json({str(k): v for k, v in d.bins.items()})
+    return (
+        tuple(getattr(d, c) for c in _STAT_COLS)
+        + tuple(d.percentiles_ns.get(k) for k in _PCT_COLS)
+        + (d.percentile_basis, bins)
+    )
+
+
+def _dir_from_row(row: sqlite3.Row) -> DirectionStats:
+    bins = row["bins"]
+    return DirectionStats(
+        **{c: row[c] for c in _STAT_COLS},
+        # All standard percentiles come back; None where unavailable.
+        percentiles_ns={k: row[col] for k, col in _PCT_COLS.items()},
+        bins=None if bins is None else {int(k): v for k, v in json.loads(bins).items()},
+        percentile_basis=row["percentile_basis"],
+    )
+
+
+def _safe_name(text: str) -> str:
+    """A file-name-safe version of a test id (workload names are user text)."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text)
+
+
+class Store:
+    """The results database of one data directory."""
+
+    def __init__(self, data_dir: Path, conn: sqlite3.Connection):
+        self.data_dir = data_dir
+        self.path = data_dir / DB_NAME
+        self._conn = conn
+
+    # ---- opening -------------------------------------------------------
+
+    @classmethod
+    def open(cls, data_dir: Path) -> "Store":
+        """Open (creating if needed) the store in data_dir, migrating its schema."""
+        data_dir = Path(data_dir).absolute()
+        db = data_dir / DB_NAME
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create data directory {data_dir}: {e.strerror}") from None
+        try:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves.
+            conn = sqlite3.connect(db, isolation_level=None)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open results database {db}: {e}") from None
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{db} was written by a newer iofleet (schema version {version}, "
+                    f"this iofleet knows {SCHEMA_VERSION}); upgrade iofleet to use it"
+                )
+            conn.execute("PRAGMA journal_mode = WAL")
+            _migrate(conn, version)
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            if "not a database" in str(e) or "malformed" in str(e):
+                raise StoreError(f"{db} is not an iofleet results database (not SQLite); "
+                                 f"move it away or choose another data directory") from None
+            raise StoreError(f"cannot open results database {db}: {e}") from None
+        except BaseException:
+            conn.close()
+            raise
+        return cls(data_dir, conn)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- runs ----------------------------------------------------------
+
+    def create_run(
+        self,
+        *,
+        plan_name: str,
+        plan_text: str | None,
+        label: str | None = None,
+        source: str = "run",
+        fio_version: str | None,
+        host_facts: dict,
+        tests_planned: int,
+    ) -> int:
+        """Record a new run with status 'running'; returns its id."""
+        if source not in RUN_SOURCES:
+            raise ValueError(f"source must be one of {RUN_SOURCES}, not {source!r}")
+        cur = self._conn.execute(
+            "INSERT INTO runs (label, plan_name, plan_text, source, status, created_at,"
+            " fio_version, host_facts, tests_planned) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+            (label, plan_name, plan_text, source, utc_now(), fio_version,
+             _json(host_facts), tests_planned),
+        )
+        return cur.lastrowid
+
+    def finish_run(self, run_id: int, status: str, note: str | None = None) -> None:
+        """Set the final status and end time (and a note, when given)."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"status must be one of {RUN_STATUSES}, not {status!r}")
+        cur = self._conn.execute(
+            "UPDATE runs SET status = ?, ended_at = ?, note = coalesce(?, note) WHERE id = ?",
+            (status, utc_now(), note, run_id),
+        )
+        if cur.rowcount == 0:
+            raise self._no_run(run_id)
+
+    def update_run(self, run_id: int, **fields) -> None:
+        """Fill in what was learnt after create_run (fio_version, host_facts, ...)."""
+        bad = set(fields) - set(_RUN_UPDATABLE)
+        if bad:
+            raise TypeError(f"update_run cannot set {sorted(bad)}; allowed: {_RUN_UPDATABLE}")
+        if not fields:
+            return
+        if "host_facts" in fields:
+            fields["host_facts"] = _json(fields["host_facts"])
+        cur = self._conn.execute(
+            f"UPDATE runs SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?",
+            (*fields.values(), run_id),
+        )
+        if cur.rowcount == 0:
+            raise self._no_run(run_id)
+
+    def list_runs(self) -> list[dict]:
+        """All runs, newest first, with their number of tests by status."""
+        runs = [self._run_dict(r) for r in self._conn.execute("SELECT * FROM runs ORDER BY id DESC")]
+        counts = {}
+        for row in self._conn.execute("SELECT run_id, status, count(*) FROM tests GROUP BY run_id, status"):
+            counts.setdefault(row[0], {})[row[1]] = row[2]
+        for run in runs:
+            by_status = {s: counts.get(run["id"], {}).get(s, 0) for s in TEST_STATUSES}
+            run["tests_by_status"] = by_status
+            run["tests_saved"] = sum(by_status.values())
+        return runs
+
+    def latest_run_id(self) -> int | None:
+        return self._conn.execute("SELECT max(id) FROM runs").fetchone()[0]
+
+    def get_run(self, run_id: int) -> dict:
+        """A run with all its tests (seq order), each with aggregate, jobs and disks."""
+        row = self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise self._no_run(run_id)
+        run = self._run_dict(row)
+
+        # A few bulk queries for the whole run rather than several per test.
+        directions: dict[int, dict[str, DirectionStats]] = {}
+        for r in self._conn.execute(
+            "SELECT d.* FROM test_directions d JOIN tests t ON t.id = d.test_pk WHERE t.run_id = ?",
+            (run_id,),
+        ):
+            directions.setdefault(r["test_pk"], {})[r["direction"]] = _dir_from_row(r)
+
+        job_dirs: dict[int, dict[str, DirectionStats]] = {}
+        for r in self._conn.execute(
+            "SELECT d.* FROM job_directions d JOIN jobs j ON j.id = d.job_pk"
+            " JOIN tests t ON t.id = j.test_pk WHERE t.run_id = ?",
+            (run_id,),
+        ):
+            job_dirs.setdefault(r["job_pk"], {})[r["direction"]] = _dir_from_row(r)
+
+        jobs: dict[int, list[JobResult]] = {}
+        for r in self._conn.execute(
+            "SELECT j.* FROM jobs j JOIN tests t ON t.id = j.test_pk WHERE t.run_id = ? ORDER BY j.id",
+            (run_id,),
+        ):
+            jobs.setdefault(r["test_pk"], []).append(JobResult(
+                host=r["host"], job=r["job"], index=r["job_index"], error=r["error"],
+                runtime_ms=r["runtime_ms"], usr_cpu_pct=r["usr_cpu_pct"],
+                sys_cpu_pct=r["sys_cpu_pct"], **job_dirs[r["id"]],
+            ))
+
+        disks: dict[int, list[DiskUtil]] = {}
+        for r in self._conn.execute(
+            "SELECT d.* FROM disks d JOIN tests t ON t.id = d.test_pk WHERE t.run_id = ? ORDER BY d.id",
+            (run_id,),
+        ):
+            disks.setdefault(r["test_pk"], []).append(DiskUtil(
+                host=r["host"], name=r["name"], util_pct=r["util_pct"],
+                read_ios=r["read_ios"], write_ios=r["write_ios"],
+            ))
+
+        artifacts: dict[int, list[str]] = {}
+        for r in self._conn.execute(
+            "SELECT a.test_pk, a.name FROM artifacts a JOIN tests t ON t.id = a.test_pk"
+            " WHERE t.run_id = ? ORDER BY a.name",
+            (run_id,),
+        ):
+            artifacts.setdefault(r[0], []).append(r[1])
+
+        tests = []
+        for t in self._conn.execute("SELECT * FROM tests WHERE run_id = ? ORDER BY seq", (run_id,)):
+            pk = t["id"]
+            aggregate = None
+            if t["agg_jobs"] is not None:
+                aggregate = Aggregate(
+                    jobs=t["agg_jobs"], usr_cpu_pct=t["usr_cpu_pct"],
+                    sys_cpu_pct=t["sys_cpu_pct"], **directions[pk],
+                )
+            host_cpu = None
+            if t["host_cpu_samples"] is not None:
+                host_cpu = HostCpu(t["host_cpu_samples"], t["host_cpu_avg_pct"], t["host_cpu_max_pct"])
+            tests.append({
+                "pk": pk,  # the row id: for get_series and read_artifact
+                "seq": t["seq"],
+                "id": t["test_id"],
+                "workload": t["workload"],
+                "repeat": t["repeat"],
+                "params": json.loads(t["params"]),
+                "status": t["status"],
+                "error": t["error"],
+                "started_at": t["started_at"],
+                "ended_at": t["ended_at"],
+                "host_cpu": host_cpu,
+                "aggregate": aggregate,
+                "jobs": jobs.get(pk, []),
+                "disks": disks.get(pk, []),
+                "artifact_dir": str(self.data_dir / t["artifact_dir"]) if t["artifact_dir"] else None,
+                "artifacts": artifacts.get(pk, []),
+            })
+        run["tests"] = tests
+        return run
+
+    # ---- tests ---------------------------------------------------------
+
+    def save_test(
+        self,
+        run_id: int,
+        *,
+        seq: int,
+        spec: dict,
+        status: str,
+        error: str | None = None,
+        started_at: str | None,
+        ended_at: str | None,
+        jobs: list[JobResult],
+        aggregate: Aggregate | None,
+        host_cpu: HostCpu | None = None,
+        disks: list[DiskUtil] = (),
+        series: list[Series] = (),
+        artifacts: dict[str, bytes] | None = None,
+    ) -> int:
+        """Save one test and everything measured in it; returns the test's row id.
+
+        All or nothing: on any error the transaction is rolled back and the
+        artifact files written by this call are removed.
+        """
+        if status not in TEST_STATUSES:
+            raise ValueError(f"status must be one of {TEST_STATUSES}, not {status!r}")
+        artifacts = artifacts or {}
+        for name in artifacts:
+            if not name or "/" in name or "\\" in name or name in (".", "..") or name.startswith("."):
+                raise ValueError(f"artifact name {name!r} must be a plain file name")
+
+        rel_dir = Path(ARTIFACTS_DIR, f"run-{run_id}", f"{seq:04d}-{_safe_name(spec['id'])}")
+        abs_dir = self.data_dir / rel_dir
+        written: list[Path] = []
+        made_dir = False
+        conn = self._conn
+        # IMMEDIATE: take the write lock now rather than fail half-way on a busy DB.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise self._no_run(run_id)
+            # The test row first: a duplicate (run, seq) fails here, before any
+            # file of an already saved test could be touched.
+            pk = conn.execute(
+                "INSERT INTO tests (run_id, seq, test_id, workload, repeat, params, status, error,"
+                " started_at, ended_at, agg_jobs, usr_cpu_pct, sys_cpu_pct, host_cpu_samples,"
+                " host_cpu_avg_pct, host_cpu_max_pct, artifact_dir)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id, seq, spec["id"], spec["workload"], spec["repeat"],
+                    _json(spec["params"]), status, error, _iso(started_at), _iso(ended_at),
+                    aggregate.jobs if aggregate else None,
+                    aggregate.usr_cpu_pct if aggregate else None,
+                    aggregate.sys_cpu_pct if aggregate else None,
+                    host_cpu.samples if host_cpu else None,
+                    host_cpu.avg_pct if host_cpu else None,
+                    host_cpu.max_pct if host_cpu else None,
+                    rel_dir.as_posix() if artifacts else None,
+                ),
+            ).lastrowid
+            self._insert_aggregate(pk, aggregate)
+            self._insert_jobs(pk, jobs)
+            conn.executemany(
+                "INSERT INTO disks (test_pk, host, name, util_pct, read_ios, write_ios)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [(pk, d.host, d.name, d.util_pct, d.read_ios, d.write_ios) for d in disks],
+            )
+            conn.executemany(
+                "INSERT INTO series (test_pk, host, job_index, metric, direction, samples,"
+                " t_ms_i64le, values_f64le) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (pk, s.host, s.job_index, s.metric, s.direction, len(s.values),
+                     _pack(s.t_ms, "q"), _pack(s.values, "d"))
+                    for s in series
+                ],
+            )
+            if artifacts:
+                made_dir = not abs_dir.exists()
+                abs_dir.mkdir(parents=True, exist_ok=True)
+                for name, data in artifacts.items():
+                    written.append(_write_gz(abs_dir, name, data))
+                _fsync_dir(abs_dir)  # the renames reach the disk before the row commits
+                conn.executemany(
+                    "INSERT INTO artifacts (test_pk, name, size_bytes) VALUES (?, ?, ?)",
+                    [(pk, name, len(data)) for name, data in artifacts.items()],
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            for path in written:
+                path.unlink(missing_ok=True)
+            if made_dir:
+                _remove_empty_dirs(abs_dir, stop=self.data_dir / ARTIFACTS_DIR)
+            raise
+        return pk
+
+    def _insert_aggregate(self, test_pk: int, aggregate: Aggregate | None) -> None:
+        if aggregate is None:
+            return
+        self._conn.executemany(
+            f"INSERT INTO test_directions (test_pk, direction, {', '.join(_DIR_COLS)})"
+            f" VALUES (?, ?{', ?' * len(_DIR_COLS)})",
+            [(test_pk, d, *_dir_row(getattr(aggregate, d))) for d in DIRECTIONS],
+        )
+
+    def _insert_jobs(self, test_pk: int, jobs: list[JobResult]) -> None:
+        rows = []
+        for j in jobs:
+            job_pk = self._conn.execute(
+                "INSERT INTO jobs (test_pk, host, job, job_index, error, runtime_ms,"
+                " usr_cpu_pct, sys_cpu_pct) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (test_pk, j.host, j.job, j.index, j.error, j.runtime_ms, j.usr_cpu_pct, j.sys_cpu_pct),
+            ).lastrowid
+            rows.extend((job_pk, d, *_dir_row(getattr(j, d))) for d in DIRECTIONS)
+        self._conn.executemany(
+            f"INSERT INTO job_directions (job_pk, direction, {', '.join(_DIR_COLS)})"
+            f" VALUES (?, ?{', ?' * len(_DIR_COLS)})",
+            rows,
+        )
+
+    def get_series(self, test_pk: int) -> list[Series]:
+        """The per-second series of one test (row id `pk` from get_run), in saved order."""
+        return [
+            Series(
+                host=r["host"], job_index=r["job_index"], metric=r["metric"],
+                direction=r["direction"], t_ms=_unpack(r["t_ms_i64le"], "q"),
+                values=_unpack(r["values_f64le"], "d"),
+            )
+            for r in self._conn.execute("SELECT * FROM series WHERE test_pk = ? ORDER BY id", (test_pk,))
+        ]
+
+    def read_artifact(self, test_pk: int, name: str) -> bytes:
+        """One artifact of a test, decompressed."""
+        t = self._conn.execute("SELECT artifact_dir FROM tests WHERE id = ?", (test_pk,)).fetchone()
+        if t is None:
+            raise StoreError(f"no test with row id {test_pk} in {self.path}")
+        names = [r[0] for r in self._conn.execute(
+            "SELECT name FROM artifacts WHERE test_pk = ? ORDER BY name", (test_pk,))]
+        if name not in names:
+            raise StoreError(
+                f"test {test_pk} has no artifact {name!r}; it has: {', '.join(names) or 'none'}"
+            )
+        path = self.data_dir / t["artifact_dir"] / f"{name}.gz"
+        try:
+            return gzip.decompress(path.read_bytes())
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            raise StoreError(f"cannot read artifact {path}: {e}") from None
+
+    # ---- helpers -------------------------------------------------------
+
+    def _no_run(self, run_id: int) -> StoreError:
+        return StoreError(f"no run {run_id} in {self.path}; see `iofleet results list`")
+
+    @staticmethod
+    def _run_dict(row: sqlite3.Row) -> dict:
+        run = dict(row)
+        run["host_facts"] = json.loads(run["host_facts"])
+        return run
+
+
+def _migrate(conn: sqlite3.Connection, version: int) -> None:
+    """Apply the migrations after `version`, each in its own transaction."""
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        script = MIGRATIONS[target - 1]
+        try:
+            # user_version is part of the transaction: a failed script leaves
+            # the database exactly at the previous version.
+            conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _write_gz(directory: Path, name: str, data: bytes) -> Path:
+    """Write name.gz via a temp file and rename, so it is never seen half-written."""
+    final = directory / f"{name}.gz"
+    tmp = directory / f".{name}.gz.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(gzip.compress(data, compresslevel=6, mtime=0))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return final
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_empty_dirs(path: Path, stop: Path) -> None:
+    """Remove path and its empty parents, up to (not including) stop."""
+    while path != stop and stop in path.parents:
+        try:
+            path.rmdir()
+        except OSError:
+            return
+        path = path.parent
