@@ -68,7 +68,7 @@ def spec(test_id, repeat=1, **params) -> dict:
 def save(st, run_id, seq, *, status="ok", jobs=None, **kw):
     jobs = [job("h1", 0), job("h2", 0), job("h2", 1)] if jobs is None else jobs
     args = dict(
-        seq=seq, spec=spec(f"4k-r70-rand-j2-qd8", repeat=seq + 1), status=status, error=None,
+        seq=seq, spec=spec("4k-r70-rand-j2-qd8", repeat=seq + 1), status=status, error=None,
         started_at="2024-05-01T10:00:00Z", ended_at="2024-05-01T10:01:10Z", jobs=jobs,
         aggregate=aggregate(jobs) if jobs else None, host_cpu=HostCpu(70, 41.25, 97.5),
         disks=[DiskUtil("h1", "nvme0n1", 99.87, 1000, 400)], series=[], artifacts={},
@@ -288,29 +288,27 @@ def test_failing_insert_midway_leaves_nothing(st):
 def test_failure_after_artifacts_written_removes_them(st, monkeypatch):
     run_id = new_run(st)
     series = [Series("h1", 0, "iops", "read", [1000, 2000], [5.0, 6.0])]
-
-    def boom(*a, **k):
-        raise RuntimeError("disk full")
-
-    # The last step of the transaction (after files, series, jobs) fails.
-    real_execute_many = st._conn.executemany
     conn = st._conn
+    seen_files = []
 
-    class Failing:
-        """Passes everything to the connection but fails the artifacts insert."""
+    class FailingConn:
+        """The real connection, except that the artifacts insert (the last
+        step, after files, series and jobs were written) fails."""
 
         def __getattr__(self, name):
             return getattr(conn, name)
 
         def executemany(self, sql, rows):
             if "INSERT INTO artifacts" in sql:
-                boom()
-            return real_execute_many(sql, rows)
+                seen_files.extend(p.name for p in st.data_dir.rglob("*.gz"))
+                raise RuntimeError("disk full")
+            return conn.executemany(sql, rows)
 
-    monkeypatch.setattr(st, "_conn", Failing())
+    monkeypatch.setattr(st, "_conn", FailingConn())
     with pytest.raises(RuntimeError, match="disk full"):
         save(st, run_id, 0, series=series, artifacts={"fio.json": b"{}", "job.fio": b"[x]"})
     monkeypatch.undo()
+    assert sorted(seen_files) == ["fio.json.gz", "job.fio.gz"]  # written before the commit
     assert all(n == 0 for n in _row_counts(st).values())
     assert not (st.data_dir / "artifacts" / f"run-{run_id}").exists()
     assert not st._conn.in_transaction
@@ -384,3 +382,32 @@ def test_reopen_sees_everything(tmp_path):
         before = st.get_run(run_id)
     with Store.open(tmp_path) as st:
         assert st.get_run(run_id) == before
+
+
+def test_crash_before_commit_leaves_no_row(tmp_path):
+    """A process killed mid-save (files written, row not committed) leaves no test row."""
+    import subprocess
+    import sys
+    import textwrap
+
+    with Store.open(tmp_path) as st:
+        run_id = new_run(st)
+    code = textwrap.dedent(f"""
+        import os
+        from iofleet.results import store
+        from iofleet.results.store import Store
+        store._fsync_dir = lambda d: os._exit(9)  # die after the files, before COMMIT
+        st = Store.open({str(tmp_path)!r})
+        st.save_test({run_id}, seq=0, spec={{"id": "4k-r70-rand-j2-qd8", "workload": "w", "repeat": 1, "params": {{}}}},
+                     status="ok", error=None, started_at=None, ended_at=None, jobs=[],
+                     aggregate=None, artifacts={{"fio.json": b"{{}}"}})
+    """)
+    proc = subprocess.run([sys.executable, "-c", code])
+    assert proc.returncode == 9
+    with Store.open(tmp_path) as st:
+        assert st.get_run(run_id)["tests"] == []
+        assert all(n == 0 for n in _row_counts(st).values())
+        leftover = tmp_path / "artifacts" / f"run-{run_id}" / "0000-4k-r70-rand-j2-qd8" / "fio.json.gz"
+        assert leftover.exists()  # an orphan file is harmless; a row without its file is not
+        save(st, run_id, 0, artifacts={"fio.json": b"again"})  # the leftover file is replaced
+        assert st.read_artifact(st.get_run(run_id)["tests"][0]["pk"], "fio.json") == b"again"

@@ -36,6 +36,8 @@ results_app = typer.Typer(help="Browse, export and import stored results.", no_a
 app.add_typer(results_app, name="results")
 
 console = Console()
+if not console.is_terminal:
+    console = Console(width=200)  # logs and pipes: never wrap a table row
 err_console = Console(stderr=True)
 
 DataDir = typer.Option(None, "--data-dir", help="Results directory (default: $IOFLEET_DATA or ./iofleet-data).")
@@ -169,7 +171,7 @@ def results_list(data_dir: Optional[str] = DataDir):
     for col in ("run", "created (UTC)", "plan", "label", "source", "status", "tests ok/planned"):
         table.add_column(col)
     for r in runs:
-        counts = r.get("test_counts", {})
+        counts = r["tests_by_status"]
         table.add_row(str(r["id"]), str(r["created_at"]), r["plan_name"], r.get("label") or "",
                       r["source"], r["status"], f"{counts.get('ok', 0)}/{r['tests_planned']}")
     console.print(table)

@@ -24,43 +24,58 @@ ALL_CLIENTS = "All clients"  # fio's name for its own sum in client/server mode
 # --- typed access with readable errors --------------------------------------
 
 
+def _where(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
 def _field(obj: dict, key: str, where: str):
     if key not in obj:
         raise ImportFormatError(f"not fio JSON output: {_where(where, key)} is missing")
     return obj[key]
 
 
-def _where(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
+def _show(value) -> str:
+    """A short repr for messages (repr of a huge int would itself fail)."""
+    try:
+        return f"{value!r:.40}"
+    except ValueError:
+        return type(value).__name__
+
+
+_MAX_INT = 2**64  # fio's counters are unsigned 64-bit
 
 
 def _int(obj: dict, key: str, where: str) -> int:
     value = _field(obj, key, where)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be an integer, got {value!r:.40}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _MAX_INT:
+        raise ImportFormatError(
+            f"not fio JSON output: {_where(where, key)} should be a non-negative integer, got {_show(value)}"
+        )
     return value
 
 
 def _num(obj: dict, key: str, where: str) -> float:
     value = _field(obj, key, where)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be a number, got {value!r:.40}")
-    return float(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < _MAX_INT:
+        return float(value)
+    if not isinstance(value, float) or not math.isfinite(value):
+        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be a number, got {_show(value)}")
+    return value
 
 
 def _obj(obj: dict, key: str, where: str) -> dict:
     value = _field(obj, key, where)
     if not isinstance(value, dict):
-        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be an object, got {value!r:.40}")
+        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be an object, got {_show(value)}")
     return value
 
 
 def _str(obj: dict, key: str, where: str) -> str:
     value = _field(obj, key, where)
     if not isinstance(value, str):
-        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be a string, got {value!r:.40}")
+        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be a string, got {_show(value)}")
     return value
 
 
@@ -74,7 +89,7 @@ def _list_of_objects(obj: dict, key: str, where: str) -> list[dict]:
 # --- one JSON document --------------------------------------------------------
 
 
-def _load(doc) -> dict:
+def _load(doc: str | bytes | dict) -> dict:
     if isinstance(doc, dict):
         return doc
     if isinstance(doc, bytes):
@@ -90,7 +105,7 @@ def _load(doc) -> dict:
         raise ImportFormatError("not fio JSON output: the input is empty")
     try:
         data, end = json.JSONDecoder().raw_decode(text)
-    except json.JSONDecodeError as e:
+    except ValueError as e:  # JSONDecodeError, or an integer too long to read
         raise ImportFormatError(f"not fio JSON output (truncated or not JSON): {e}") from None
     except RecursionError:
         raise ImportFormatError("not fio JSON output: nested too deeply") from None
@@ -108,10 +123,14 @@ def _bins(raw, where: str) -> dict[int, int]:
         raise ImportFormatError(f"not fio JSON output: {where}.bins should be an object")
     bins = {}
     for key, count in raw.items():
-        if not (isinstance(key, str) and key.isascii() and key.isdigit()) and not (isinstance(key, int) and key >= 0):
-            raise ImportFormatError(f"not fio JSON output: {where}.bins has a bucket {key!r:.40} that is not a value in ns")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ImportFormatError(f"not fio JSON output: {where}.bins[{key}] should be a count, got {count!r:.40}")
+        if not (isinstance(key, str) and key.isascii() and key.isdigit() and len(key) < 21):
+            raise ImportFormatError(
+                f"not fio JSON output: {where}.bins has a bucket {_show(key)} that is not a value in ns"
+            )
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < _MAX_INT:
+            raise ImportFormatError(
+                f"not fio JSON output: {where}.bins[{key}] should be a count, got {_show(count)}"
+            )
         bins[int(key)] = count
     return bins
 
@@ -127,8 +146,8 @@ def _fio_percentiles(raw, where: str) -> dict[str, float | None]:
     return out
 
 
-def _direction(job: dict, name: str, where: str) -> tuple[DirectionStats, bool]:
-    """One direction of one job; also says whether it had bins."""
+def _direction(job: dict, name: str, where: str) -> DirectionStats:
+    """One direction (read or write) of one job."""
     d = _obj(job, name, where)
     where = f"{where}.{name}"
     stats = DirectionStats(
@@ -142,7 +161,7 @@ def _direction(job: dict, name: str, where: str) -> tuple[DirectionStats, bool]:
     lat = _obj(d, "lat_ns", where)
     stats.lat_n = _int(lat, "N", f"{where}.lat_ns")
     if stats.lat_n == 0:
-        return stats, False  # fio writes zeros for min/max/mean: not latencies
+        return stats  # fio writes zeros for min/max/mean: not latencies
     stats.lat_mean_ns = _num(lat, "mean", f"{where}.lat_ns")
     stats.lat_stddev_ns = _num(lat, "stddev", f"{where}.lat_ns")
     stats.lat_min_ns = _int(lat, "min", f"{where}.lat_ns")
@@ -162,23 +181,34 @@ def _direction(job: dict, name: str, where: str) -> tuple[DirectionStats, bool]:
         stats.percentiles_ns = bins_percentiles(stats.bins)
     elif "percentile" in source:
         stats.percentiles_ns = _fio_percentiles(source["percentile"], src_where)
-    return stats, stats.bins is not None
+    return stats
 
 
-def _host_names(entries: list[dict]) -> dict[tuple[str, int], str]:
+def _host_names(addresses: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
     """(hostname, port) → host name: the hostname, or hostname:port when
     several fio servers on one hostname are told apart only by port."""
     ports: dict[str, set[int]] = {}
-    for hostname, port in entries:
+    for hostname, port in addresses:
         ports.setdefault(hostname, set()).add(port)
-    return {(h, p): (f"{h}:{p}" if len(ports[h]) > 1 else h) for h, p in entries}
+    return {(h, p): (f"{h}:{p}" if len(ports[h]) > 1 else h) for h, p in addresses}
 
 
 def _address(entry: dict, where: str) -> tuple[str, int]:
     return _str(entry, "hostname", where), _int(entry, "port", where)
 
 
-def parse_output(doc, host: str = "local") -> FioOutput:
+def _all_clients(entry: dict, name: str, where: str) -> dict:
+    d = _obj(entry, name, where)
+    where = f"{where}.{name}"
+    return {
+        "iops": _num(d, "iops", where),
+        "bw_bytes": _int(d, "bw_bytes", where),
+        "io_bytes": _int(d, "io_bytes", where),
+        "total_ios": _int(d, "total_ios", where),
+    }
+
+
+def parse_output(doc: str | bytes | dict, host: str = "local") -> FioOutput:
     """Parse one fio JSON document (text, bytes or an already loaded dict).
 
     `host` names the jobs of a normal run; in client/server mode each job's
@@ -187,11 +217,6 @@ def parse_output(doc, host: str = "local") -> FioOutput:
     {'read'|'write': {'iops', 'bw_bytes', 'io_bytes', 'total_ios'}}.
     """
     data = _load(doc)
-    version = _str(data, "fio version", "")
-    timestamp = data.get("timestamp")
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
-        timestamp = None
-
     client_mode = "client_stats" in data
     if client_mode:
         entries = _list_of_objects(data, "client_stats", "")
@@ -201,11 +226,17 @@ def parse_output(doc, host: str = "local") -> FioOutput:
         list_name = "jobs"
     else:
         raise ImportFormatError("not fio JSON output: neither 'jobs' nor 'client_stats' is present")
+    version = _str(data, "fio version", "")
+    timestamp = data.get("timestamp")
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        timestamp = None
 
     disks_raw = _list_of_objects(data, "disk_util", "") if "disk_util" in data else []
     names: dict[tuple[str, int], str] = {}
     if client_mode:
-        addresses = [_address(e, f"{list_name}[{i}]") for i, e in enumerate(entries) if e.get("jobname") != ALL_CLIENTS]
+        addresses = [
+            _address(e, f"{list_name}[{i}]") for i, e in enumerate(entries) if e.get("jobname") != ALL_CLIENTS
+        ]
         addresses += [_address(e, f"disk_util[{i}]") for i, e in enumerate(disks_raw)]
         names = _host_names(addresses)
 
@@ -217,16 +248,12 @@ def parse_output(doc, host: str = "local") -> FioOutput:
         where = f"{list_name}[{i}]"
         jobname = _str(entry, "jobname", where)
         if client_mode and jobname == ALL_CLIENTS:
-            all_clients = {
-                name: {k: _num(_obj(entry, name, where), k, f"{where}.{name}")
-                       for k in ("iops", "bw_bytes", "io_bytes", "total_ios")}
-                for name in ("read", "write")
-            }
+            all_clients = {name: _all_clients(entry, name, where) for name in ("read", "write")}
             continue
         job_host = names[_address(entry, where)] if client_mode else host
-        read, read_bins = _direction(entry, "read", where)
-        write, write_bins = _direction(entry, "write", where)
-        has_bins = has_bins or read_bins or write_bins
+        read = _direction(entry, "read", where)
+        write = _direction(entry, "write", where)
+        has_bins = has_bins or read.bins is not None or write.bins is not None
         index = per_host.get(job_host, 0)
         per_host[job_host] = index + 1
         jobs.append(

@@ -33,26 +33,36 @@ def combine(stats: list[DirectionStats]) -> DirectionStats:
     if not measured:
         return out
 
-    n = out.lat_n
-    if all(s.lat_mean_ns is not None for s in measured):
-        mean = sum(s.lat_mean_ns * s.lat_n for s in measured) / n
-        out.lat_mean_ns = mean
-        if all(s.lat_stddev_ns is not None for s in measured):
-            # Pooled sample variance (fio's stddev uses n-1): the sum of
-            # squared deviations within each input plus between inputs.
-            ss = sum(s.lat_stddev_ns**2 * (s.lat_n - 1) + s.lat_n * (s.lat_mean_ns - mean) ** 2 for s in measured)
-            out.lat_stddev_ns = math.sqrt(ss / (n - 1)) if n > 1 else 0.0
     mins = [s.lat_min_ns for s in measured]
     maxs = [s.lat_max_ns for s in measured]
     out.lat_min_ns = None if None in mins else min(mins)
     out.lat_max_ns = None if None in maxs else max(maxs)
 
     if len(measured) == 1:
-        # One source: its own percentiles are exact whatever their origin.
+        # One source: keep its figures as they are (no rounding by the
+        # formulas below), and its percentiles are exact whatever their origin.
         only = measured[0]
-        out.percentiles_ns = dict(only.percentiles_ns)
+        out.lat_mean_ns, out.lat_stddev_ns = only.lat_mean_ns, only.lat_stddev_ns
+        out.percentiles_ns = {**out.percentiles_ns, **only.percentiles_ns}
         out.bins = dict(only.bins) if only.bins is not None else None
-    elif out.percentile_basis != "mixed" and all(s.bins is not None for s in measured):
+        return out
+
+    n = out.lat_n
+    if all(s.lat_mean_ns is not None for s in measured):
+        mean = sum(s.lat_mean_ns * s.lat_n for s in measured) / n
+        out.lat_mean_ns = mean
+        if all(s.lat_stddev_ns is not None for s in measured):
+            # Pooled sample variance (fio's stddev uses n-1): the squared
+            # deviations within each input plus those between inputs.
+            ss = 0.0
+            for s in measured:
+                within = s.lat_stddev_ns * s.lat_stddev_ns * (s.lat_n - 1)
+                between = s.lat_n * (s.lat_mean_ns - mean) * (s.lat_mean_ns - mean)
+                ss += within + between
+            out.lat_stddev_ns = math.sqrt(ss / (n - 1))
+
+    # Percentiles only from merged bins of one latency kind; never averaged.
+    if out.percentile_basis != "mixed" and all(s.bins is not None for s in measured):
         out.bins = merge_bins(s.bins for s in measured)
         out.percentiles_ns = percentiles(out.bins)
     return out

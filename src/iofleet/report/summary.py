@@ -1,0 +1,62 @@
+"""The HCIBench-style summary: one row per test with its parameters, IOPS,
+MB/s, read and write mean latency, p95, p99 and host CPU."""
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+MISSING = "n/a"  # unavailable, never shown as 0
+
+
+def _ms(ns) -> str:
+    return MISSING if ns is None else f"{ns / 1e6:.3f}"
+
+
+def summary_rows(run: dict) -> list[dict]:
+    """Plain rows (strings) for any front end."""
+    rows = []
+    for t in run["tests"]:
+        agg, cpu = t["aggregate"], t["host_cpu"]
+        name = t["id"] if t.get("repeat", 1) == 1 and not _repeated(run, t) else f"{t['id']} #{t['repeat']}"
+        a = agg.all if agg else None
+        measured = agg is not None and a.ios > 0
+        rows.append({
+            # The test id spells the parameters: bs, read %, pattern, jobs, qd.
+            "test": name,
+            "status": t["status"],
+            "IOPS": f"{a.iops:,.0f}" if measured else MISSING,
+            "MB/s": f"{a.bw_bytes_s / 1e6:,.1f}" if measured else MISSING,
+            "read lat ms": _ms(agg.read.lat_mean_ns) if measured else MISSING,
+            "write lat ms": _ms(agg.write.lat_mean_ns) if measured else MISSING,
+            "p95 ms": _ms(a.percentiles_ns.get("p95")) if measured else MISSING,
+            "p99 ms": _ms(a.percentiles_ns.get("p99")) if measured else MISSING,
+            "CPU % avg/max": f"{cpu.avg_pct:.0f}/{cpu.max_pct:.0f}" if cpu and cpu.samples else MISSING,
+        })
+    return rows
+
+
+def _repeated(run: dict, test: dict) -> bool:
+    return sum(1 for t in run["tests"] if t["id"] == test["id"]) > 1
+
+
+def summary_table(run: dict):
+    """A rich renderable: the table, then one line per failed test."""
+    host = run["host_facts"].get("hostname") or ", ".join(run["host_facts"].get("hosts", []))
+    title = (f"Run {run['id']} · {run['plan_name']} · {run['status']} · "
+             f"{run.get('fio_version') or 'fio ?'} · {host}")
+    table = Table(title=title, title_justify="left", caption=(
+        "Latency: fio's total (submit + complete), mean per direction; p95/p99 over all IO "
+        "from merged histograms. Warm-up excluded. MB/s = 10^6 bytes/s. CPU: host, measured part."), caption_justify="left")
+    rows = summary_rows(run)
+    columns = list(rows[0]) if rows else ["test"]
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("test", "status") else "right", no_wrap=col == "test")
+    for row in rows:
+        style = None if row["status"] == "ok" else "yellow" if row["status"] in ("interrupted", "partial") else "red"
+        table.add_row(*row.values(), style=style)
+    notes = [Text(f"{t['id']}: {t['status']}: {t['error']}", style="red")
+             for t in run["tests"] if t["status"] != "ok" and t.get("error")]
+    if run["status"] not in ("complete", "running"):
+        notes.append(Text(f"This run is {run['status']}: {len(run['tests'])} of "
+                          f"{run['tests_planned']} planned tests were stored.", style="yellow"))
+    return Group(table, *notes)

@@ -1,0 +1,243 @@
+"""Export a stored run (as returned by Store.get_run) to JSON-able data or CSV.
+
+Units are in every field name (`_us` microseconds, `_mb_s` 10^6 bytes/s,
+`_bytes`, `_pct`, `_s`, `_ms`). A value that is unavailable is null (empty in
+CSV), never 0. The fields are defined once in the tables below, which the
+tests check against docs/results-format.md.
+"""
+
+import csv
+import io
+
+from .aggregate import by_host
+from .model import PERCENTILES, Aggregate, DirectionStats, pct_key
+
+FORMAT = "iofleet-results"
+FORMAT_VERSION = 1
+
+# Figures of one IO direction (read, write or all) of a test or a host.
+DIRECTION_FIELDS: dict[str, str] = {
+    "iops": "IOs per second",
+    "bw_mb_s": "throughput, MB/s (10^6 bytes per second)",
+    "bw_bytes_s": "throughput, bytes per second",
+    "ios": "IOs completed in the measured time",
+    "io_bytes": "bytes transferred in the measured time",
+    "runtime_ms": "measured time, milliseconds (longest job)",
+    "lat_mean_us": "mean latency, microseconds (IO-weighted over jobs)",
+    "lat_stddev_us": "standard deviation of latency, microseconds (pooled over jobs)",
+    "lat_min_us": "lowest latency, microseconds",
+    "lat_max_us": "highest latency, microseconds",
+    **{
+        f"lat_{pct_key(p).replace('.', '_')}_us":
+            f"{p:g}th percentile of latency, microseconds (from merged histograms; null if not known exactly)"
+        for p in PERCENTILES
+    },
+    "percentile_basis": "what the latency percentiles describe: lat (total), clat (completion only) or mixed",
+}
+BINS_FIELD = "lat_bins_ns"  # only with include_bins=True
+
+# Per test, beside its direction figures `read`, `write`, `all`.
+TEST_FIELDS: dict[str, str] = {
+    "seq": "position of the test in the run, 0-based",
+    "id": "readable test id, e.g. 4k-r70-rand-j2-qd8",
+    "workload": "workload name from the plan",
+    "repeat": "which repeat of the test this is, 1-based",
+    "params": "the test's parameters (plan names: bs and size in bytes, runtime and ramp in seconds)",
+    "status": "ok, failed, interrupted or partial",
+    "error": "fio's own error line, or null",
+    "started_at": "start time, ISO-8601 UTC",
+    "ended_at": "end time, ISO-8601 UTC",
+    "fio_jobs": "number of fio jobs (threads, over all hosts) in the figures",
+    "read": "figures of read IO",
+    "write": "figures of write IO",
+    "all": "figures of all IO",
+    "host_cpu_samples": "number of host CPU samples taken during the measured time",
+    "host_cpu_avg_pct": "mean host CPU utilization, % of all CPUs",
+    "host_cpu_max_pct": "highest host CPU utilization sample, % of all CPUs",
+    "fio_usr_cpu_pct": "fio's user CPU per job, mean over jobs, % of one CPU",
+    "fio_sys_cpu_pct": "fio's system CPU per job, mean over jobs, % of one CPU",
+    "hosts": "per-host figures: {host: host fields}",
+    "disks": "fio's disk utilization: list of disk fields",
+}
+
+# Per host of a test: `read`, `write`, `all` plus these.
+HOST_FIELDS: dict[str, str] = {
+    "fio_jobs": "number of fio jobs on this host",
+    "read": "figures of read IO on this host",
+    "write": "figures of write IO on this host",
+    "all": "figures of all IO on this host",
+    "fio_usr_cpu_pct": "fio's user CPU per job on this host, mean over jobs, % of one CPU",
+    "fio_sys_cpu_pct": "fio's system CPU per job on this host, mean over jobs, % of one CPU",
+}
+
+DISK_FIELDS: dict[str, str] = {
+    "host": "host of the disk",
+    "name": "block device name, e.g. nvme0n1",
+    "util_pct": "device utilization during the test, %",
+    "read_ios": "read IOs the device completed",
+    "write_ios": "write IOs the device completed",
+}
+
+RUN_FIELDS: dict[str, str] = {
+    "format": f"always {FORMAT!r}",
+    "format_version": f"version of this export format ({FORMAT_VERSION})",
+    "id": "run id (as in `iofleet results show ID`)",
+    "label": "label given to the run, or null",
+    "plan_name": "name of the plan",
+    "plan_text": "the plan YAML as given, or null for imports without one",
+    "source": "run (measured by iofleet) or import (fio output imported)",
+    "status": "running, complete, failed, interrupted or partial",
+    "created_at": "start of the run, ISO-8601 UTC",
+    "ended_at": "end of the run, ISO-8601 UTC, or null",
+    "fio_version": "fio version that produced the figures",
+    "host_facts": "facts of the host(s): hostname, kernel, cpus, memory_bytes, ...",
+    "tests_planned": "number of tests in the plan",
+    "note": "note on the run (e.g. why it is partial), or null",
+    "tests": "list of test fields, in run order",
+}
+
+# CSV parameter columns: (column, key in the test's params).
+CSV_PARAMS: tuple[tuple[str, str], ...] = (
+    ("bs_bytes", "bs"), ("read_pct", "read_pct"), ("random_pct", "random_pct"),
+    ("jobs", "jobs"), ("iodepth", "iodepth"), ("size_bytes", "size"),
+    ("working_set_pct", "working_set_pct"), ("runtime_s", "runtime"), ("ramp_s", "ramp"),
+    ("engine", "engine"), ("direct", "direct"),
+)
+_CSV_TEST = ("run_id", "fio_version", "seq", "test_id", "workload", "repeat", "status", "error",
+             "started_at", "ended_at")
+_CSV_CPU = ("host_cpu_samples", "host_cpu_avg_pct", "host_cpu_max_pct", "fio_usr_cpu_pct", "fio_sys_cpu_pct")
+CSV_COLUMNS: tuple[str, ...] = (
+    _CSV_TEST
+    + tuple(col for col, _ in CSV_PARAMS)
+    + ("fio_jobs",)
+    + tuple(f"{d}_{f}" for d in ("all", "read", "write") for f in DIRECTION_FIELDS)
+    + _CSV_CPU
+)
+
+# Every documented name, by where it appears (see docs/results-format.md).
+EXPORT_FIELDS: dict[str, dict[str, str]] = {
+    "run": RUN_FIELDS,
+    "test": TEST_FIELDS,
+    "direction": DIRECTION_FIELDS,
+    "host": HOST_FIELDS,
+    "disk": DISK_FIELDS,
+}
+
+
+def _us(ns):
+    return None if ns is None else ns / 1000
+
+
+def direction_figures(d: DirectionStats | None, include_bins: bool = False) -> dict:
+    """The export fields of one direction; all null when nothing was measured."""
+    if d is None:
+        out = dict.fromkeys(DIRECTION_FIELDS)
+    else:
+        out = {
+            "iops": d.iops,
+            "bw_mb_s": d.bw_bytes_s / 1e6,
+            "bw_bytes_s": d.bw_bytes_s,
+            "ios": d.ios,
+            "io_bytes": d.io_bytes,
+            "runtime_ms": d.runtime_ms,
+            "lat_mean_us": _us(d.lat_mean_ns),
+            "lat_stddev_us": _us(d.lat_stddev_ns),
+            "lat_min_us": _us(d.lat_min_ns),
+            "lat_max_us": _us(d.lat_max_ns),
+            **{
+                f"lat_{pct_key(p).replace('.', '_')}_us": _us(d.percentiles_ns.get(pct_key(p)))
+                for p in PERCENTILES
+            },
+            "percentile_basis": d.percentile_basis,
+        }
+    if include_bins:
+        bins = None if d is None else d.bins
+        # JSON object keys are strings.
+        out[BINS_FIELD] = None if bins is None else {str(k): v for k, v in sorted(bins.items())}
+    return out
+
+
+def _aggregate_figures(agg: Aggregate | None, include_bins: bool) -> dict:
+    return {
+        "fio_jobs": agg.jobs if agg else None,
+        "read": direction_figures(agg.read if agg else None, include_bins),
+        "write": direction_figures(agg.write if agg else None, include_bins),
+        "all": direction_figures(agg.all if agg else None, include_bins),
+        "fio_usr_cpu_pct": agg.usr_cpu_pct if agg else None,
+        "fio_sys_cpu_pct": agg.sys_cpu_pct if agg else None,
+    }
+
+
+def export_test(test: dict, include_bins: bool = False) -> dict:
+    """One test of Store.get_run as export fields."""
+    agg = _aggregate_figures(test["aggregate"], include_bins)
+    cpu = test["host_cpu"]
+    return {
+        "seq": test["seq"],
+        "id": test["id"],
+        "workload": test["workload"],
+        "repeat": test["repeat"],
+        "params": dict(test["params"]),
+        "status": test["status"],
+        "error": test["error"],
+        "started_at": test["started_at"],
+        "ended_at": test["ended_at"],
+        "fio_jobs": agg["fio_jobs"],
+        "read": agg["read"],
+        "write": agg["write"],
+        "all": agg["all"],
+        "host_cpu_samples": cpu.samples if cpu else None,
+        "host_cpu_avg_pct": cpu.avg_pct if cpu else None,
+        "host_cpu_max_pct": cpu.max_pct if cpu else None,
+        "fio_usr_cpu_pct": agg["fio_usr_cpu_pct"],
+        "fio_sys_cpu_pct": agg["fio_sys_cpu_pct"],
+        "hosts": {
+            host: _aggregate_figures(host_agg, include_bins)
+            for host, host_agg in by_host(test["jobs"]).items()
+        },
+        "disks": [
+            {"host": d.host, "name": d.name, "util_pct": d.util_pct,
+             "read_ios": d.read_ios, "write_ios": d.write_ios}
+            for d in test["disks"]
+        ],
+    }
+
+
+def run_to_dict(run: dict, include_bins: bool = False) -> dict:
+    """A run of Store.get_run as a JSON-able dict (json.dumps works on it)."""
+    out = {"format": FORMAT, "format_version": FORMAT_VERSION}
+    for name in RUN_FIELDS:
+        if name not in out and name != "tests":
+            out[name] = run[name]
+    out["host_facts"] = dict(run["host_facts"])
+    out["tests"] = [export_test(t, include_bins) for t in run["tests"]]
+    return out
+
+
+def _cell(value):
+    if value is None:
+        return ""  # unavailable: empty, never 0
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value  # csv writes floats with repr: exact
+
+
+def run_to_csv(run: dict) -> str:
+    """One CSV row per test, with a header row; units are in the column names."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for test in run["tests"]:
+        t = export_test(test)
+        row = {
+            "run_id": run["id"],
+            "fio_version": run["fio_version"],
+            "test_id": t["id"],
+            **{k: t[k] for k in ("seq", "workload", "repeat", "status", "error", "started_at", "ended_at")},
+            **{col: test["params"].get(key) for col, key in CSV_PARAMS},
+            "fio_jobs": t["fio_jobs"],
+            **{f"{d}_{f}": t[d][f] for d in ("all", "read", "write") for f in DIRECTION_FIELDS},
+            **{k: t[k] for k in _CSV_CPU},
+        }
+        writer.writerow([_cell(row[c]) for c in CSV_COLUMNS])
+    return buf.getvalue()

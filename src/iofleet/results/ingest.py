@@ -1,0 +1,117 @@
+"""`results import`: existing fio JSON outputs become a stored run.
+
+Each file is a fio json or json+ output, from one machine or from fio's
+client/server mode. Its jobs are grouped into tests by job name; per-host
+figures are kept, and percentiles across jobs come from merged bins when the
+file has them, otherwise they are marked unavailable (never estimated).
+"""
+
+import json
+import re
+from pathlib import Path
+
+from ..errors import ImportFormatError, IofleetError
+from ..fio.parse import parse_output, split_documents
+from ..plan.units import parse_duration, parse_size
+from .aggregate import aggregate
+from .store import Store, utc_now
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _read_document(path: Path) -> tuple[str, str]:
+    """(document text, note). A --status-interval stream gives its last
+    document, which is fio's final result."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise IofleetError(f"{path}: cannot read ({exc.strerror})") from None
+    docs = split_documents(text)
+    if len(docs) > 1:
+        return docs[-1], f"{path.name}: {len(docs)} status documents, imported the final one"
+    return (docs[0] if docs else text), ""
+
+
+def _known_params(options: dict) -> dict:
+    """iofleet's parameters where fio's options state them; fio's own
+    options are kept as given."""
+    params: dict = {"fio_options": options}
+    rw = options.get("rw") or options.get("readwrite")
+    try:
+        if "bs" in options:
+            params["bs"] = parse_size(options["bs"])
+        if rw:
+            random = rw.startswith("rand")
+            params["random_pct"] = int(options.get("percentage_random", 100)) if random else 0
+            base = rw.removeprefix("rand")
+            params["read_pct"] = {"read": 100, "write": 0}.get(
+                base, int(options.get("rwmixread", 100 - int(options.get("rwmixwrite", 50)))))
+        for ours, theirs in (("iodepth", "iodepth"), ("jobs", "numjobs")):
+            params[ours] = int(options.get(theirs, 1))
+        if "runtime" in options:
+            params["runtime"] = parse_duration(options["runtime"])
+        if "ramp_time" in options:
+            params["ramp"] = parse_duration(options["ramp_time"])
+        if "ioengine" in options:
+            params["engine"] = options["ioengine"]
+        if "direct" in options:
+            params["direct"] = options["direct"] in ("1", "true")
+    except ValueError:
+        pass  # what could not be read stays in fio_options only
+    return params
+
+
+def _options(raw: dict, jobname: str) -> dict:
+    options = dict(raw.get("global options") or {})
+    for entry in raw.get("jobs") or raw.get("client_stats") or []:
+        if isinstance(entry, dict) and entry.get("jobname") == jobname:
+            options.update(entry.get("job options") or {})
+            break
+    return {str(k): str(v) for k, v in options.items()}
+
+
+def import_outputs(store: Store, files: list[Path], label: str | None = None) -> int:
+    """Parse every file first (nothing is stored if one is unreadable),
+    then store them as one run; return its id."""
+    parsed = []
+    for path in files:
+        text, note = _read_document(Path(path))
+        try:
+            output = parse_output(text)
+        except ImportFormatError as exc:
+            raise ImportFormatError(f"{path}: {exc}") from None
+        if not output.jobs:
+            raise ImportFormatError(f"{path}: fio output without any job")
+        parsed.append((Path(path), output, json.loads(text), note))
+
+    versions = sorted({o.fio_version for _, o, _, _ in parsed})
+    hosts = sorted({j.host for _, o, _, _ in parsed for j in o.jobs})
+    notes = [n for *_, n in parsed if n]
+    run_id = store.create_run(
+        plan_name="import", plan_text="", label=label, source="import",
+        fio_version=", ".join(versions),
+        host_facts={"hosts": hosts, "files": [str(p) for p, *_ in parsed]},
+        tests_planned=sum(len({j.job for j in o.jobs}) for _, o, _, _ in parsed),
+    )
+    seq = 0
+    for path, output, raw, _ in parsed:
+        names = list(dict.fromkeys(j.job for j in output.jobs))
+        for name in names:
+            jobs = [j for j in output.jobs if j.job == name]
+            stem = _UNSAFE.sub("-", path.stem).strip("-") or "fio"
+            test_id = stem if len(names) == 1 else f"{stem}.{_UNSAFE.sub('-', name)}"
+            errors = [j for j in jobs if j.error]
+            store.save_test(
+                run_id, seq=seq,
+                spec={"id": test_id, "workload": name, "repeat": 1,
+                      "params": _known_params(_options(raw, name))},
+                status="failed" if errors else "ok",
+                error=f"fio reported error {errors[0].error} on {errors[0].host}" if errors else None,
+                started_at=None, ended_at=None, jobs=jobs, aggregate=aggregate(jobs),
+                host_cpu=None, disks=output.disks if name == names[0] else [],
+                series=[], artifacts={"fio-output.json": json.dumps(raw).encode()},
+            )
+            seq += 1
+    status = "failed" if any(j.error for _, o, _, _ in parsed for j in o.jobs) else "complete"
+    store.finish_run(run_id, status, note="; ".join(notes) or None)
+    return run_id
