@@ -1,6 +1,7 @@
 """The HCIBench-style summary: one row per test with its parameters, IOPS,
 MB/s, read and write mean latency, p95, p99 and host CPU."""
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -26,8 +27,8 @@ def summary_rows(run: dict) -> list[dict]:
             "status": t["status"],
             "IOPS": f"{a.iops:,.0f}" if measured else MISSING,
             "MB/s": f"{a.bw_bytes_s / 1e6:,.1f}" if measured else MISSING,
-            "read lat ms": _ms(agg.read.lat_mean_ns) if measured else MISSING,
-            "write lat ms": _ms(agg.write.lat_mean_ns) if measured else MISSING,
+            "read ms": _ms(agg.read.lat_mean_ns) if measured else MISSING,
+            "write ms": _ms(agg.write.lat_mean_ns) if measured else MISSING,
             "p95 ms": _ms(a.percentiles_ns.get("p95")) if measured else MISSING,
             "p99 ms": _ms(a.percentiles_ns.get("p99")) if measured else MISSING,
             "CPU % avg/max": f"{cpu.avg_pct:.0f}/{cpu.max_pct:.0f}" if cpu and cpu.samples else MISSING,
@@ -44,9 +45,9 @@ def summary_table(run: dict):
     host = run["host_facts"].get("hostname") or ", ".join(run["host_facts"].get("hosts", []))
     title = (f"Run {run['id']} · {run['plan_name']} · {run['status']} · "
              f"{run.get('fio_version') or 'fio ?'} · {host}")
-    table = Table(title=title, title_justify="left", caption=(
-        "Latency: fio's total (submit + complete), mean per direction; p95/p99 over all IO "
-        "from merged histograms. Warm-up excluded. MB/s = 10^6 bytes/s. CPU: host, measured part."), caption_justify="left")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption=(
+        "read/write ms: mean total latency (submit + complete); p95/p99: all IO, from merged "
+        "histograms; warm-up excluded; MB/s = 10^6 bytes/s; CPU: host, while measuring."), caption_justify="left")
     rows = summary_rows(run)
     columns = list(rows[0]) if rows else ["test"]
     for col in columns:

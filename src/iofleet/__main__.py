@@ -1,0 +1,3 @@
+from iofleet.cli.main import app
+
+app(prog_name="iofleet")

@@ -1,0 +1,32 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+
+def iofleet(*args, data_dir: Path, timeout: float = 300, check_rc: int | None = 0, **kw):
+    """Run the real CLI in a subprocess, as a user would."""
+    env = dict(os.environ, IOFLEET_DATA=str(data_dir), COLUMNS="200")
+    proc = subprocess.run([sys.executable, "-m", "iofleet", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, env=env, **kw)
+    if check_rc is not None:
+        assert proc.returncode == check_rc, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def write_plan(path: Path, **plan) -> Path:
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    return path
+
+
+def show_json(run_id, data_dir: Path) -> dict:
+    return json.loads(iofleet("results", "show", run_id, "--format", "json", data_dir=data_dir).stdout)
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    return tmp_path / "data"

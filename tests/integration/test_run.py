@@ -1,0 +1,147 @@
+"""End to end with the real fio: plan → fio → parse → aggregate → store → summary."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from iofleet.results.bins import percentile_from_bins
+from iofleet.results.store import Store
+
+from .conftest import iofleet, show_json, write_plan
+
+SHORT = {"size": "8m", "runtime": "2s", "ramp": "1s", "iodepth": 4}
+
+
+def running_test_fio() -> list[str]:
+    """fio processes running an iofleet test job (their job file is in iofleet-test-*)."""
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [l for l in out.splitlines() if "fio" in l.split(" ")[0] and "iofleet-test-" in l]
+
+
+def test_run_stores_exact_results_and_prints_summary(tmp_path, disk_dir, data_dir):
+    plan = write_plan(tmp_path / "p.yaml", name="e2e", defaults=SHORT, workloads=[
+        {"name": "mix", "bs": "4k", "read_pct": 70, "jobs": 2},
+        {"name": "seq", "bs": "64k", "read_pct": 100, "random_pct": 0, "working_set_pct": 50},
+    ])
+    proc = iofleet("run", plan, "--target", disk_dir, data_dir=data_dir)
+    assert "4k-r70-rand-j2-qd4" in proc.stdout and "64k-r100-seq-j1-qd4" in proc.stdout
+    assert "complete" in proc.stdout and "2 of 2 tests ok" in proc.stdout
+    # iofleet's files are gone, the target itself is untouched.
+    assert disk_dir.exists() and not (disk_dir / "iofleet").exists()
+
+    run = show_json(1, data_dir)
+    assert run["status"] == "complete" and run["fio_version"].startswith("fio-3")
+    mix, seq = run["tests"]
+    assert mix["status"] == seq["status"] == "ok"
+    assert mix["fio_jobs"] == 2
+    for t in (mix, seq):
+        assert t["all"]["iops"] > 0 and t["all"]["lat_p99_us"] > 0 and t["all"]["lat_p50_us"] > 0
+        assert t["host_cpu_avg_pct"] is not None
+    assert mix["read"]["iops"] > mix["write"]["iops"] > 0  # 70 % reads
+    assert seq["write"]["ios"] == 0
+
+    with Store.open(data_dir) as store:
+        stored = store.get_run(1)
+        t = stored["tests"][0]
+        # Rates add up across jobs; percentiles come from the merged bins.
+        assert t["aggregate"].all.iops == pytest.approx(sum(j.all.iops for j in t["jobs"]))
+        merged: dict[int, int] = {}
+        for j in t["jobs"]:
+            for direction in (j.read, j.write):
+                for k, v in direction.bins.items():
+                    merged[k] = merged.get(k, 0) + v
+        assert t["aggregate"].all.percentiles_ns["p99"] == percentile_from_bins(merged, 99.0)
+        # Per-second series and raw artifacts are kept.
+        series = store.get_series(t["pk"])
+        assert {s.metric for s in series} == {"iops", "bw_bytes_s", "lat_ns"}
+        assert all(len(s.values) >= 1 for s in series)
+        assert b'"fio version"' in store.read_artifact(t["pk"], "fio-output.json")
+        assert b"ramp_time=1" in store.read_artifact(t["pk"], "job.fio")
+
+    csv_text = iofleet("results", "export", "1", "--format", "csv", data_dir=data_dir).stdout
+    assert csv_text.splitlines()[0].startswith("run_id,") and len(csv_text.splitlines()) == 3
+    listing = iofleet("results", "list", data_dir=data_dir).stdout
+    assert "e2e" in listing and "2/2" in listing
+
+
+def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir, data_dir):
+    plan = write_plan(tmp_path / "p.yaml", name="stopme",
+                      defaults={"size": "8m", "ramp": "0s", "iodepth": 2},
+                      workloads=[{"name": "first", "runtime": "2s"},
+                                 {"name": "long", "runtime": "60s", "read_pct": 0}])
+    env = dict(os.environ, IOFLEET_DATA=str(data_dir))
+    proc = subprocess.Popen([sys.executable, "-m", "iofleet", "run", str(plan), "--target", str(disk_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # Wait until the second (long) test is running.
+    db = data_dir / "results.db"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if db.exists():
+            with sqlite3.connect(db) as c:
+                if c.execute("SELECT count(*) FROM tests").fetchone()[0] == 1:
+                    break
+        time.sleep(0.2)
+    time.sleep(3)
+    assert running_test_fio(), "the long test's fio should be running"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 10, "fio did not stop within a few seconds"
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    run = show_json(1, data_dir)
+    assert run["status"] == "interrupted"
+    assert [t["status"] for t in run["tests"]] == ["ok", "interrupted"]
+    assert run["tests"][0]["all"]["iops"] > 0
+    assert not (disk_dir / "iofleet").exists()
+    assert not running_test_fio()
+
+
+def test_sigterm_behaves_like_ctrl_c(tmp_path, disk_dir, data_dir):
+    plan = write_plan(tmp_path / "p.yaml", name="term", defaults={"size": "8m", "ramp": "0s"},
+                      workloads=[{"name": "long", "runtime": "60s"}])
+    env = dict(os.environ, IOFLEET_DATA=str(data_dir))
+    proc = subprocess.Popen([sys.executable, "-m", "iofleet", "run", str(plan), "--target", str(disk_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(4)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert show_json(1, data_dir)["status"] == "interrupted"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+@pytest.mark.parametrize("on_error,expected", [("continue", ["failed", "ok"]), ("stop", ["failed"])])
+def test_fio_failure_ends_the_test_with_fios_error_and_follows_on_error(tmp_path, data_dir, on_error, expected):
+    full = tmp_path / "small"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(full)], check=True)
+    try:
+        plan = write_plan(tmp_path / "p.yaml", name="fails", on_error=on_error,
+                          defaults={"runtime": "1s", "ramp": "0s", "read_pct": 0, "direct": False},
+                          workloads=[{"name": "too-big", "size": "16m", "bs": "64k", "random_pct": 0},
+                                     {"name": "fits", "size": "1m"}])
+        proc = iofleet("run", plan, "--target", full, data_dir=data_dir, check_rc=1)
+        assert "No space left on device" in proc.stdout
+        run = show_json(1, data_dir)
+        assert [t["status"] for t in run["tests"]] == expected
+        assert "No space left on device" in run["tests"][0]["error"]
+        assert run["status"] == "failed"
+        assert not any(full.iterdir())
+    finally:
+        subprocess.run(["umount", str(full)], check=False)
+
+
+def test_missing_target_is_a_one_line_error(tmp_path, data_dir):
+    plan = write_plan(tmp_path / "p.yaml", name="x", workloads=[{"name": "w"}])
+    proc = iofleet("run", plan, "--target", tmp_path / "nope", data_dir=data_dir, check_rc=2)
+    assert proc.stderr.strip().startswith("error: target") and "not a directory" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    proc = iofleet("run", plan, data_dir=data_dir, check_rc=2)
+    assert "no targets" in proc.stderr and "--target" in proc.stderr
