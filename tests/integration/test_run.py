@@ -20,8 +20,8 @@ SHORT = {"size": "8m", "runtime": "2s", "ramp": "1s", "iodepth": 4}
 
 def running_test_fio() -> list[str]:
     """fio processes running an iofleet test job (their job file is in iofleet-test-*)."""
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [l for l in out.splitlines() if "fio" in l.split(" ")[0] and "iofleet-test-" in l]
+    out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+    return [l for l in out.splitlines() if l.split(" ")[0].endswith("fio") and "iofleet-test-" in l]
 
 
 def test_run_stores_exact_results_and_prints_summary(tmp_path, disk_dir, data_dir):
@@ -70,14 +70,31 @@ def test_run_stores_exact_results_and_prints_summary(tmp_path, disk_dir, data_di
     assert "e2e" in listing and "2/2" in listing
 
 
-def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir, data_dir):
+@pytest.fixture
+def spawn():
+    """Start `iofleet ...` in the background; never leave it running after the test."""
+    procs = []
+
+    def start(*args, data_dir):
+        env = dict(os.environ, IOFLEET_DATA=str(data_dir))
+        p = subprocess.Popen([sys.executable, "-m", "iofleet", *map(str, args)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir, data_dir, spawn):
     plan = write_plan(tmp_path / "p.yaml", name="stopme",
                       defaults={"size": "8m", "ramp": "0s", "iodepth": 2},
                       workloads=[{"name": "first", "runtime": "2s"},
                                  {"name": "long", "runtime": "60s", "read_pct": 0}])
-    env = dict(os.environ, IOFLEET_DATA=str(data_dir))
-    proc = subprocess.Popen([sys.executable, "-m", "iofleet", "run", str(plan), "--target", str(disk_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = spawn("run", plan, "--target", disk_dir, data_dir=data_dir)
     # Wait until the second (long) test is running.
     db = data_dir / "results.db"
     deadline = time.monotonic() + 60
@@ -103,12 +120,10 @@ def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir,
     assert not running_test_fio()
 
 
-def test_sigterm_behaves_like_ctrl_c(tmp_path, disk_dir, data_dir):
+def test_sigterm_behaves_like_ctrl_c(tmp_path, disk_dir, data_dir, spawn):
     plan = write_plan(tmp_path / "p.yaml", name="term", defaults={"size": "8m", "ramp": "0s"},
                       workloads=[{"name": "long", "runtime": "60s"}])
-    env = dict(os.environ, IOFLEET_DATA=str(data_dir))
-    proc = subprocess.Popen([sys.executable, "-m", "iofleet", "run", str(plan), "--target", str(disk_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = spawn("run", plan, "--target", disk_dir, data_dir=data_dir)
     time.sleep(4)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
