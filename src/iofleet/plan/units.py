@@ -14,16 +14,22 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|min|s|m|h|d)", re.IGNORECASE)
 _DURATION_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
+def _plain_number(value, what: str) -> int | None:
+    """A bare YAML number given for a size or duration, or None if text."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a {what}")
+    if isinstance(value, (int, float)):
+        if value < 0 or value != int(value):
+            raise ValueError(f"a {what} is a whole, non-negative number")
+        return int(value)
+    return None
+
+
 def parse_size(value) -> int:
     """Bytes from `4k`, `128KiB`, `20GiB`, `1.5g` or an integer."""
-    if isinstance(value, bool):
-        raise ValueError("expected a size such as 4k, 128KiB or 20GiB")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError("a size cannot be negative")
-        return value
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
+    number = _plain_number(value, "size such as 4k, 128KiB or 20GiB")
+    if number is not None:
+        return number
     m = _SIZE_RE.match(str(value)) if isinstance(value, str) else None
     if not m:
         raise ValueError(f"{value!r} is not a size; use e.g. 4k, 128KiB, 20GiB")
@@ -38,14 +44,9 @@ def parse_size(value) -> int:
 
 def parse_duration(value) -> int:
     """Whole seconds from `90s`, `5m`, `2h`, `1h30m` or an integer."""
-    if isinstance(value, bool):
-        raise ValueError("expected a duration such as 90s, 5m or 2h")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError("a duration cannot be negative")
-        return value
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
+    number = _plain_number(value, "duration such as 90s, 5m or 2h")
+    if number is not None:
+        return number
     text = str(value).strip().replace(" ", "") if isinstance(value, str) else ""
     if text.isdigit():
         return int(text)
