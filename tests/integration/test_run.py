@@ -136,7 +136,8 @@ def test_sigterm_behaves_like_ctrl_c(tmp_path, disk_dir, data_dir, spawn):
 def test_fio_failure_ends_the_test_with_fios_error_and_follows_on_error(tmp_path, data_dir, on_error, expected):
     full = tmp_path / "small"
     full.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(full)], check=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(full)]).returncode:
+        pytest.skip("this machine does not allow mounting a tmpfs")
     try:
         plan = write_plan(tmp_path / "p.yaml", name="fails", on_error=on_error,
                           defaults={"runtime": "1s", "ramp": "0s", "read_pct": 0, "direct": False},
