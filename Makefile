@@ -7,19 +7,25 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH ?= $(CURDIR)/scratch
-# Debian packages needed: fio (the engine), python3-venv (for .venv).
-APT_PKGS := fio python3-venv
+# Debian packages needed: fio (the engine), python3-venv (for .venv),
+# iproute2 and prometheus-node-exporter (the fleet tests' test hosts).
+APT_PKGS := fio python3-venv iproute2 prometheus-node-exporter
 
-.PHONY: run test bench system clean
+.PHONY: run test test-scale bench system clean
 
-# Install what is missing from the distribution (fio >= 3.33, venv support).
+# Install what is missing from the distribution (fio >= 3.33, venv support,
+# `ip` and node_exporter for the fleet tests' network-namespace hosts).
+# --no-install-recommends: node_exporter would otherwise pull in smartmontools,
+# ipmitool, nvme-cli and collector timers that the tests do not use.
 system:
 	@missing=""; \
 	command -v fio >/dev/null 2>&1 || missing="$$missing fio"; \
 	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v prometheus-node-exporter >/dev/null 2>&1 || missing="$$missing prometheus-node-exporter"; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing from the distribution:$$missing"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
 $(STAMP): pyproject.toml
@@ -33,9 +39,14 @@ run: system $(STAMP)
 	mkdir -p $(SCRATCH)
 	$(BIN)/iofleet run examples/quick.yaml --target $(SCRATCH)
 
-# The whole suite: unit tests, then real fio integration tests.
+# The whole suite: unit tests, real fio integration tests, fleet tests (real
+# fio servers in network namespaces; skipped when not root). Not the scale tests.
 test: system $(STAMP)
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q tests -m "not scale"
+
+# Fleet tests at scale (32 hosts in network namespaces; root).
+test-scale: system $(STAMP)
+	$(BIN)/pytest -q tests/fleet -m scale
 
 # Performance measurements (not part of the tests); writes BENCHMARKS.md.
 bench: system $(STAMP)

@@ -49,6 +49,16 @@ def run_command(jobfile: str, status_interval: int | None = 1) -> list[str]:
     return cmd
 
 
+def client_command(jobs: list[tuple[str, str]]) -> list[str]:
+    """Command for one test on many fio servers: (client argument, job file)
+    pairs. No status interval: in client mode fio piles every status
+    snapshot into the one final document."""
+    cmd = [fio_binary(), "--output-format=json+", "--eta=never"]
+    for client, jobfile in jobs:
+        cmd += [f"--client={client}", jobfile]
+    return cmd
+
+
 def error_line(stderr: str, stdout: str = "") -> str:
     """fio's own error line, for a failed test's message."""
     lines = [l.strip() for l in (stderr + "\n" + stdout).splitlines() if l.strip()]

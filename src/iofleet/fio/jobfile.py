@@ -21,14 +21,16 @@ ALLOWED_OPTIONS = frozenset(
     """ioengine direct directory filename_format size bs rw rwmixread
     percentage_random iodepth numjobs time_based runtime ramp_time
     lat_percentiles group_reporting log_avg_msec write_iops_log write_bw_log
-    write_lat_log per_job_logs create_only invalidate""".split()
+    write_lat_log per_job_logs create_only unlink""".split()
 )
 _TEST_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
 _SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]*$")
-# Data files are named by fio's own job number, so every test in a run
-# reuses (and never duplicates) the same files.
-DATA_FILE_FORMAT = "iofleet-data.$jobnum.$filenum"  # fio's own keywords, not user text
+# Data files live in iofleet's own sub-directory of each target (fio creates
+# it) and are named by fio's job number, so every test of a run reuses, and
+# never duplicates, the same files, on the local host and on fio servers.
 DATA_DIR_NAME = "iofleet"
+DATA_FILE_FORMAT = DATA_DIR_NAME + "/iofleet-data.$jobnum.$filenum"  # fio's keywords, not user text
+PROBE_FILE = DATA_DIR_NAME + "/iofleet-probe"
 LOG_PREFIX = "series"
 
 
@@ -39,7 +41,7 @@ def _option(key: str, value) -> str:
         text = "1" if value else "0"
     elif isinstance(value, int):
         text = str(value)
-    elif key == "filename_format" and value == DATA_FILE_FORMAT:
+    elif key == "filename_format" and value in (DATA_FILE_FORMAT, PROBE_FILE):
         text = value  # '$' here is fio's file-name keyword, set by iofleet
     elif isinstance(value, str) and _SAFE_VALUE_RE.match(value.replace(":", "")):
         # ':' only ever joins directories that were each checked alone.
@@ -49,14 +51,9 @@ def _option(key: str, value) -> str:
     return f"{key}={text}"
 
 
-def data_dirs(targets: list[Path]) -> list[Path]:
-    """The directory iofleet owns under each target."""
-    return [Path(t) / DATA_DIR_NAME for t in targets]
-
-
 def _directory_value(targets: list[Path]) -> str:
     dirs = []
-    for d in data_dirs(targets):
+    for d in targets:
         text = str(d)
         if not PATH_RE.match(text) or ":" in text:
             raise FioError(f"refused target path {text!r}: unsafe characters for a fio job file")
@@ -132,7 +129,7 @@ def render_probe(target: Path, engine: str, direct: bool) -> str:
         ("ioengine", engine),
         ("direct", direct),
         ("directory", _directory_value([target])),
-        ("filename_format", "iofleet-probe"),
+        ("filename_format", PROBE_FILE),
         ("size", 256 * 1024),
         ("bs", 4096),
         ("rw", "randrw"),
@@ -140,6 +137,20 @@ def render_probe(target: Path, engine: str, direct: bool) -> str:
         ("runtime", 1),
     ]
     return _render(f"iofleet probe of {engine}", "probe", options)
+
+
+def render_cleanup(targets: list[Path], jobs: int) -> str:
+    """A job that removes iofleet's data files of up to `jobs` jobs (used
+    where iofleet cannot remove files itself: on fio servers)."""
+    options: list[tuple[str, object]] = [
+        ("directory", _directory_value(targets)),
+        ("filename_format", DATA_FILE_FORMAT),
+        ("size", 4096),
+        ("numjobs", jobs),
+        ("create_only", True),
+        ("unlink", True),
+    ]
+    return _render("iofleet cleanup", "cleanup", options)
 
 
 def _render(comment: str, section: str, options: list[tuple[str, object]]) -> str:

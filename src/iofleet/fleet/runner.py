@@ -11,7 +11,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..fio.command import run_command
 from ..fio.parse import DocumentSplitter
 
 # After asking fio to stop (SIGINT, it then writes its results), how long
@@ -81,14 +80,13 @@ class LiveRates:
 
 
 def run_fio(
-    jobfile: Path,
+    cmd: list[str],
     workdir: Path,
     stop: threading.Event,
     on_live=None,
     timeout_s: float | None = None,
-    status_interval: int | None = 1,
 ) -> FioRun:
-    """Run fio on a job file in `workdir` (where its logs land).
+    """Run a fio command line in `workdir` (where its logs land).
 
     `on_live(LiveFigures)` is called about once a second. Setting `stop`
     sends fio SIGINT (it stops its jobs and still writes its results); if
@@ -97,7 +95,7 @@ def run_fio(
     """
     start = time.monotonic()
     proc = subprocess.Popen(
-        run_command(str(jobfile), status_interval),
+        cmd,
         cwd=workdir,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import FioError, ImportFormatError, IofleetError
-from ..fio.command import error_line, fio_version
+from ..fio.command import error_line, fio_version, run_command
 from ..fio.jobfile import LOG_PREFIX, render_layout, render_test
 from ..fio.parse import parse_log, parse_output
 from ..fleet.local import CpuSampler, TargetDirs, host_facts, resolve_engine
@@ -145,7 +145,7 @@ def _run_test(index, spec, targets, engines, store, run_id, observer, stop) -> T
         if spec.working_set_pct < 100:
             observer.test_phase(index, spec, "laying out data files")
             (work / "layout.fio").write_text(render_layout(spec, targets))
-            layout = run_fio(work / "layout.fio", work, stop, status_interval=None)
+            layout = run_fio(run_command(str(work / "layout.fio"), None), work, stop)
             if layout.returncode != 0 and not layout.stopped:
                 return _store_failure(store, run_id, index, spec, started,
                                       error_line(layout.stderr, layout.stdout))
@@ -158,7 +158,7 @@ def _run_test(index, spec, targets, engines, store, run_id, observer, stop) -> T
             observer.test_live(index, spec, live)
 
         with CpuSampler() as cpu:
-            fio = run_fio(work / "job.fio", work, stop, on_live,
+            fio = run_fio(run_command(str(work / "job.fio")), work, stop, on_live,
                           timeout_s=spec.ramp + spec.runtime + TIMEOUT_MARGIN_S)
         host_cpu = cpu.summary(skip_s=spec.ramp, until_s=fio.wall_s)
         for f in sorted(work.glob(f"{LOG_PREFIX}_*.log")):

@@ -1,0 +1,160 @@
+"""Inventory: the hosts a plan runs on, each running `fio --server`.
+
+    hosts:
+      - name: esx01                  # optional; defaults to the address
+        address: 10.0.0.11:8765      # host[:port]; fio's default port is 8765
+        labels: {site: a, rack: r1, fault_domain: fd1}
+        targets: [/mnt/datastore1]   # directories on that host
+        metrics: http://10.0.0.11:9100/metrics   # optional node_exporter
+        nic_gbps: 25                 # optional, for the network-bound check
+"""
+
+import ipaddress
+import re
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import IofleetError
+from ..plan.load import format_validation_error
+from ..plan.model import check_name, check_target_path
+
+DEFAULT_FIO_PORT = 8765
+_HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_URL_RE = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/-]*)?$")
+
+
+class InventoryError(IofleetError):
+    """An inventory file is unreadable or invalid."""
+
+
+def parse_address(value: Any) -> tuple[str, int]:
+    """'10.0.0.1', 'host:8766', '[fd00::1]:8765' → (host, port)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected host[:port], e.g. 10.0.0.11:8765 or [fd00::1]:8765")
+    text = value.strip()
+    port = DEFAULT_FIO_PORT
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        if rest:
+            if not rest.startswith(":"):
+                raise ValueError(f"{value!r}: write an IPv6 address as [addr] or [addr]:port")
+            port = _port(rest[1:], value)
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+        port = _port(port_text, value)
+    elif text.count(":") > 1:
+        host = text  # a bare IPv6 address
+    else:
+        host = text
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if not _HOSTNAME_RE.match(host):
+            raise ValueError(f"{value!r} is not an IP address or host name") from None
+    return host, port
+
+
+def _port(text: str, value: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise ValueError(f"{value!r}: the port must be a number from 1 to 65535")
+    return int(text)
+
+
+def _check_labels(value: Any) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("labels are a mapping such as {site: a, rack: r1}")
+    for k, v in value.items():
+        if not isinstance(k, str) or not _LABEL_RE.match(k) or not isinstance(v, (str, int)) or not _LABEL_RE.match(str(v)):
+            raise ValueError(f"label {k!r}: {v!r}: use letters, digits, '.', '_' or '-'")
+    return {k: str(v) for k, v in value.items()}
+
+
+def _check_url(value: Any) -> str:
+    if not isinstance(value, str) or not _URL_RE.match(value):
+        raise ValueError("expected a node_exporter URL such as http://10.0.0.11:9100/metrics")
+    return value
+
+
+class Host(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Optional[Annotated[str, BeforeValidator(check_name)]] = None
+    address: Annotated[str, BeforeValidator(lambda v: (parse_address(v), v)[1])]
+    labels: Annotated[dict[str, str], BeforeValidator(_check_labels)] = {}
+    targets: Annotated[list[Annotated[str, BeforeValidator(check_target_path)]], Field(min_length=1)]
+    metrics: Optional[Annotated[str, BeforeValidator(_check_url)]] = None
+    nic_gbps: Optional[Annotated[float, Field(gt=0, le=10_000)]] = None
+
+    @model_validator(mode="after")
+    def _default_name(self):
+        if self.name is None:
+            host, port = self.endpoint
+            name = host if port == DEFAULT_FIO_PORT else f"{host}-{port}"
+            self.name = re.sub(r"[^A-Za-z0-9_.-]", "-", name).strip("-")[:64]
+        return self
+
+    @property
+    def endpoint(self) -> tuple[str, int]:
+        return parse_address(self.address)
+
+    @property
+    def fio_client_arg(self) -> str:
+        """fio's --client value: ip:ADDR,PORT, ip6:ADDR,PORT or NAME,PORT."""
+        host, port = self.endpoint
+        try:
+            kind = "ip6" if ipaddress.ip_address(host).version == 6 else "ip"
+            return f"{kind}:{host},{port}"
+        except ValueError:
+            return f"{host},{port}"
+
+    def matches(self, selector: dict[str, str]) -> bool:
+        return all(self.labels.get(k) == v for k, v in selector.items())
+
+
+class Inventory(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hosts: Annotated[list[Host], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _unique(self):
+        for what, values in (("name", [h.name for h in self.hosts]),
+                             ("address", [h.endpoint for h in self.hosts])):
+            dupes = {v for v in values if values.count(v) > 1}
+            if dupes:
+                raise ValueError(f"two hosts have the same {what}: {sorted(dupes)[0]}")
+        return self
+
+    def select(self, selector: dict[str, str] | None) -> list[Host]:
+        """Hosts whose labels match every key of the selector (all when None)."""
+        hosts = [h for h in self.hosts if h.matches(selector or {})]
+        if not hosts:
+            raise InventoryError(f"no host in the inventory has the labels {selector}; "
+                                 f"check the plan's `hosts:` selector")
+        return hosts
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise InventoryError(f"{path}: no such inventory file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InventoryError(f"{path}: cannot read the inventory ({exc})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise InventoryError(f"{path}: not valid YAML{where}") from None
+    if not isinstance(data, dict):
+        raise InventoryError(f"{path}: an inventory is a YAML mapping with a `hosts:` list")
+    try:
+        return Inventory.model_validate(data)
+    except ValidationError as exc:
+        raise InventoryError("\n".join(format_validation_error(str(path), exc))) from None
