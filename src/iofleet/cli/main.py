@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import IofleetError
+from ..fleet.inventory import load_inventory
 from ..plan import expand, load_plan, parse_plan
 from ..plan.expand import data_per_target_set
 from ..plan.params import PARAMS
@@ -108,9 +109,11 @@ def run(
     target: Optional[List[Path]] = TargetOpt,
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (for comparisons)."),
+    hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers to run on at once."),
 ):
-    """Run a plan's tests on this machine and print the summary."""
+    """Run a plan's tests on this machine (or on a fleet with --hosts) and print the summary."""
     plan = _plan_with_targets(plan_path, target)
+    fleet = load_inventory(hosts).select(plan.hosts) if hosts else None
     plan_text = plan_path.read_text()
     stop = threading.Event()
 
@@ -123,7 +126,7 @@ def run(
     try:
         with Store.open(default_data_dir(data_dir)) as store:
             with TerminalProgress(console) as progress:
-                outcome = run_plan(plan, plan_text, store, label=label,
+                outcome = run_plan(plan, plan_text, store, hosts=fleet, label=label,
                                    observer=progress, stop=stop)
             run = store.get_run(outcome.run_id)
             console.print(summary_table(run))
@@ -136,12 +139,13 @@ def run(
         f"Run {outcome.run_id} {outcome.status}: {done} of {outcome.tests_planned} tests ok. "
         f"Results: {db} (see `iofleet results show {outcome.run_id}`)"
     )
-    if outcome.removed_files:
-        console.print(f"Removed iofleet's {outcome.removed_files} data files from the targets.")
+    if outcome.cleaned:
+        what = "hosts" if fleet else "targets"
+        console.print(f"Removed iofleet's data files from the {what}.")
     if outcome.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
     if not outcome.ok:
-        raise typer.Exit(EXIT_FAILED)
+        raise typer.Exit(EXIT_FAILED)  # failed or partial
 
 
 @app.command()

@@ -46,22 +46,27 @@ class TerminalProgress(RunObserver):
         self.console.print(f"Run {run_id}: {len(specs)} tests, about {estimate_s:.0f} s")
         self.plan_task = self.progress.add_task("plan", total=estimate_s)
 
-    def test_started(self, index, spec, engine):
+    def test_started(self, index, spec):
         if self.test_task is not None:
             self.progress.remove_task(self.test_task)
         self._test_start = time.monotonic()
         self._duration = spec.ramp + spec.runtime
         self.test_task = self.progress.add_task(
             f"test {index + 1}/{self.count} {spec.id}", total=self._duration)
-        self.live_text.plain = f"  {engine}, warming up for {spec.ramp} s" if spec.ramp else f"  {engine}"
+        self.live_text.plain = "  starting"
 
     def test_phase(self, index, spec, phase):
         self.live_text.plain = f"  {phase}"
+        self._tick()
 
-    def test_live(self, index, spec, live):
+    def _tick(self):
         elapsed = time.monotonic() - self._test_start
         self.progress.update(self.test_task, completed=min(elapsed, self._duration))
         self.progress.update(self.plan_task, completed=self._done_s + min(elapsed, self._duration))
+        return elapsed
+
+    def test_live(self, index, spec, live):
+        elapsed = self._tick()
         phase = "warm-up" if elapsed < spec.ramp else "measuring"
         self.live_text.plain = (
             f"  {phase}: {live.iops:,.0f} IOPS  {live.bw_bytes_s / 1e6:,.1f} MB/s  "
@@ -71,10 +76,12 @@ class TerminalProgress(RunObserver):
     def test_finished(self, index, spec, result: TestOutcome):
         self._done_s += spec.ramp + spec.runtime + 2
         self.progress.update(self.plan_task, completed=self._done_s)
-        if result.status == "ok" and result.aggregate:
+        if result.status in ("ok", "partial") and result.aggregate:
             a = result.aggregate.all
-            line = (f"[green]ok[/]     {index + 1}/{self.count} {spec.id}: {a.iops:,.0f} IOPS, "
-                    f"{a.bw_bytes_s / 1e6:,.1f} MB/s, p99 {fmt_lat_ms(a.percentiles_ns.get('p99'))} ms")
+            mark = "[green]ok[/]     " if result.status == "ok" else "[yellow]partial[/]"
+            line = (f"{mark} {index + 1}/{self.count} {spec.id}: {a.iops:,.0f} IOPS, "
+                    f"{a.bw_bytes_s / 1e6:,.1f} MB/s, p99 {fmt_lat_ms(a.percentiles_ns.get('p99'))} ms"
+                    + (f" ({result.error})" if result.error else ""))
         else:
             colour = "yellow" if result.status == "interrupted" else "red"
             line = f"[{colour}]{result.status}[/] {index + 1}/{self.count} {spec.id}: {result.error}"

@@ -32,6 +32,9 @@ DATA_DIR_NAME = "iofleet"
 DATA_FILE_FORMAT = DATA_DIR_NAME + "/iofleet-data.$jobnum.$filenum"  # fio's keywords, not user text
 PROBE_FILE = DATA_DIR_NAME + "/iofleet-probe"
 LOG_PREFIX = "series"
+# The per-second logs asked of fio: file kind → (iofleet metric, factor from
+# fio's unit: the bw log is in KiB/s).
+LOG_METRICS = {"iops": ("iops", 1.0), "bw": ("bw_bytes_s", 1024.0), "lat": ("lat_ns", 1.0)}
 
 
 def _option(key: str, value) -> str:

@@ -77,6 +77,8 @@ class Plan(BaseModel):
     # `iofleet/` sub-directory of each. `--target` on the command line
     # replaces this list.
     targets: list[Annotated[str, BeforeValidator(check_target_path)]] = []
+    # With an inventory (--hosts): run only on hosts carrying these labels.
+    hosts: Optional[dict[str, str]] = None
     keep_files: bool = False
     on_error: Literal["continue", "stop"] = "continue"
     defaults: WorkloadParams = WorkloadParams()  # type: ignore[valid-type]

@@ -1,0 +1,191 @@
+"""Where a test runs: on this host (`LocalPlace`) or on fio servers at once
+(`FleetPlace`). Both return a `Measured` record the run study stores."""
+
+import os
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ImportFormatError
+from ..fio.command import error_line, run_command
+from ..fio.jobfile import LOG_METRICS, LOG_PREFIX, render_layout, render_test
+from ..fio.parse import parse_log, parse_output
+from ..plan.expand import TestSpec
+from ..results.model import DiskUtil, HostCpu, JobResult, Series
+from .inventory import Host
+from .local import CpuSampler, TargetDirs, resolve_engine
+from .remote import (cleanup_fleet, lost_reason, read_fleet_series, render_fleet_test,
+                     resolve_fleet_engines, run_on_hosts)
+from .runner import FioRun, run_fio
+
+# fio needs a moment beyond ramp + runtime to lay out files and write its
+# results; past this margin a test is stopped as hung.
+TIMEOUT_MARGIN_S = 120
+
+
+@dataclass
+class Measured:
+    status: str  # ok | failed | interrupted | partial
+    error: str | None = None
+    jobs: list[JobResult] = field(default_factory=list)
+    disks: list[DiskUtil] = field(default_factory=list)
+    series: list[Series] = field(default_factory=list)
+    host_cpu: HostCpu | None = None
+    artifacts: dict[str, bytes] = field(default_factory=dict)
+    engine: str = ""
+
+
+def _stopped_reason(fio: FioRun) -> str:
+    return "stopped by the user" if not fio.killed else "stopped and killed (fio did not exit)"
+
+
+def _timeout(spec: TestSpec) -> float:
+    return spec.ramp + spec.runtime + TIMEOUT_MARGIN_S
+
+
+class LocalPlace:
+    """The local host and its target directories."""
+
+    def __init__(self, targets: list[Path]):
+        self.targets = targets
+        self.dirs = TargetDirs(targets)
+        self._engines: dict[tuple[str, bool], str] = {}
+
+    def describe(self) -> dict:
+        return {"targets": [str(t) for t in self.targets]}
+
+    def prepare(self) -> None:
+        self.dirs.prepare()
+
+    def cleanup(self) -> int:
+        return len(self.dirs.cleanup())
+
+    def engine_for(self, spec: TestSpec) -> str:
+        key = (spec.engine, spec.direct)
+        if key not in self._engines:
+            self._engines[key] = resolve_engine(self.targets[0], spec.engine, spec.direct)
+        return self._engines[key]
+
+    def run_test(self, spec: TestSpec, work: Path, stop: threading.Event, phase, on_live) -> Measured:
+        phase("checking the IO engine")
+        engine = self.engine_for(spec)
+        if spec.working_set_pct < 100:
+            phase("laying out data files")
+            (work / "layout.fio").write_text(render_layout(spec, self.targets))
+            layout = run_fio(run_command(str(work / "layout.fio"), None), work, stop)
+            if layout.returncode != 0 and not layout.stopped:
+                return Measured("failed", error_line(layout.stderr, layout.stdout), engine=engine)
+        jobfile = render_test(spec, self.targets, engine)
+        (work / "job.fio").write_text(jobfile)
+        phase("warm-up" if spec.ramp else "measuring")
+        with CpuSampler() as cpu:
+            fio = run_fio(run_command(str(work / "job.fio")), work, stop, on_live, timeout_s=_timeout(spec))
+        m = self._judge(fio)
+        m.engine = engine
+        m.host_cpu = cpu.summary(skip_s=spec.ramp, until_s=fio.wall_s)
+        m.artifacts = {"job.fio": jobfile.encode(), **_fio_artifacts(fio)}
+        for f in sorted(work.glob(f"{LOG_PREFIX}_*.log")):
+            m.artifacts[f.name] = f.read_bytes()
+        if m.jobs:
+            m.series = _local_series(work)
+        return m
+
+    @staticmethod
+    def _judge(fio: FioRun) -> Measured:
+        parsed = None
+        if fio.final_output:
+            try:
+                parsed = parse_output(fio.final_output)
+            except ImportFormatError as exc:
+                return Measured("failed", f"fio's output could not be read: {exc}")
+        jobs = parsed.jobs if parsed else []
+        disks = parsed.disks if parsed else []
+        if fio.stopped:
+            return Measured("interrupted", _stopped_reason(fio), jobs, disks)
+        job_errors = [j for j in jobs if j.error]
+        if fio.returncode != 0 or parsed is None or job_errors:
+            line = error_line(fio.stderr, fio.stdout)
+            if job_errors and line == "fio failed without a message":
+                line = f"fio job error {job_errors[0].error} ({os.strerror(job_errors[0].error)})"
+            return Measured("failed", line, jobs, disks)
+        return Measured("ok", None, jobs, disks)
+
+
+class FleetPlace:
+    """Hosts running `fio --server`, each with its own targets."""
+
+    def __init__(self, hosts: list[Host]):
+        self.hosts = hosts
+        self._engines: dict[tuple[str, bool], dict[str, str]] = {}
+        self._max_jobs = 0
+
+    def describe(self) -> dict:
+        return {"hosts": [{"name": h.name, "address": h.address, "labels": h.labels,
+                           "targets": h.targets} for h in self.hosts]}
+
+    def prepare(self) -> None:
+        pass  # fio creates iofleet/ on each target; `hosts check` comes with issue 3
+
+    def cleanup(self) -> int:
+        """Remove the data files on every host; return how many hosts did."""
+        if not self._max_jobs:
+            return 0
+        with tempfile.TemporaryDirectory(prefix="iofleet-cleanup-") as tmp:
+            failed = cleanup_fleet(self.hosts, self._max_jobs, Path(tmp))
+        return len(self.hosts) - len(failed)
+
+    def run_test(self, spec: TestSpec, work: Path, stop: threading.Event, phase, on_live) -> Measured:
+        self._max_jobs = max(self._max_jobs, spec.jobs)
+        key = (spec.engine, spec.direct)
+        if key not in self._engines:
+            phase("checking the IO engine on every host")
+            self._engines[key] = resolve_fleet_engines(self.hosts, spec.engine, spec.direct, work, stop)
+        engines = self._engines[key]
+        engine = ",".join(sorted(set(engines.values())))
+        if spec.working_set_pct < 100:
+            phase("laying out data files on every host")
+            layouts = {h.name: render_layout(spec, [Path(t) for t in h.targets]) for h in self.hosts}
+            run = run_on_hosts(layouts, self.hosts, work, stop, timeout_s=_timeout(spec), tag="layout")
+            if run.lost or run.fio.returncode != 0 and not run.fio.stopped:
+                return Measured("failed", error_line(run.fio.stderr, run.fio.stdout), engine=engine)
+        jobfiles = render_fleet_test(spec, self.hosts, engines)
+        phase(f"running on {len(self.hosts)} hosts")
+        run = run_on_hosts(jobfiles, self.hosts, work, stop, timeout_s=_timeout(spec))
+        m = Measured("ok", None, run.jobs, run.disks, engine=engine)
+        if run.fio.stopped and not run.lost:
+            m.status, m.error = "interrupted", _stopped_reason(run.fio)
+        elif run.parse_error:
+            m.status, m.error = "failed", f"fio's output could not be read: {run.parse_error}"
+        elif run.lost:
+            m.status = "partial" if run.jobs else "failed"
+            m.error = lost_reason(run)
+        elif run.fio.returncode != 0 or any(j.error for j in run.jobs):
+            m.status, m.error = "failed", error_line(run.fio.stderr, run.fio.stdout)
+        m.artifacts = {f"job.{name}.fio": text.encode() for name, text in jobfiles.items()}
+        m.artifacts.update(_fio_artifacts(run.fio))
+        for f in sorted(work.glob(f"{LOG_PREFIX}_*.log.*")):
+            m.artifacts[f.name] = f.read_bytes()
+        m.series = read_fleet_series(work, self.hosts)
+        return m
+
+
+def _fio_artifacts(fio: FioRun) -> dict[str, bytes]:
+    out = {}
+    if fio.final_output:
+        out["fio-output.json"] = fio.final_output.encode()
+    if fio.stderr or fio.stdout:
+        out["fio-messages.txt"] = (fio.stdout + fio.stderr).encode()
+    return out
+
+
+def _local_series(work: Path) -> list[Series]:
+    """Per-second series from fio's logs: series_<kind>.<job>.log."""
+    out = []
+    for kind, (metric, factor) in LOG_METRICS.items():
+        for f in sorted(work.glob(f"{LOG_PREFIX}_{kind}.*.log")):
+            job_index = int(f.name.split(".")[-2]) - 1  # fio numbers jobs from 1
+            for direction, (t_ms, values) in parse_log(f.read_text()).items():
+                out.append(Series(host="local", job_index=job_index, metric=metric,
+                                  direction=direction, t_ms=t_ms, values=[v * factor for v in values]))
+    return out
