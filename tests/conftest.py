@@ -1,5 +1,7 @@
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,3 +22,28 @@ def disk_dir(tmp_path_factory):
     target.mkdir(parents=True, exist_ok=True)
     yield target
     shutil.rmtree(target, ignore_errors=True)
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    """A fresh results directory."""
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def spawn():
+    """Start `iofleet ...` in the background; never leave it running after the test."""
+    procs = []
+
+    def start(*args, data_dir):
+        env = dict(os.environ, IOFLEET_DATA=str(data_dir))
+        p = subprocess.Popen([sys.executable, "-m", "iofleet", *map(str, args)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

@@ -267,6 +267,10 @@ def cleanup_stale(base_dir: Path | None = None) -> list[str]:
                 tokens.add(m.group(1))
 
     removed: list[str] = []
+    for tmp in STATE_DIR.glob(".*.tmp"):  # ".TOKEN.PID.tmp" of a crash mid-_take_token
+        pid = tmp.name.split(".")[2]
+        if pid.isdigit() and not _is_running(int(pid)):
+            tmp.unlink(missing_ok=True)
     for token in sorted(tokens):
         state = STATE_DIR / f"{token}.lock"
         fd = _try_lock(state)
@@ -304,19 +308,31 @@ def cleanup_stale(base_dir: Path | None = None) -> list[str]:
     return removed
 
 
-def leftovers(token: str) -> list[str]:
-    """Namespaces, links and processes of a fleet that still exist."""
-    found = [f"netns {n}" for n in _netns_names() if (m := NAME_RE.match(n)) and m.group(1) == token]
-    found += [f"link {n}" for n in _link_names() if (m := NAME_RE.match(n)) and m.group(1) == token]
+def _processes() -> dict[int, tuple[str, str]]:
+    """{pid: (cmdline, net namespace id)} of every running process."""
+    procs = {}
     for pid_dir in Path("/proc").iterdir():
-        if not pid_dir.name.isdigit():
+        if not pid_dir.name.isdigit() or not _is_running(int(pid_dir.name)):
             continue
         try:
             cmdline = (pid_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            netns = os.readlink(pid_dir / "ns" / "net")
         except OSError:
             continue
-        if f"{PREFIX}{token}" in cmdline and _is_running(int(pid_dir.name)):
-            found.append(f"process {pid_dir.name}: {cmdline.strip()}")
+        procs[int(pid_dir.name)] = (cmdline.strip(), netns)
+    return procs
+
+
+def leftovers(token: str, netns_ids: set[str] = frozenset(), needles: tuple[str, ...] = ()) -> list[str]:
+    """What of fleet `token` still exists: its namespaces and links, and
+    processes that are in one of `netns_ids` ("net:[inode]") or whose command
+    line holds the token or one of `needles`."""
+    found = [f"netns {n}" for n in _netns_names() if (m := NAME_RE.match(n)) and m.group(1) == token]
+    found += [f"link {n}" for n in _link_names() if (m := NAME_RE.match(n)) and m.group(1) == token]
+    needles = (f"{PREFIX}{token}", *needles)
+    for pid, (cmdline, netns) in _processes().items():
+        if netns in netns_ids or any(n in cmdline for n in needles):
+            found.append(f"process {pid}: {cmdline}")
     return found
 
 
@@ -354,6 +370,7 @@ class TestFleet:
         self._slot_fd: int | None = None
         self._created_ns: list[str] = []
         self._created_links: list[str] = []
+        self._netns_ids: list[str] = []
         self._closed = False
 
     # ---- public API
@@ -433,6 +450,19 @@ class TestFleet:
         return sorted(p for p in self.namespace_pids(name)
                       if p != host.server_pid and _comm(p) == "fio")
 
+    def wait_fio_gone(self, name: str | None = None, timeout: float = 5.0) -> dict[str, list[int]]:
+        """Wait until no fio besides the listener runs on the host (or on
+        every live host); return what is still running after `timeout`.
+        The server's per-connection process lingers about a second after
+        the client has gone, so check with this, not with one look."""
+        names = [name] if name else [h.name for h in self.hosts if h.alive]
+        deadline = time.monotonic() + timeout
+        while True:
+            left = {n: pids for n in names if (pids := self.fio_processes(n))}
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.05)
+
     def write_inventory(self, path: Path | str, hosts: list[str] | None = None) -> Path:
         """An iofleet inventory (YAML) of the hosts (all, or those named)."""
         entries = []
@@ -453,7 +483,18 @@ class TestFleet:
         return log.read_text(errors="replace") if log.exists() else ""
 
     def leftovers(self) -> list[str]:
-        return leftovers(self.token) if self.token else []
+        """Namespaces, links, processes and files of this fleet that still
+        exist (empty after close()). Processes are found by network
+        namespace and by the listen addresses in their command lines (fio's
+        forked job processes keep the listener's `--server=ip:ADDR,PORT`)."""
+        if not self.token:
+            return []
+        needles = tuple(f"--server=ip:{h.address}," for h in self.hosts)
+        needles += tuple(f"--web.listen-address={h.address}:" for h in self.hosts)
+        found = leftovers(self.token, set(self._netns_ids), needles)
+        if self.data_dir is not None and self.data_dir.exists():
+            found.append(f"dir {self.data_dir}")
+        return found
 
     # ---- set-up
 
@@ -546,6 +587,7 @@ class TestFleet:
         address = self._address(i)
         self._created_ns.append(ns)
         _ip("netns", "add", ns)
+        self._netns_ids.append(f"net:[{os.stat(f'/run/netns/{ns}').st_ino}]")
         self._created_links.append(veth)
         _ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
         _ip("link", "set", veth, "master", self.bridge)
@@ -649,10 +691,7 @@ class TestFleet:
                 problems.append(f"ip netns del {ns}: {proc.stderr.strip()}")
         if self.data_dir is not None and self.data_dir.exists():
             shutil.rmtree(self.data_dir, ignore_errors=True)
-            if self.data_dir.exists():
-                problems.append(f"cannot remove {self.data_dir}")
-        if self.token:
-            problems += leftovers(self.token)
+        problems += self.leftovers()
         if self._state_fd is not None:
             if not problems:  # else leave it, unlocked, for cleanup_stale
                 (STATE_DIR / f"{self.token}.lock").unlink(missing_ok=True)
@@ -684,19 +723,11 @@ def _accepts(address: str, port: int) -> bool:
 
 
 def _http_ok(url: str) -> bool:
-    """GET url directly (http.client never uses a proxy)."""
-    host_port = url.split("//", 1)[1].split("/", 1)[0]
-    host, port = host_port.rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=1)
     try:
-        conn.request("GET", "/" + url.split("//", 1)[1].split("/", 1)[1])
-        resp = conn.getresponse()
-        resp.read()
-        return resp.status == 200
-    except OSError:
+        http_get(url, timeout=1)
+        return True
+    except (OSError, FleetError, http.client.HTTPException):
         return False
-    finally:
-        conn.close()
 
 
 def http_get(url: str, timeout: float = 5) -> str:

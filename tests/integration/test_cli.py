@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from .conftest import iofleet, show_json
+from ..cli import iofleet, show_json
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "fio"

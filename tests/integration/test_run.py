@@ -13,7 +13,7 @@ import pytest
 from iofleet.results.bins import percentile_from_bins
 from iofleet.results.store import Store
 
-from .conftest import iofleet, show_json, write_plan
+from ..cli import iofleet, show_json, write_plan
 
 SHORT = {"size": "8m", "runtime": "2s", "ramp": "1s", "iodepth": 4}
 
@@ -68,25 +68,6 @@ def test_run_stores_exact_results_and_prints_summary(tmp_path, disk_dir, data_di
     assert csv_text.splitlines()[0].startswith("run_id,") and len(csv_text.splitlines()) == 3
     listing = iofleet("results", "list", data_dir=data_dir).stdout
     assert "e2e" in listing and "2/2" in listing
-
-
-@pytest.fixture
-def spawn():
-    """Start `iofleet ...` in the background; never leave it running after the test."""
-    procs = []
-
-    def start(*args, data_dir):
-        env = dict(os.environ, IOFLEET_DATA=str(data_dir))
-        p = subprocess.Popen([sys.executable, "-m", "iofleet", *map(str, args)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
-        procs.append(p)
-        return p
-
-    yield start
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
 
 
 def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir, data_dir, spawn):

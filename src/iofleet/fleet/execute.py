@@ -34,6 +34,7 @@ class Measured:
     host_cpu: HostCpu | None = None
     artifacts: dict[str, bytes] = field(default_factory=dict)
     engine: str = ""
+    lost: list[str] = field(default_factory=list)  # fleet hosts that gave no result
 
 
 def _stopped_reason(fio: FioRun) -> str:
@@ -120,6 +121,10 @@ class FleetPlace:
         self._engines: dict[tuple[str, bool], dict[str, str]] = {}
         self._max_jobs = 0
 
+    def drop(self, names: list[str]) -> None:
+        """Go on without hosts that were lost."""
+        self.hosts = [h for h in self.hosts if h.name not in names]
+
     def describe(self) -> dict:
         return {"hosts": [{"name": h.name, "address": h.address, "labels": h.labels,
                            "targets": h.targets} for h in self.hosts]}
@@ -160,6 +165,7 @@ class FleetPlace:
         elif run.lost:
             m.status = "partial" if run.jobs else "failed"
             m.error = lost_reason(run)
+            m.lost = run.lost
         elif run.fio.returncode != 0 or any(j.error for j in run.jobs):
             m.status, m.error = "failed", error_line(run.fio.stderr, run.fio.stdout)
         m.artifacts = {f"job.{name}.fio": text.encode() for name, text in jobfiles.items()}

@@ -81,6 +81,8 @@ class Plan(BaseModel):
     hosts: Optional[dict[str, str]] = None
     keep_files: bool = False
     on_error: Literal["continue", "stop"] = "continue"
+    # A host lost during a test (fio server gone): go on without it, or stop.
+    on_host_loss: Literal["continue", "stop"] = "continue"
     defaults: WorkloadParams = WorkloadParams()  # type: ignore[valid-type]
     workloads: Annotated[list[Workload], Field(min_length=1)]
 

@@ -6,6 +6,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.stragglers import stragglers
+from ..results.aggregate import by_host
+
 MISSING = "n/a"  # unavailable, never shown as 0
 
 
@@ -57,6 +60,11 @@ def summary_table(run: dict):
         table.add_row(*row.values(), style=style)
     notes = [Text(f"{t['id']}: {t['status']}: {t['error']}", style="red")
              for t in run["tests"] if t["status"] != "ok" and t.get("error")]
+    for t in run["tests"]:
+        slow = stragglers(by_host(t["jobs"]))
+        if slow:
+            names = ", ".join(f"{h} ({share:.0%} of the median host)" for h, share in slow)
+            notes.append(Text(f"{t['id']}: straggler{'s' if len(slow) > 1 else ''}: {names}", style="yellow"))
     if run["status"] not in ("complete", "running"):
         notes.append(Text(f"This run is {run['status']}: {len(run['tests'])} of "
                           f"{run['tests_planned']} planned tests were stored.", style="yellow"))

@@ -39,6 +39,7 @@ class TestOutcome:
     error: str | None
     aggregate: Aggregate | None
     test_pk: int | None = None
+    lost: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -105,6 +106,10 @@ def run_plan(
                 break
             if result.status == "failed" and plan.on_error == "stop":
                 break
+            if result.lost:
+                if plan.on_host_loss == "stop" or len(result.lost) == len(place.hosts):
+                    break
+                place.drop(result.lost)
     finally:
         if not plan.keep_files:
             outcome.cleaned = place.cleanup()
@@ -139,4 +144,5 @@ def _run_test(index, spec, place, store, run_id, observer, stop) -> TestOutcome:
         jobs=m.jobs, aggregate=agg, host_cpu=m.host_cpu, disks=m.disks,
         series=m.series, artifacts=m.artifacts,
     )
-    return TestOutcome(spec=spec, status=m.status, error=m.error, aggregate=agg, test_pk=test_pk)
+    return TestOutcome(spec=spec, status=m.status, error=m.error, aggregate=agg, test_pk=test_pk,
+                       lost=m.lost)

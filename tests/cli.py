@@ -1,10 +1,11 @@
+"""Run the real iofleet CLI the way a user does, and read what it stored."""
+
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 
@@ -25,8 +26,3 @@ def write_plan(path: Path, **plan) -> Path:
 
 def show_json(run_id, data_dir: Path) -> dict:
     return json.loads(iofleet("results", "show", run_id, "--format", "json", data_dir=data_dir).stdout)
-
-
-@pytest.fixture
-def data_dir(tmp_path):
-    return tmp_path / "data"

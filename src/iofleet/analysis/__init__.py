@@ -1,0 +1,1 @@
+"""What the numbers mean: stragglers (more with later issues)."""
