@@ -154,7 +154,7 @@ def _ppid(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
-def _is_running(pid: int) -> bool:
+def is_running(pid: int) -> bool:
     """True for a live process; False for a gone or zombie one."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -175,7 +175,7 @@ def _kill_namespace(namespace: str, timeout: float = 10) -> list[int]:
     Returns the pids still running after `timeout` (e.g. stuck in D state)."""
     deadline = time.monotonic() + timeout
     while True:
-        pids = [p for p in netns_pids(namespace) if _is_running(p)]
+        pids = [p for p in netns_pids(namespace) if is_running(p)]
         if not pids or time.monotonic() > deadline:
             return pids
         for pid in pids:
@@ -269,7 +269,7 @@ def cleanup_stale(base_dir: Path | None = None) -> list[str]:
     removed: list[str] = []
     for tmp in STATE_DIR.glob(".*.tmp"):  # ".TOKEN.PID.tmp" of a crash mid-_take_token
         pid = tmp.name.split(".")[2]
-        if pid.isdigit() and not _is_running(int(pid)):
+        if pid.isdigit() and not is_running(int(pid)):
             tmp.unlink(missing_ok=True)
     for token in sorted(tokens):
         state = STATE_DIR / f"{token}.lock"
@@ -312,7 +312,7 @@ def _processes() -> dict[int, tuple[str, str]]:
     """{pid: (cmdline, net namespace id)} of every running process."""
     procs = {}
     for pid_dir in Path("/proc").iterdir():
-        if not pid_dir.name.isdigit() or not _is_running(int(pid_dir.name)):
+        if not pid_dir.name.isdigit() or not is_running(int(pid_dir.name)):
             continue
         try:
             cmdline = (pid_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -436,7 +436,7 @@ class TestFleet:
 
     def namespace_pids(self, name: str) -> list[int]:
         """Every running process in the host's namespace."""
-        return [p for p in netns_pids(self.host(name).namespace) if _is_running(p)]
+        return [p for p in netns_pids(self.host(name).namespace) if is_running(p)]
 
     def fio_processes(self, name: str) -> list[int]:
         """pids of fio processes in the host's namespace other than the

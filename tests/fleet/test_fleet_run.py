@@ -15,7 +15,8 @@ SHORT = {"size": "4m", "runtime": "2s", "ramp": "1s", "iodepth": 2, "engine": "p
 
 
 def data_files(fleet) -> list:
-    return [f for h in fleet.hosts for f in (h.target / "iofleet").glob("iofleet-data.*")]
+    # On a fio server, fio prefixes iofleet's directory with the host's address.
+    return [f for h in fleet.hosts for f in h.target.glob("*iofleet/iofleet-data.*")]
 
 
 def test_fleet_figures_are_exact_merges_of_every_host(tmp_path, fleet4, data_dir):
@@ -83,7 +84,7 @@ def test_ctrl_c_leaves_no_fio_job_on_any_host(tmp_path, fleet4, data_dir, spawn)
 def _wait_for_jobs(fleet, name, timeout=30):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if fleet.fio_processes(name) and any((fleet.host(name).target / "iofleet").glob("iofleet-data.*")):
+        if fleet.fio_processes(name) and any(fleet.host(name).target.glob("*iofleet/iofleet-data.*")):
             time.sleep(1)
             return
         time.sleep(0.2)

@@ -138,6 +138,7 @@ def render_probe(target: Path, engine: str, direct: bool) -> str:
         ("rw", "randrw"),
         ("iodepth", 2),
         ("runtime", 1),
+        ("unlink", True),  # leaves nothing behind, locally or on a fio server
     ]
     return _render(f"iofleet probe of {engine}", "probe", options)
 

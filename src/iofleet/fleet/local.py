@@ -120,7 +120,7 @@ class TargetDirs:
         removed = []
         for target in self.targets:
             own = target / DATA_DIR_NAME
-            for f in list(own.glob("iofleet-data.*")) + list(own.glob("iofleet-probe")):
+            for f in own.glob("iofleet-data.*"):
                 try:
                     f.unlink()
                     removed.append(f)
@@ -154,7 +154,6 @@ def resolve_engine(target: Path, engine: str, direct: bool) -> str:
             if proc.returncode == 0:
                 return candidate
             errors.append(f"{candidate}: {error_line(proc.stderr, proc.stdout)}")
-    (Path(target) / DATA_DIR_NAME / "iofleet-probe").unlink(missing_ok=True)
     hint = " (the filesystem may not support O_DIRECT: try `direct: false`)" if direct else ""
     raise FioError(f"target {target}: no IO engine works{hint}: " + "; ".join(errors))
 
