@@ -138,7 +138,7 @@ def netns_pids(namespace: str) -> list[int]:
     return [int(p) for p in out.split() if p.isdigit()]
 
 
-def _comm(pid: int) -> str | None:
+def comm(pid: int) -> str | None:
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
@@ -412,18 +412,20 @@ class TestFleet:
         """Simulate a dead host: kill -9 everything in its namespace (fio
         server, its jobs, node_exporter). Connections are then refused at
         once. With unreachable=True the host's link also goes down, so
-        packets to it vanish (a powered-off host: connects time out)."""
+        packets to it vanish (a powered-off host): then `fio --client` hangs
+        in connect() for the kernel's SYN timeout (about 2 min with
+        tcp_syn_retries=6) before it runs the other hosts, so keep that
+        for tests that probe reachability with their own timeout."""
         host = self.host(name)
-        for pid in (host.server_pid, host.exporter_pid):
-            if pid:
-                self._killpg(pid)
+        mine = [p for p in self._procs if p.args[3] == host.namespace]
+        for proc in mine:
+            self._killpg(proc.pid)
         stuck = _kill_namespace(host.namespace)
-        for proc in self._procs:
-            if proc.pid in (host.server_pid, host.exporter_pid):
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    stuck.append(proc.pid)
+        for proc in mine:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                stuck.append(proc.pid)
         if stuck:
             raise FleetError(f"{name}: processes {stuck} survive kill -9")
         if unreachable:
@@ -448,7 +450,7 @@ class TestFleet:
         list means no job (and no client session) is left on that host."""
         host = self.host(name)
         return sorted(p for p in self.namespace_pids(name)
-                      if p != host.server_pid and _comm(p) == "fio")
+                      if p != host.server_pid and comm(p) == "fio")
 
     def wait_fio_gone(self, name: str | None = None, timeout: float = 5.0) -> dict[str, list[int]]:
         """Wait until no fio besides the listener runs on the host (or on
@@ -477,9 +479,9 @@ class TestFleet:
         path.write_text(yaml.safe_dump({"hosts": entries}, sort_keys=False))
         return path
 
-    def server_log(self, name: str) -> str:
-        """What the host's fio server printed (stdout and stderr)."""
-        log = self.data_dir / "logs" / f"{name}-fio.log"
+    def server_log(self, name: str, label: str = "fio") -> str:
+        """What the host's fio server (or a spawned command) printed."""
+        log = self.data_dir / "logs" / f"{name}-{label}.log"
         return log.read_text(errors="replace") if log.exists() else ""
 
     def leftovers(self) -> list[str]:
@@ -601,6 +603,12 @@ class TestFleet:
         return TestHost(name=name, namespace=ns, address=address, port=self.port,
                         target=target, metrics=metrics, veth=veth)
 
+    def spawn(self, name: str, argv: list[str], label: str = "cmd") -> subprocess.Popen:
+        """Run `argv` inside host `name` (e.g. `iofleet server --bind ...`),
+        tracked like the fio server: killed with its process group at
+        teardown. Its output goes to the log `server_log(name, label)` reads."""
+        return self._spawn(self.host(name), label, argv)
+
     def _spawn(self, host: TestHost, what: str, argv: list[str]) -> subprocess.Popen:
         log = open(self.data_dir / "logs" / f"{host.name}-{what}.log", "wb")
         self._logs.append(log)
@@ -635,7 +643,7 @@ class TestFleet:
                         raise FleetError(f"{h.name}: {what} exited with {proc.returncode}: {log.strip()[-500:]}")
             for name in sorted(pending_fio):
                 h = self.host(name)
-                if _accepts(h.address, h.port):
+                if accepts(h.address, h.port):
                     pending_fio.discard(name)
             for name in sorted(pending_metrics):
                 if _http_ok(self.host(name).metrics):
@@ -714,7 +722,7 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _accepts(address: str, port: int) -> bool:
+def accepts(address: str, port: int) -> bool:
     try:
         with socket.create_connection((address, port), timeout=0.5):
             return True

@@ -3,6 +3,8 @@ driven by a real `fio --client`. These pin down the fixture and the fio
 client/server behaviour the fleet runner relies on."""
 
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .netns import STATE_DIR, TestFleet, cleanup_stale, http_get, is_running, leftovers, unavailable_reason
+from .netns import (STATE_DIR, TestFleet, accepts, comm, cleanup_stale, http_get, is_running, leftovers,
+                    unavailable_reason)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,11 +87,33 @@ def test_inventory_describes_the_hosts(make_fleet, tmp_path):
         {"name": h.name, "address": f"{h.address}:8765", "targets": [str(h.target)],
          "metrics": f"http://{h.address}:9100/metrics"} for h in fleet.hosts]}
     try:
-        from iofleet.fleet.inventory import Inventory
-    except ImportError:
+        from iofleet.fleet.inventory import load_inventory
+    except ImportError:  # the inventory model is not there yet
         return
-    inventory = Inventory.model_validate(doc)
+    inventory = load_inventory(path)
     assert [h.fio_client_arg for h in inventory.hosts] == [h.fio_client_arg for h in fleet.hosts]
+
+
+def test_iofleet_server_serves_fio_clients(make_fleet, tmp_path):
+    """What `iofleet server --bind ADDR:PORT` runs (serve_fio), on a test host
+    beside its own fio server: it execs fio, which a real client can use."""
+    fleet = make_fleet(1)
+    h = fleet.host("h1")
+    server = fleet.spawn("h1", [sys.executable, "-c", "from iofleet.cli.server import serve_fio; "
+                                f"serve_fio({h.address + ':8766'!r})"], label="iofleet-server")
+    deadline = time.monotonic() + 10
+    while not accepts(h.address, 8766):
+        assert server.poll() is None, fleet.server_log("h1", "iofleet-server")
+        assert time.monotonic() < deadline, "iofleet server did not listen on port 8766"
+        time.sleep(0.05)
+    assert comm(server.pid) == "fio"  # the same process, now fio itself
+    job = write_job(tmp_path / "job.fio", h.target)
+    proc = subprocess.run(["fio", "--output-format=json+", f"--client=ip:{h.address},8766", str(job)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert list(host_results(proc.stdout)) == [h.address]
+    log = fleet.server_log("h1", "iofleet-server")
+    assert f"exec {shutil.which('fio')} --server=ip:{h.address},8766" in log
 
 
 def test_a_killed_host_fails_fast_and_the_others_still_run(fleet4, tmp_path):
@@ -110,7 +135,7 @@ def test_a_killed_host_fails_fast_and_the_others_still_run(fleet4, tmp_path):
 
 
 def test_a_host_dying_mid_run_does_not_hang_the_client(fleet4, tmp_path):
-    client = run_client(fleet4, ["h1", "h2"], tmp_path, runtime=3, popen=True)
+    client = run_client(fleet4, ["h1", "h2"], tmp_path, runtime=2, popen=True)
     deadline = time.monotonic() + 10
     while len(fleet4.fio_processes("h2")) < 3:  # connection, backend, job
         assert time.monotonic() < deadline and client.poll() is None, "the job did not start on h2"
@@ -184,10 +209,10 @@ def test_cleanup_stale_removes_a_crashed_run_and_spares_a_live_one(fleet4):
         cleanup_stale()
         assert leftovers(token) == []
         assert not Path(data_dir).exists()
-    finally:  # the clients of the crashed run lost their servers: gone by now
+    finally:  # leave nothing behind even when an assertion failed
         cleanup_stale()
     # fleet4 belongs to a live process (this one): untouched
-    assert fleet4.leftovers() != [] and all(fleet4.namespace_pids(h.name) for h in fleet4.hosts)
+    assert all(accepts(h.address, h.port) for h in fleet4.hosts)
     assert run_client(fleet4, ["h1"], Path(fleet4.data_dir)).returncode == 0
 
 
@@ -202,6 +227,7 @@ def test_node_exporter_answers_on_each_host(make_fleet):
         # each host sees only its own eth0 (node_exporter leaves out lo).
         cpu = [l for l in text.splitlines() if l.startswith("node_cpu_seconds_total{")]
         assert cpu and any('mode="idle"' in l for l in cpu)
+        assert len({l.split('cpu="')[1].split('"')[0] for l in cpu}) == os.cpu_count()
         devices = {l.split('device="')[1].split('"')[0] for l in text.splitlines()
                    if l.startswith("node_network_receive_bytes_total{")}
         assert devices == {"eth0"}
@@ -210,8 +236,14 @@ def test_node_exporter_answers_on_each_host(make_fleet):
 def test_two_fleets_at_once_get_separate_subnets(make_fleet, tmp_path):
     a, b = make_fleet(1), make_fleet(1)
     assert a.subnet != b.subnet and a.bridge != b.bridge
-    for fleet in (a, b):
-        assert run_client(fleet, ["h1"], tmp_path).returncode == 0
+    clients = []
+    for fleet in (a, b):  # both at once
+        (tmp_path / fleet.token).mkdir()
+        clients.append(run_client(fleet, ["h1"], tmp_path / fleet.token, popen=True))
+    for fleet, client in zip((a, b), clients):
+        out, err = client.communicate(timeout=60)
+        assert client.returncode == 0, err
+        assert list(host_results(out)) == [fleet.host("h1").address]
 
 
 @pytest.mark.scale

@@ -15,6 +15,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import IofleetError
 from ..fleet.inventory import load_inventory
@@ -28,6 +29,7 @@ from ..results.ingest import import_outputs
 from ..results.store import Store, default_data_dir
 from ..studies.run import estimate_seconds, run_plan
 from .progress import TerminalProgress
+from .server import DEFAULT_BIND, serve_fio
 
 app = typer.Typer(
     help="iofleet: how fast is this storage, really, and why? (fio-based benchmarking)",
@@ -57,7 +59,7 @@ def user_errors(fn):
             return fn(*args, **kwargs)
         except IofleetError as exc:
             for line in str(exc).splitlines() or ["error"]:
-                err_console.print(f"[red]error:[/] {line}", highlight=False, soft_wrap=True)
+                err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper
@@ -146,6 +148,15 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
     if not outcome.ok:
         raise typer.Exit(EXIT_FAILED)  # failed or partial
+
+
+@app.command()
+@user_errors
+def server(
+    bind: str = typer.Option(DEFAULT_BIND, "--bind", help="ADDRESS[:PORT] to listen on (fio's default port 8765)."),
+):
+    """Start `fio --server` the way iofleet expects, on a host of the fleet."""
+    serve_fio(bind, echo=lambda line: err_console.print(line, markup=False, highlight=False, soft_wrap=True))
 
 
 @app.command()
