@@ -1,7 +1,6 @@
 """`iofleet run --hosts` on real fio servers in network namespaces."""
 
 import signal
-import sqlite3
 import time
 
 import pytest

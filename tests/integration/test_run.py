@@ -4,9 +4,7 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 

@@ -14,7 +14,7 @@ from ..errors import ImportFormatError, IofleetError
 from ..fio.parse import parse_output, split_documents
 from ..plan.units import parse_duration, parse_size
 from .aggregate import aggregate
-from .store import Store, utc_now
+from .store import Store
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
