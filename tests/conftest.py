@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
-ARTIFACTS = ROOT / "test-artifacts"
 
 
 @pytest.fixture

@@ -9,15 +9,14 @@ from pathlib import Path
 
 from ..errors import ImportFormatError
 from ..fio.command import error_line, run_command
-from ..fio.jobfile import LOG_METRICS, LOG_PREFIX, render_layout, render_test
-from ..fio.parse import parse_log, parse_output
+from ..fio.jobfile import LOG_PREFIX, render_layout, render_test
+from ..fio.parse import parse_output
 from ..plan.expand import TestSpec
 from ..results.model import DiskUtil, HostCpu, JobResult, Series
 from .inventory import Host
 from .local import CpuSampler, TargetDirs, resolve_engine
-from .remote import (cleanup_fleet, lost_reason, read_fleet_series, render_fleet_test,
-                     resolve_fleet_engines, run_on_hosts)
-from .runner import FioRun, run_fio
+from .remote import cleanup_fleet, lost_reason, render_fleet_test, resolve_fleet_engines, run_on_hosts
+from .runner import FioRun, read_series, run_fio
 
 # fio needs a moment beyond ramp + runtime to lay out files and write its
 # results; past this margin a test is stopped as hung.
@@ -89,7 +88,7 @@ class LocalPlace:
         for f in sorted(work.glob(f"{LOG_PREFIX}_*.log")):
             m.artifacts[f.name] = f.read_bytes()
         if m.jobs:
-            m.series = _local_series(work)
+            m.series = read_series(work, "local")
         return m
 
     @staticmethod
@@ -172,7 +171,7 @@ class FleetPlace:
         m.artifacts.update(_fio_artifacts(run.fio))
         for f in sorted(work.glob(f"{LOG_PREFIX}_*.log.*")):
             m.artifacts[f.name] = f.read_bytes()
-        m.series = read_fleet_series(work, self.hosts)
+        m.series = [s for h in self.hosts for s in read_series(work, h.name, f".{h.endpoint[0]}")]
         return m
 
 
@@ -182,16 +181,4 @@ def _fio_artifacts(fio: FioRun) -> dict[str, bytes]:
         out["fio-output.json"] = fio.final_output.encode()
     if fio.stderr or fio.stdout:
         out["fio-messages.txt"] = (fio.stdout + fio.stderr).encode()
-    return out
-
-
-def _local_series(work: Path) -> list[Series]:
-    """Per-second series from fio's logs: series_<kind>.<job>.log."""
-    out = []
-    for kind, (metric, factor) in LOG_METRICS.items():
-        for f in sorted(work.glob(f"{LOG_PREFIX}_{kind}.*.log")):
-            job_index = int(f.name.split(".")[-2]) - 1  # fio numbers jobs from 1
-            for direction, (t_ms, values) in parse_log(f.read_text()).items():
-                out.append(Series(host="local", job_index=job_index, metric=metric,
-                                  direction=direction, t_ms=t_ms, values=[v * factor for v in values]))
     return out

@@ -2,7 +2,6 @@
 
 import os
 import platform
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -157,6 +156,3 @@ def resolve_engine(target: Path, engine: str, direct: bool) -> str:
     hint = " (the filesystem may not support O_DIRECT: try `direct: false`)" if direct else ""
     raise FioError(f"target {target}: no IO engine works{hint}: " + "; ".join(errors))
 
-
-def free_bytes(path: Path) -> int:
-    return shutil.disk_usage(path).free

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from ..errors import FioError, ImportFormatError
 from ..fio.command import client_command, error_line
-from ..fio.jobfile import LOG_METRICS, LOG_PREFIX, render_cleanup, render_probe, render_test
-from ..fio.parse import parse_log, parse_output
+from ..fio.jobfile import render_cleanup, render_probe, render_test
+from ..fio.parse import parse_output
 from ..plan.expand import TestSpec
 from ..plan.params import AUTO_ENGINES
-from ..results.model import DiskUtil, JobResult, Series
+from ..results.model import DiskUtil, JobResult
 from .inventory import Host
 from .runner import FioRun, run_fio
 
@@ -25,7 +25,6 @@ class FleetRun:
     fio: FioRun
     jobs: list[JobResult] = field(default_factory=list)
     disks: list[DiskUtil] = field(default_factory=list)
-    series: list[Series] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # hosts that gave no result
     parse_error: str | None = None
 
@@ -63,21 +62,6 @@ def run_on_hosts(
     seen = {j.host for j in run.jobs}
     run.lost = [h.name for h in hosts if h.name not in seen]
     return run
-
-
-def read_fleet_series(work: Path, hosts: list[Host]) -> list[Series]:
-    """fio's client writes each host's logs as <prefix>_<kind>.<job>.log.<address>."""
-    out = []
-    for h in hosts:
-        addr = h.endpoint[0]
-        for kind, (metric, factor) in LOG_METRICS.items():
-            for f in sorted(work.glob(f"{LOG_PREFIX}_{kind}.*.log.{addr}")):
-                job_index = int(f.name.split(".")[1]) - 1
-                for direction, (t_ms, values) in parse_log(f.read_text()).items():
-                    out.append(Series(host=h.name, job_index=job_index, metric=metric,
-                                      direction=direction, t_ms=t_ms,
-                                      values=[v * factor for v in values]))
-    return out
 
 
 def lost_reason(run: FleetRun) -> str:

@@ -11,7 +11,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..fio.parse import DocumentSplitter
+from ..fio.jobfile import LOG_METRICS, LOG_PREFIX
+from ..fio.parse import DocumentSplitter, parse_log
+from ..results.model import Series
 
 # After asking fio to stop (SIGINT, it then writes its results), how long
 # to wait before killing it.
@@ -168,3 +170,17 @@ def _signal(proc: subprocess.Popen, sig: int) -> None:
         os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def read_series(work: Path, host: str, suffix: str = "") -> list[Series]:
+    """Per-second series from the logs fio wrote in `work`:
+    <prefix>_<kind>.<job>.log, plus `.<address>` when fio's client wrote
+    them for a server (pass that as `suffix`)."""
+    out = []
+    for kind, (metric, factor) in LOG_METRICS.items():
+        for f in sorted(work.glob(f"{LOG_PREFIX}_{kind}.*.log{suffix}")):
+            job_index = int(f.name.split(".")[1]) - 1  # fio numbers jobs from 1
+            for direction, (t_ms, values) in parse_log(f.read_text()).items():
+                out.append(Series(host=host, job_index=job_index, metric=metric, direction=direction,
+                                  t_ms=t_ms, values=[v * factor for v in values]))
+    return out

@@ -47,6 +47,28 @@ RUN_STATUSES = ("running", "complete", "failed", "interrupted", "partial")
 TEST_STATUSES = ("ok", "failed", "interrupted", "partial")
 
 # Forward migrations: MIGRATIONS[i] takes a database from version i to i + 1.
+# The figures of one direction (read, write, all), in the aggregate table
+# and the per-job table alike.
+_DIRECTION_COLUMNS = """\
+        ios              INTEGER NOT NULL,
+        io_bytes         INTEGER NOT NULL,
+        runtime_ms       INTEGER NOT NULL,
+        iops             REAL NOT NULL,
+        bw_bytes_s       REAL NOT NULL,
+        lat_n            INTEGER NOT NULL,
+        lat_mean_ns      REAL,
+        lat_stddev_ns    REAL,
+        lat_min_ns       INTEGER,
+        lat_max_ns       INTEGER,
+        p50_ns           REAL,                            -- NULL: not known exactly
+        p90_ns           REAL,
+        p95_ns           REAL,
+        p99_ns           REAL,
+        p99_9_ns         REAL,
+        percentile_basis TEXT NOT NULL,                   -- 'lat' or 'clat'
+        bins             TEXT,                            -- JSON [[ns, count], ...]; NULL: no histogram
+"""
+
 # Never edit a released script; append a new one instead.
 MIGRATIONS: list[str] = [
     # v1: the initial schema.
@@ -93,24 +115,7 @@ MIGRATIONS: list[str] = [
     CREATE TABLE test_directions (
         test_pk          INTEGER NOT NULL REFERENCES tests(id) ON DELETE CASCADE,
         direction        TEXT NOT NULL CHECK (direction IN ('read', 'write', 'all')),
-        ios              INTEGER NOT NULL,
-        io_bytes         INTEGER NOT NULL,
-        runtime_ms       INTEGER NOT NULL,
-        iops             REAL NOT NULL,
-        bw_bytes_s       REAL NOT NULL,
-        lat_n            INTEGER NOT NULL,
-        lat_mean_ns      REAL,
-        lat_stddev_ns    REAL,
-        lat_min_ns       INTEGER,
-        lat_max_ns       INTEGER,
-        p50_ns           REAL,                            -- NULL: not known exactly
-        p90_ns           REAL,
-        p95_ns           REAL,
-        p99_ns           REAL,
-        p99_9_ns         REAL,
-        percentile_basis TEXT NOT NULL,                   -- 'lat' or 'clat'
-        bins             TEXT,                            -- JSON [[ns, count], ...]; NULL: no histogram
-        PRIMARY KEY (test_pk, direction)
+{direction_columns}        PRIMARY KEY (test_pk, direction)
     );
 
     CREATE TABLE jobs (
@@ -130,24 +135,7 @@ MIGRATIONS: list[str] = [
     CREATE TABLE job_directions (
         job_pk           INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
         direction        TEXT NOT NULL CHECK (direction IN ('read', 'write', 'all')),
-        ios              INTEGER NOT NULL,
-        io_bytes         INTEGER NOT NULL,
-        runtime_ms       INTEGER NOT NULL,
-        iops             REAL NOT NULL,
-        bw_bytes_s       REAL NOT NULL,
-        lat_n            INTEGER NOT NULL,
-        lat_mean_ns      REAL,
-        lat_stddev_ns    REAL,
-        lat_min_ns       INTEGER,
-        lat_max_ns       INTEGER,
-        p50_ns           REAL,
-        p90_ns           REAL,
-        p95_ns           REAL,
-        p99_ns           REAL,
-        p99_9_ns         REAL,
-        percentile_basis TEXT NOT NULL,
-        bins             TEXT,
-        PRIMARY KEY (job_pk, direction)
+{direction_columns}        PRIMARY KEY (job_pk, direction)
     );
 
     CREATE TABLE disks (
@@ -181,7 +169,7 @@ MIGRATIONS: list[str] = [
         size_bytes INTEGER NOT NULL,                      -- uncompressed
         PRIMARY KEY (test_pk, name)
     );
-    """,
+    """.replace("{direction_columns}", _DIRECTION_COLUMNS),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
