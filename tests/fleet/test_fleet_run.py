@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from iofleet.results.bins import percentile_from_bins
+from iofleet.fio.merge import percentile_from_bins
 from iofleet.results.store import Store
 
 from ..cli import iofleet, show_json, write_plan

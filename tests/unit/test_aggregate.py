@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from iofleet.fio.parse import parse_output
-from iofleet.results.aggregate import aggregate, by_host, combine
-from iofleet.results.model import PERCENTILES, DirectionStats, JobResult, pct_key
+from iofleet.fio.merge import combine
+from iofleet.results.aggregate import aggregate, by_host
+from iofleet.fio.records import PERCENTILES, DirectionStats, JobResult, pct_key
 
 FIO = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 NONE = {pct_key(p): None for p in PERCENTILES}

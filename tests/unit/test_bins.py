@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from iofleet.results.bins import merge_bins, percentile_from_bins, percentiles
-from iofleet.results.model import PERCENTILES, pct_key
+from iofleet.fio.merge import merge_bins, percentile_from_bins, percentiles
+from iofleet.fio.records import PERCENTILES, pct_key
 
 FIO = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 

@@ -19,7 +19,8 @@ from iofleet.results.export import (
     run_to_csv,
     run_to_dict,
 )
-from iofleet.results.model import DirectionStats, DiskUtil, HostCpu, JobResult
+from iofleet.fio.records import DirectionStats, DiskUtil, JobResult
+from iofleet.fleet.metrics import HostCpu
 from iofleet.results.store import Store
 
 DOC = Path(__file__).parents[2] / "docs" / "results-format.md"

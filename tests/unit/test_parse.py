@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from iofleet.errors import ImportFormatError
 from iofleet.fio.parse import DocumentSplitter, parse_log, parse_output, split_documents
 from iofleet.results.aggregate import aggregate
-from iofleet.results.model import PERCENTILES, pct_key
+from iofleet.fio.records import PERCENTILES, pct_key
 
 FIO = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 NONE = {pct_key(p): None for p in PERCENTILES}

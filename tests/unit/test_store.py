@@ -7,14 +7,9 @@ import pytest
 
 from iofleet.errors import StoreError
 from iofleet.results import store as store_mod
-from iofleet.results.model import (
-    Aggregate,
-    DirectionStats,
-    DiskUtil,
-    HostCpu,
-    JobResult,
-    Series,
-)
+from iofleet.fio.records import DirectionStats, DiskUtil, JobResult, Series
+from iofleet.fleet.metrics import HostCpu
+from iofleet.results.model import Aggregate
 from iofleet.results.store import SCHEMA_VERSION, Store, default_data_dir
 
 PLAN = "name: demo\nworkloads:\n  - name: oltp\n    bs: 4k\n"

@@ -1,5 +1,6 @@
 from iofleet.analysis.stragglers import stragglers
-from iofleet.results.model import Aggregate, DirectionStats
+from iofleet.fio.records import DirectionStats
+from iofleet.results.model import Aggregate
 
 
 def agg(iops):

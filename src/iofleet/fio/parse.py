@@ -1,4 +1,4 @@
-"""Parse fio's output into the records of iofleet.results.model.
+"""Parse fio's output into the records of iofleet.fio.records.
 
 - parse_output: one fio JSON document (`json` or `json+`), from a normal run
   (`jobs`) or from client/server mode (`client_stats`).
@@ -14,9 +14,9 @@ import json
 import math
 
 from iofleet.errors import ImportFormatError
-from iofleet.results.aggregate import combine
-from iofleet.results.bins import percentiles as bins_percentiles
-from iofleet.results.model import PERCENTILES, DirectionStats, DiskUtil, FioOutput, JobResult, pct_key
+from .merge import combine
+from .merge import percentiles as bins_percentiles
+from .records import PERCENTILES, DirectionStats, DiskUtil, FioOutput, JobResult, pct_key
 
 ALL_CLIENTS = "All clients"  # fio's name for its own sum in client/server mode
 

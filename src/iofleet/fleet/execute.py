@@ -12,7 +12,8 @@ from ..fio.command import error_line, run_command
 from ..fio.jobfile import LOG_PREFIX, render_layout, render_test
 from ..fio.parse import parse_output
 from ..plan.expand import TestSpec
-from ..results.model import DiskUtil, HostCpu, JobResult, Series
+from ..fio.records import DiskUtil, JobResult, Series
+from .metrics import HostCpu
 from .inventory import Host
 from .local import CpuSampler, TargetDirs, resolve_engine
 from .remote import cleanup_fleet, lost_reason, render_fleet_test, resolve_fleet_engines, run_on_hosts

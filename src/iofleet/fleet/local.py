@@ -13,7 +13,7 @@ from ..errors import FioError, IofleetError
 from ..fio.command import error_line, fio_binary
 from ..fio.jobfile import DATA_DIR_NAME, render_probe
 from ..plan.params import AUTO_ENGINES
-from ..results.model import HostCpu
+from .metrics import HostCpu
 
 
 def host_facts() -> dict:

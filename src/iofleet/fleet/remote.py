@@ -12,7 +12,7 @@ from ..fio.jobfile import render_cleanup, render_probe, render_test
 from ..fio.parse import parse_output
 from ..plan.expand import TestSpec
 from ..plan.params import AUTO_ENGINES
-from ..results.model import DiskUtil, JobResult
+from ..fio.records import DiskUtil, JobResult
 from .inventory import Host
 from .runner import FioRun, run_fio
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..fio.jobfile import LOG_METRICS, LOG_PREFIX
 from ..fio.parse import DocumentSplitter, parse_log
-from ..results.model import Series
+from ..fio.records import Series
 
 # After asking fio to stop (SIGINT, it then writes its results), how long
 # to wait before killing it.

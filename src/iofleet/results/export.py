@@ -10,7 +10,8 @@ import csv
 import io
 
 from .aggregate import by_host
-from .model import PERCENTILES, Aggregate, DirectionStats, pct_key
+from ..fio.records import PERCENTILES, DirectionStats, pct_key
+from .model import Aggregate
 
 FORMAT = "iofleet-results"
 FORMAT_VERSION = 1

@@ -27,17 +27,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import StoreError
-from .model import (
-    DIRECTIONS,
-    PERCENTILES,
-    Aggregate,
-    DirectionStats,
-    DiskUtil,
-    HostCpu,
-    JobResult,
-    Series,
-    pct_key,
-)
+from ..fio.records import DIRECTIONS, PERCENTILES, DirectionStats, DiskUtil, JobResult, Series, pct_key
+from ..fleet.metrics import HostCpu
+from .model import Aggregate
 
 DB_NAME = "results.db"
 ARTIFACTS_DIR = "artifacts"
