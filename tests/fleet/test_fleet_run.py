@@ -4,6 +4,7 @@ import signal
 import time
 
 import pytest
+import yaml
 
 from iofleet.fio.merge import percentile_from_bins
 from iofleet.results.store import Store
@@ -88,3 +89,39 @@ def _wait_for_jobs(fleet, name, timeout=30):
             return
         time.sleep(0.2)
     raise AssertionError(f"no fio job started on {name}")
+
+
+def test_host_metrics_and_skew_are_stored_per_host(tmp_path, make_fleet, data_dir):
+    fleet = make_fleet(3, metrics=True)
+    inv = fleet.write_inventory(tmp_path / "inv.yaml")
+    data = yaml.safe_load(inv.read_text())
+    del data["hosts"][2]["metrics"]  # h3 has no node_exporter in the inventory
+    inv.write_text(yaml.safe_dump(data))
+    plan = write_plan(tmp_path / "p.yaml", name="metrics", defaults={**SHORT, "runtime": "3s"},
+                      workloads=[{"name": "w"}])
+    out = iofleet("run", plan, "--hosts", inv, data_dir=data_dir).stdout
+    assert "Host CPU: n/a for h3" in out
+
+    with Store.open(data_dir) as store:
+        (t,) = store.get_run(1)["tests"]
+        series = store.get_host_series(t["pk"])
+    metrics = {m.host: m for m in t["host_metrics"]}
+    assert [m.source for m in metrics.values()] == ["node_exporter", "node_exporter", "none"]
+    for name in ("h1", "h2"):
+        m = metrics[name]
+        assert m.samples >= 2 and 0 <= m.cpu.avg_pct <= m.cpu.max_pct <= 100
+        assert m.net_tx_avg_bytes_s > 0  # its exporter's own replies cross eth0
+        assert len(series[("host", name)]) > m.samples  # the series keeps the warm-up
+    assert metrics["h3"].samples == 0 and metrics["h3"].cpu.avg_pct is None
+    assert t["controller"].source == "local" and t["controller"].samples >= 2
+    # The test's CPU covers the hosts with metrics only.
+    assert t["host_cpu"].avg_pct == pytest.approx((metrics["h1"].cpu.avg_pct + metrics["h2"].cpu.avg_pct) / 2)
+
+    skew = t["fleet"]["skew"]
+    assert set(skew["windows_ms"]) == {"h1", "h2", "h3"}
+    assert min(w[0] for w in skew["windows_ms"].values()) == 0
+    for start, end in skew["windows_ms"].values():
+        assert 2500 <= end - start <= 4500  # 3 s measured, not the 1 s warm-up
+    assert skew["start_spread_ms"] < 1000 and skew["overlap_pct"] > 60
+    row = next(l for l in out.splitlines() if l.strip().startswith("h3"))
+    assert row.rstrip().endswith("n/a")

@@ -18,6 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import IofleetError
+from ..fio.command import fio_version
+from ..fleet.check import check_hosts, problem_lines
 from ..fleet.inventory import load_inventory
 from ..plan import expand, load_plan, parse_plan
 from ..plan.expand import data_per_target_set
@@ -37,6 +39,8 @@ app = typer.Typer(
 )
 results_app = typer.Typer(help="Browse, export and import stored results.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
+hosts_app = typer.Typer(help="The fleet's hosts (fio servers).", no_args_is_help=True)
+app.add_typer(hosts_app, name="hosts")
 
 console = Console()
 if not console.is_terminal:
@@ -157,6 +161,47 @@ def server(
 ):
     """Start `fio --server` the way iofleet expects, on a host of the fleet."""
     serve_fio(bind, echo=lambda line: err_console.print(line, markup=False, highlight=False, soft_wrap=True))
+
+
+@hosts_app.command("check")
+@user_errors
+def hosts_check(
+    inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
+):
+    """Check every host: fio server reachable, same fio version, targets writable, free space."""
+    hosts = load_inventory(inventory).hosts
+    version = fio_version()
+    with console.status(f"Checking {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
+        checks = check_hosts(hosts, version)
+    table = Table(title=f"{inventory}: {len(hosts)} hosts · controller {version}", title_justify="left")
+    for col in ("host", "address", "fio server", "fio", "target", "writable", "free", "metrics"):
+        table.add_column(col)
+    for c in checks:
+        server = "[green]reachable[/]" if c.reachable else "[red]unreachable[/]"
+        fio = c.fio_version or "?"
+        if c.fio_version and c.fio_version != version:
+            fio = f"[red]{fio}[/]"
+        metrics = {"none": "none", "ok": "[green]ok[/]"}.get(c.metrics, "[red]unreachable[/]")
+        for i, t in enumerate(c.targets):
+            writable = "?" if not c.fio_version or c.fio_version != version or not t.checked else (
+                "[green]yes[/]" if not t.problem else "[red]no[/]")
+            free = format_bytes(t.free_bytes) if t.free_bytes is not None else "n/a"
+            first = i == 0
+            table.add_row(c.host.name if first else "", c.host.address if first else "",
+                          server if first else "", fio if first else "", t.path, writable, free,
+                          metrics if first else "")
+    console.print(table)
+    problems = problem_lines(checks)
+    for line in problems:
+        err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
+    for c in checks:
+        if c.metrics not in ("none", "ok"):
+            err_console.print(f"note: host {c.host.name}: metrics endpoint {c.host.metrics}: {c.metrics}",
+                              markup=False, highlight=False, soft_wrap=True)
+    ok = len(checks) - len({line.split(" (")[0] for line in problems})
+    console.print(f"{ok} of {len(checks)} hosts ready.")
+    if problems:
+        raise typer.Exit(EXIT_FAILED)
 
 
 @app.command()

@@ -15,6 +15,26 @@ def fmt_lat_ms(ns) -> str:
     return "-" if ns is None else f"{ns / 1e6:.3f}"
 
 
+MAX_HOST_LINES = 12
+
+
+def host_lines(hosts: dict) -> str:
+    """One line per fleet host from its node_exporter: disk IOPS, CPU and
+    network; fio's client reports no per-host figures until the test ends."""
+    lines = []
+    for name, s in list(hosts.items())[:MAX_HOST_LINES]:
+        if s is None:
+            lines.append(f"    {name:<16} n/a (no metrics endpoint yet)")
+            continue
+        iops = "n/a" if s.disk_iops is None else f"{s.disk_iops:,.0f}"
+        cpu = "n/a" if s.cpu_pct is None else f"{s.cpu_pct:.0f}%"
+        net = "n/a" if s.net_rx_bytes_s is None else f"{(s.net_rx_bytes_s + (s.net_tx_bytes_s or 0)) / 1e6:,.1f}"
+        lines.append(f"    {name:<16} disk {iops:>9} IOPS  CPU {cpu:>4}  net {net} MB/s")
+    if len(hosts) > MAX_HOST_LINES:
+        lines.append(f"    … and {len(hosts) - MAX_HOST_LINES} more hosts")
+    return "\n".join(lines)
+
+
 class TerminalProgress(RunObserver):
     def __init__(self, console: Console):
         self.console = console
@@ -68,6 +88,9 @@ class TerminalProgress(RunObserver):
     def test_live(self, index, spec, live):
         elapsed = self._tick()
         phase = "warm-up" if elapsed < spec.ramp else "measuring"
+        if live.hosts is not None:
+            self.live_text.plain = f"  {phase} on {len(live.hosts)} hosts\n" + host_lines(live.hosts)
+            return
         self.live_text.plain = (
             f"  {phase}: {live.iops:,.0f} IOPS  {live.bw_bytes_s / 1e6:,.1f} MB/s  "
             f"mean latency {fmt_lat_ms(live.lat_mean_ns)} ms"

@@ -4,24 +4,33 @@
 import os
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ImportFormatError
-from ..fio.command import error_line, run_command
+from ..errors import ImportFormatError, IofleetError
+from ..fio.command import error_line, fio_version, run_command
 from ..fio.jobfile import LOG_PREFIX, render_layout, render_test
 from ..fio.parse import parse_output
-from ..plan.expand import TestSpec
 from ..fio.records import DiskUtil, JobResult, Series
-from .metrics import HostCpu
+from ..plan.expand import TestSpec
+from .check import check_hosts, problem_lines
 from .inventory import Host
-from .local import CpuSampler, TargetDirs, resolve_engine
+from .metrics import HostCpu, HostMetrics, MetricsSampler
+from .local import TargetDirs, resolve_engine
 from .remote import cleanup_fleet, lost_reason, render_fleet_test, resolve_fleet_engines, run_on_hosts
-from .runner import FioRun, read_series, run_fio
+from .runner import FioRun, LiveFigures, read_series, rebase_series, run_fio
 
 # fio needs a moment beyond ramp + runtime to lay out files and write its
 # results; past this margin a test is stopped as hung.
 TIMEOUT_MARGIN_S = 120
+# The machine running iofleet, in a fleet test's metrics (not a host name:
+# host names cannot hold parentheses).
+CONTROLLER = "(controller)"
+
+
+class HostCheckError(IofleetError):
+    """A host is not ready for a fleet run."""
 
 
 @dataclass
@@ -31,7 +40,9 @@ class Measured:
     jobs: list[JobResult] = field(default_factory=list)
     disks: list[DiskUtil] = field(default_factory=list)
     series: list[Series] = field(default_factory=list)
-    host_cpu: HostCpu | None = None
+    host_cpu: HostCpu | None = None  # the test's headline host CPU (the summary's column)
+    host_metrics: list[HostMetrics] = field(default_factory=list)
+    controller: HostMetrics | None = None  # the machine running iofleet, during a fleet test
     artifacts: dict[str, bytes] = field(default_factory=dict)
     engine: str = ""
     lost: list[str] = field(default_factory=list)  # fleet hosts that gave no result
@@ -80,16 +91,18 @@ class LocalPlace:
         jobfile = render_test(spec, self.targets, engine)
         (work / "job.fio").write_text(jobfile)
         phase("warm-up" if spec.ramp else "measuring")
-        with CpuSampler() as cpu:
+        with MetricsSampler({}, local="local") as sampler:
             fio = run_fio(run_command(str(work / "job.fio")), work, stop, on_live, timeout_s=_timeout(spec))
         m = self._judge(fio)
         m.engine = engine
-        m.host_cpu = cpu.summary(skip_s=spec.ramp, until_s=fio.wall_s)
+        m.host_metrics = [sampler.summary(skip_s=spec.ramp, until_s=fio.wall_s)["local"]]
+        m.host_cpu = m.host_metrics[0].cpu
         m.artifacts = {"job.fio": jobfile.encode(), **_fio_artifacts(fio)}
         for f in sorted(work.glob(f"{LOG_PREFIX}_*.log")):
             m.artifacts[f.name] = f.read_bytes()
         if m.jobs:
             m.series = read_series(work, "local")
+            rebase_series(m.series)
         return m
 
     @staticmethod
@@ -130,7 +143,11 @@ class FleetPlace:
                            "targets": h.targets} for h in self.hosts]}
 
     def prepare(self) -> None:
-        pass  # fio creates iofleet/ on each target; `hosts check` comes with issue 3
+        """Refuse to start unless every host passes `hosts check`."""
+        problems = problem_lines(check_hosts(self.hosts, fio_version()))
+        if problems:
+            raise HostCheckError("\n".join(
+                problems + ["no test was started; fix the hosts above or leave them out of the inventory"]))
 
     def cleanup(self) -> int:
         """Remove the data files on every host; return how many hosts did."""
@@ -156,7 +173,9 @@ class FleetPlace:
                 return Measured("failed", error_line(run.fio.stderr, run.fio.stdout), engine=engine)
         jobfiles = render_fleet_test(spec, self.hosts, engines)
         phase(f"running on {len(self.hosts)} hosts")
-        run = run_on_hosts(jobfiles, self.hosts, work, stop, timeout_s=_timeout(spec))
+        with MetricsSampler({h.name: h.metrics for h in self.hosts}, local=CONTROLLER) as sampler, \
+                _LiveHosts(sampler, on_live):
+            run = run_on_hosts(jobfiles, self.hosts, work, stop, timeout_s=_timeout(spec))
         m = Measured("ok", None, run.jobs, run.disks, engine=engine)
         if run.fio.stopped and not run.lost:
             m.status, m.error = "interrupted", _stopped_reason(run.fio)
@@ -173,7 +192,51 @@ class FleetPlace:
         for f in sorted(work.glob(f"{LOG_PREFIX}_*.log.*")):
             m.artifacts[f.name] = f.read_bytes()
         m.series = [s for h in self.hosts for s in read_series(work, h.name, f".{h.endpoint[0]}")]
+        rebase_series(m.series)
+        metrics = sampler.summary(skip_s=spec.ramp, until_s=run.fio.wall_s)
+        m.controller = metrics.pop(CONTROLLER)
+        m.host_metrics = [metrics[h.name] for h in self.hosts]
+        m.host_cpu = fleet_cpu(m.host_metrics)
         return m
+
+
+def fleet_cpu(hosts: list[HostMetrics]) -> HostCpu | None:
+    """The fleet's host CPU: the mean of the hosts' averages and the highest
+    maximum, over hosts with metrics; None when no host has any."""
+    known = [h.cpu for h in hosts if h.cpu.samples]
+    if not known:
+        return None
+    return HostCpu(sum(c.samples for c in known), sum(c.avg_pct for c in known) / len(known),
+                   max(c.max_pct for c in known))
+
+
+class _LiveHosts:
+    """Live progress of a fleet test: fio's client gives no per-host figures
+    while it runs, so each host's live IO rate and CPU come from its
+    node_exporter (hosts without one show as unknown)."""
+
+    def __init__(self, sampler: MetricsSampler, on_live):
+        self.sampler, self.on_live = sampler, on_live
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self._start = time.monotonic()
+        if self.on_live is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _loop(self):
+        while not self._stop.wait(1.0):
+            latest = self.sampler.latest()
+            hosts = {h: latest.get(h) for h in self.sampler.sources}
+            self.on_live(LiveFigures(elapsed_s=time.monotonic() - self._start, iops=None,
+                                     bw_bytes_s=None, lat_mean_ns=None, hosts=hosts))
 
 
 def _fio_artifacts(fio: FioRun) -> dict[str, bytes]:

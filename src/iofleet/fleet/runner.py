@@ -11,9 +11,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..fio.jobfile import LOG_METRICS, LOG_PREFIX
+from ..fio.jobfile import LOG_INTERVAL_MS, LOG_METRICS, LOG_PREFIX
 from ..fio.parse import DocumentSplitter, parse_log
 from ..fio.records import Series
+from .metrics import HostSample
 
 # After asking fio to stop (SIGINT, it then writes its results), how long
 # to wait before killing it.
@@ -22,12 +23,14 @@ STOP_GRACE_S = 5.0
 
 @dataclass
 class LiveFigures:
-    """Rates over the last status interval, summed over jobs."""
+    """Rates over the last status interval, summed over jobs (None where fio
+    gives none live: a fleet test), and each fleet host's latest metrics."""
 
     elapsed_s: float
-    iops: float
-    bw_bytes_s: float
+    iops: float | None
+    bw_bytes_s: float | None
     lat_mean_ns: float | None
+    hosts: dict[str, HostSample | None] | None = None
 
 
 @dataclass
@@ -184,3 +187,14 @@ def read_series(work: Path, host: str, suffix: str = "") -> list[Series]:
                 out.append(Series(host=host, job_index=job_index, metric=metric, direction=direction,
                                   t_ms=t_ms, values=[v * factor for v in values]))
     return out
+
+
+def rebase_series(series: list[Series]) -> int | None:
+    """Make the series' times (fio's wall-clock ms, log_unix_epoch) relative
+    to the start of the earliest host's first interval; return that origin."""
+    if not series:
+        return None
+    origin = min(s.t_ms[0] for s in series if s.t_ms) - LOG_INTERVAL_MS
+    for s in series:
+        s.t_ms = [t - origin for t in s.t_ms]
+    return origin

@@ -6,6 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.skew import MIN_OVERLAP_PCT
 from ..analysis.stragglers import stragglers
 from ..results.aggregate import by_host
 
@@ -16,26 +17,41 @@ def _ms(ns) -> str:
     return MISSING if ns is None else f"{ns / 1e6:.3f}"
 
 
+# Per-host rows are listed under a fleet test up to this many hosts; beyond
+# it the stragglers say which hosts stand out.
+MAX_HOST_ROWS = 16
+
+
+def _row(name: str, status: str, agg, cpu) -> dict:
+    a = agg.all if agg else None
+    measured = agg is not None and a.ios > 0
+    return {
+        # The test id spells the parameters: bs, read %, pattern, jobs, qd.
+        "test": name,
+        "status": status,
+        "IOPS": f"{a.iops:,.0f}" if measured else MISSING,
+        "MB/s": f"{a.bw_bytes_s / 1e6:,.1f}" if measured else MISSING,
+        "read ms": _ms(agg.read.lat_mean_ns) if measured else MISSING,
+        "write ms": _ms(agg.write.lat_mean_ns) if measured else MISSING,
+        "p95 ms": _ms(a.percentiles_ns.get("p95")) if measured else MISSING,
+        "p99 ms": _ms(a.percentiles_ns.get("p99")) if measured else MISSING,
+        "CPU % avg/max": f"{cpu.avg_pct:.0f}/{cpu.max_pct:.0f}" if cpu and cpu.samples else MISSING,
+    }
+
+
 def summary_rows(run: dict) -> list[dict]:
-    """Plain rows (strings) for any front end."""
+    """Plain rows (strings) for any front end: one per test and, under a
+    fleet test of a few hosts, one per host."""
     rows = []
     for t in run["tests"]:
-        agg, cpu = t["aggregate"], t["host_cpu"]
         name = t["id"] if t.get("repeat", 1) == 1 and not _repeated(run, t) else f"{t['id']} #{t['repeat']}"
-        a = agg.all if agg else None
-        measured = agg is not None and a.ios > 0
-        rows.append({
-            # The test id spells the parameters: bs, read %, pattern, jobs, qd.
-            "test": name,
-            "status": t["status"],
-            "IOPS": f"{a.iops:,.0f}" if measured else MISSING,
-            "MB/s": f"{a.bw_bytes_s / 1e6:,.1f}" if measured else MISSING,
-            "read ms": _ms(agg.read.lat_mean_ns) if measured else MISSING,
-            "write ms": _ms(agg.write.lat_mean_ns) if measured else MISSING,
-            "p95 ms": _ms(a.percentiles_ns.get("p95")) if measured else MISSING,
-            "p99 ms": _ms(a.percentiles_ns.get("p99")) if measured else MISSING,
-            "CPU % avg/max": f"{cpu.avg_pct:.0f}/{cpu.max_pct:.0f}" if cpu and cpu.samples else MISSING,
-        })
+        rows.append(_row(name, t["status"], t["aggregate"], t["host_cpu"]))
+        hosts = by_host(t["jobs"])
+        if t.get("fleet") and 1 < len(hosts) <= MAX_HOST_ROWS:
+            cpu = {m.host: m.cpu for m in t.get("host_metrics", [])}
+            order = t["fleet"]["hosts"]
+            for host in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order)):
+                rows.append(_row(f"  {host}", "host", hosts[host], cpu.get(host)))
     return rows
 
 
@@ -56,15 +72,26 @@ def summary_table(run: dict):
     for col in columns:
         table.add_column(col, justify="left" if col in ("test", "status") else "right", no_wrap=col == "test")
     for row in rows:
-        style = None if row["status"] == "ok" else "yellow" if row["status"] in ("interrupted", "partial") else "red"
+        style = None if row["status"] in ("ok", "host") else "yellow" if row["status"] in ("interrupted", "partial") else "red"
         table.add_row(*row.values(), style=style)
     notes = [Text(f"{t['id']}: {t['status']}: {t['error']}", style="red")
              for t in run["tests"] if t["status"] != "ok" and t.get("error")]
     for t in run["tests"]:
+        skew = (t.get("fleet") or {}).get("skew")
+        if skew and skew["overlap_pct"] < MIN_OVERLAP_PCT:
+            notes.append(Text(
+                f"{t['id']}: hosts measured at different times: starts {skew['start_spread_ms'] / 1000:.1f} s "
+                f"apart, ends {skew['end_spread_ms'] / 1000:.1f} s apart; their windows overlap "
+                f"{skew['overlap_pct']:.0f}% (< {MIN_OVERLAP_PCT:.0f}%), so the fleet figures are not a "
+                f"sum over one period", style="yellow"))
         slow = stragglers(by_host(t["jobs"]))
         if slow:
             names = ", ".join(f"{h} ({share:.0%} of the median host)" for h, share in slow)
             notes.append(Text(f"{t['id']}: straggler{'s' if len(slow) > 1 else ''}: {names}", style="yellow"))
+    blind = sorted({m.host for t in run["tests"] for m in t.get("host_metrics", []) if m.source == "none"})
+    if blind and any(t.get("fleet") for t in run["tests"]):
+        notes.append(Text(f"Host CPU: n/a for {', '.join(blind)} (no `metrics:` endpoint in the inventory)"
+                          f"; a test's CPU covers the hosts with metrics."))
     if run["status"] not in ("complete", "running"):
         notes.append(Text(f"This run is {run['status']}: {len(run['tests'])} of "
                           f"{run['tests_planned']} planned tests were stored.", style="yellow"))

@@ -201,7 +201,19 @@ def export_test(test: dict, include_bins: bool = False) -> dict:
              "read_ios": d.read_ios, "write_ios": d.write_ios}
             for d in test["disks"]
         ],
+        # Host metrics over the measured part: each host's, and the controller's own.
+        "host_metrics": {m.host: _host_metrics(m) for m in test.get("host_metrics", [])},
+        "controller_metrics": _host_metrics(test["controller"]) if test.get("controller") else None,
+        # Fleet tests: the hosts, their start/end spread and window overlap, host groups.
+        "fleet": test.get("fleet"),
     }
+
+
+def _host_metrics(m) -> dict:
+    return {"source": m.source, "samples": m.samples, "cpu_avg_pct": m.cpu.avg_pct, "cpu_max_pct": m.cpu.max_pct,
+            "disk_busy_avg_pct": m.disk_busy_avg_pct, "disk_busy_max_pct": m.disk_busy_max_pct,
+            "disk_iops_avg": m.disk_iops_avg, "net_rx_avg_bytes_s": m.net_rx_avg_bytes_s,
+            "net_tx_avg_bytes_s": m.net_tx_avg_bytes_s, "error": m.error}
 
 
 def run_to_dict(run: dict, include_bins: bool = False) -> dict:

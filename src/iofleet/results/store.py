@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..fio.records import DIRECTIONS, PERCENTILES, DirectionStats, DiskUtil, JobResult, Series, pct_key
-from ..fleet.metrics import HostCpu
+from ..fleet.metrics import HostCpu, HostMetrics, HostSample
 from .model import Aggregate
 
 DB_NAME = "results.db"
@@ -162,6 +162,29 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (test_pk, name)
     );
     """.replace("{direction_columns}", _DIRECTION_COLUMNS),
+    # v2: fleet tests (hosts' start skew and window overlap, host groups) and
+    # host metrics (CPU, disk busy, network) per host and test.
+    """
+    ALTER TABLE tests ADD COLUMN fleet TEXT;               -- JSON object; NULL for a one-host test
+
+    CREATE TABLE host_metrics (
+        test_pk            INTEGER NOT NULL REFERENCES tests(id) ON DELETE CASCADE,
+        role               TEXT NOT NULL CHECK (role IN ('host', 'controller')),
+        host               TEXT NOT NULL,
+        source             TEXT NOT NULL,                 -- node_exporter | local | none
+        samples            INTEGER NOT NULL,              -- in the measured part (warm-up excluded)
+        cpu_avg_pct        REAL,                          -- NULL: unknown, never 0
+        cpu_max_pct        REAL,
+        disk_busy_avg_pct  REAL,                          -- busiest block device
+        disk_busy_max_pct  REAL,
+        disk_iops_avg      REAL,
+        net_rx_avg_bytes_s REAL,
+        net_tx_avg_bytes_s REAL,
+        error              TEXT,
+        series             TEXT NOT NULL,                 -- JSON {t_s: [...], cpu_pct: [...], ...}, warm-up included
+        PRIMARY KEY (test_pk, role, host)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -423,6 +446,14 @@ class Store:
         ):
             artifacts.setdefault(r[0], []).append(r[1])
 
+        metrics: dict[int, dict[str, list[HostMetrics]]] = {}
+        for r in self._conn.execute(
+            f"SELECT m.test_pk, m.role, {', '.join('m.' + c for c in _HOST_METRIC_COLS)} FROM host_metrics m"
+            " JOIN tests t ON t.id = m.test_pk WHERE t.run_id = ? ORDER BY m.rowid",
+            (run_id,),
+        ):
+            metrics.setdefault(r["test_pk"], {}).setdefault(r["role"], []).append(_host_metrics_from_row(r))
+
         tests = []
         for t in self._conn.execute("SELECT * FROM tests WHERE run_id = ? ORDER BY seq", (run_id,)):
             pk = t["id"]
@@ -447,6 +478,10 @@ class Store:
                 "started_at": t["started_at"],
                 "ended_at": t["ended_at"],
                 "host_cpu": host_cpu,
+                # per host (the fleet's, or this machine's) and the controller's own
+                "host_metrics": metrics.get(pk, {}).get("host", []),
+                "controller": (metrics.get(pk, {}).get("controller") or [None])[0],
+                "fleet": json.loads(t["fleet"]) if t["fleet"] else None,
                 "aggregate": aggregate,
                 "jobs": jobs.get(pk, []),
                 "disks": disks.get(pk, []),
@@ -474,6 +509,9 @@ class Store:
         disks: list[DiskUtil] = (),
         series: list[Series] = (),
         artifacts: dict[str, bytes] | None = None,
+        host_metrics: list[HostMetrics] = (),
+        controller: HostMetrics | None = None,
+        fleet: dict | None = None,
     ) -> int:
         """Save one test and everything measured in it; returns the test's row id.
 
@@ -502,8 +540,8 @@ class Store:
             pk = conn.execute(
                 "INSERT INTO tests (run_id, seq, test_id, workload, repeat, params, status, error,"
                 " started_at, ended_at, agg_jobs, usr_cpu_pct, sys_cpu_pct, host_cpu_samples,"
-                " host_cpu_avg_pct, host_cpu_max_pct, artifact_dir)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " host_cpu_avg_pct, host_cpu_max_pct, artifact_dir, fleet)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id, seq, spec["id"], spec["workload"], spec["repeat"],
                     _json(spec["params"]), status, error, _iso(started_at), _iso(ended_at),
@@ -514,8 +552,10 @@ class Store:
                     host_cpu.avg_pct if host_cpu else None,
                     host_cpu.max_pct if host_cpu else None,
                     rel_dir.as_posix() if artifacts else None,
+                    _json(fleet) if fleet is not None else None,
                 ),
             ).lastrowid
+            self._insert_host_metrics(pk, host_metrics, controller)
             self._insert_aggregate(pk, aggregate)
             self._insert_jobs(pk, jobs)
             conn.executemany(
@@ -577,6 +617,25 @@ class Store:
             rows,
         )
 
+    def _insert_host_metrics(self, test_pk: int, hosts: list[HostMetrics], controller: HostMetrics | None) -> None:
+        rows = [("host", m) for m in hosts] + ([("controller", controller)] if controller else [])
+        self._conn.executemany(
+            f"INSERT INTO host_metrics (test_pk, role, {', '.join(_HOST_METRIC_COLS)}, series)"
+            f" VALUES (?, ?{', ?' * len(_HOST_METRIC_COLS)}, ?)",
+            [(test_pk, role, *(_host_metric_value(m, c) for c in _HOST_METRIC_COLS),
+              _json({f: [getattr(s, f) for s in m.series] for f in _SAMPLE_FIELDS}))
+             for role, m in rows],
+        )
+
+    def get_host_series(self, test_pk: int) -> dict[tuple[str, str], list[HostSample]]:
+        """Per-second host metrics of one test, warm-up included: {(role, host): samples}."""
+        out = {}
+        for r in self._conn.execute(
+                "SELECT role, host, series FROM host_metrics WHERE test_pk = ? ORDER BY role, host", (test_pk,)):
+            cols = json.loads(r["series"])
+            out[(r["role"], r["host"])] = [HostSample(*values) for values in zip(*(cols[f] for f in _SAMPLE_FIELDS))]
+        return out
+
     def get_series(self, test_pk: int) -> list[Series]:
         """The per-second series of one test (row id `pk` from get_run), in saved order."""
         return [
@@ -615,6 +674,23 @@ class Store:
         run = dict(row)
         run["host_facts"] = json.loads(run["host_facts"])
         return run
+
+
+_HOST_METRIC_COLS = ("host", "source", "samples", "cpu_avg_pct", "cpu_max_pct", "disk_busy_avg_pct",
+                     "disk_busy_max_pct", "disk_iops_avg", "net_rx_avg_bytes_s", "net_tx_avg_bytes_s", "error")
+_SAMPLE_FIELDS = ("t_s", "cpu_pct", "disk_busy_pct", "disk_iops", "net_rx_bytes_s", "net_tx_bytes_s")
+
+
+def _host_metric_value(m: HostMetrics, column: str):
+    if column in ("cpu_avg_pct", "cpu_max_pct"):
+        return getattr(m.cpu, column.removeprefix("cpu_"))
+    return getattr(m, column)
+
+
+def _host_metrics_from_row(r: sqlite3.Row) -> HostMetrics:
+    """A stored host's figures; its series are read with get_host_series."""
+    values = {c: r[c] for c in _HOST_METRIC_COLS if c not in ("cpu_avg_pct", "cpu_max_pct")}
+    return HostMetrics(**values, cpu=HostCpu(r["samples"], r["cpu_avg_pct"], r["cpu_max_pct"]), series=[])
 
 
 def _migrate(conn: sqlite3.Connection, version: int) -> None:

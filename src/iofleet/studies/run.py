@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..analysis.skew import measure_skew
 from ..errors import FioError, IofleetError
 from ..fio.command import fio_version
 from ..fleet.execute import FleetPlace, LocalPlace, Measured
@@ -136,6 +137,10 @@ def _run_test(index, spec, place, store, run_id, observer, stop) -> TestOutcome:
         except FioError as exc:
             m = Measured("failed", str(exc))
     agg = aggregate(m.jobs) if m.jobs else None
+    fleet = None
+    if isinstance(place, FleetPlace):
+        skew = measure_skew(m.series)
+        fleet = {"hosts": [h.name for h in place.hosts], "skew": skew.to_dict() if skew else None}
     test_pk = store.save_test(
         run_id, seq=index,
         spec={"id": spec.id, "workload": spec.workload, "repeat": spec.repeat,
@@ -143,6 +148,7 @@ def _run_test(index, spec, place, store, run_id, observer, stop) -> TestOutcome:
         status=m.status, error=m.error, started_at=started, ended_at=_now(),
         jobs=m.jobs, aggregate=agg, host_cpu=m.host_cpu, disks=m.disks,
         series=m.series, artifacts=m.artifacts,
+        host_metrics=m.host_metrics, controller=m.controller, fleet=fleet,
     )
     return TestOutcome(spec=spec, status=m.status, error=m.error, aggregate=agg, test_pk=test_pk,
                        lost=m.lost)

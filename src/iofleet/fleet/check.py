@@ -1,0 +1,157 @@
+"""`hosts check`: is every host ready for a fleet run? Run on its own
+(`iofleet hosts check`) and before every fleet run, so a bad host stops the
+run before a single test starts.
+
+Per host, in parallel:
+1. a TCP connect with a short timeout. fio's own client connects to hosts
+   one after the other without a timeout, so one powered-off host would
+   block it for about two minutes;
+2. one `fio --client` run of a tiny write job per target (through the same
+   server the tests use), in fio's normal+json output: the normal part
+   carries the server's fio version, the JSON part each target's result;
+3. free space of each target from the host's node_exporter, when it has one.
+"""
+
+import errno
+import os
+import re
+import socket
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ImportFormatError
+from ..fio.command import error_line, fio_binary
+from ..fio.jobfile import render_target_check
+from ..fio.parse import parse_output
+from .inventory import Host
+from .metrics import fetch_metrics, free_bytes
+from .runner import run_fio
+
+CONNECT_TIMEOUT_S = 3.0
+PROBE_TIMEOUT_S = 60.0
+_VERSION = re.compile(r"\bfio=(fio-[^\s,]+)")
+_NOT_A_DIR = re.compile(r"fio: (\S+) is not a directory")
+
+
+@dataclass
+class TargetCheck:
+    path: str
+    problem: str | None = None
+    checked: bool = True  # False: fio refused the check (another target of the host is missing)
+    free_bytes: int | None = None  # None: the host has no metrics endpoint, or it says nothing
+
+
+@dataclass
+class HostCheck:
+    host: Host
+    reachable: bool = False
+    fio_version: str | None = None
+    targets: list[TargetCheck] = field(default_factory=list)
+    metrics: str = "none"  # none | ok | the scrape's error
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_hosts(hosts: list[Host], controller_version: str) -> list[HostCheck]:
+    """Check every host at once; the result is in the inventory's order."""
+    with ThreadPoolExecutor(max_workers=min(32, len(hosts)) or 1) as pool:
+        return list(pool.map(lambda h: check_host(h, controller_version), hosts))
+
+
+def problem_lines(checks: list[HostCheck]) -> list[str]:
+    """One line per problem, naming the host and its address."""
+    return [f"host {c.host.name} ({c.host.address}): {p}" for c in checks for p in c.problems]
+
+
+def check_host(host: Host, controller_version: str) -> HostCheck:
+    check = HostCheck(host, targets=[TargetCheck(t) for t in host.targets])
+    address, port = host.endpoint
+    reason = _connect(address, port)
+    if reason:
+        check.problems.append(f"fio server not reachable on port {port}: {reason}; "
+                              f"start it there with `iofleet server --bind {host.address}`")
+    else:
+        check.reachable = True
+        _probe(check, controller_version)
+    if host.metrics:
+        try:
+            text = fetch_metrics(host.metrics)
+        except OSError as exc:
+            check.metrics = str(exc)
+        else:
+            check.metrics = "ok"
+            for t in check.targets:
+                t.free_bytes = free_bytes(text, t.path)
+    return check
+
+
+def _connect(address: str, port: int) -> str | None:
+    """None when a TCP connection opens in time, else why not."""
+    start = time.monotonic()
+    try:
+        with socket.create_connection((address, port), timeout=CONNECT_TIMEOUT_S):
+            return None
+    except socket.timeout:
+        return f"no answer in {CONNECT_TIMEOUT_S:g} s (host down or port filtered)"
+    except socket.gaierror as exc:
+        return f"cannot resolve {address} ({exc.strerror})"
+    except OSError as exc:
+        if time.monotonic() - start >= CONNECT_TIMEOUT_S:
+            return f"no answer in {CONNECT_TIMEOUT_S:g} s"
+        return exc.strerror or str(exc)
+
+
+def _probe(check: HostCheck, controller_version: str) -> None:
+    host = check.host
+    with tempfile.TemporaryDirectory(prefix="iofleet-check-") as tmp:
+        job = Path(tmp) / "check.fio"
+        job.write_text(render_target_check([Path(t) for t in host.targets]))
+        cmd = [fio_binary(), "--output-format=normal,json", "--eta=never",
+               f"--client={host.fio_client_arg}", str(job)]
+        fio = run_fio(cmd, Path(tmp), threading.Event(), timeout_s=PROBE_TIMEOUT_S)
+    said = fio.stdout + fio.stderr
+    version = _VERSION.search(said)
+    if not version:
+        if fio.stopped:
+            check.problems.append(f"the fio server gave no answer in {PROBE_TIMEOUT_S:g} s")
+        else:
+            check.problems.append(f"does not answer as a fio server ({error_line(fio.stderr, fio.stdout)})")
+        return
+    check.fio_version = version.group(1)
+    if check.fio_version != controller_version:
+        check.problems.append(
+            f"runs {check.fio_version} but this controller runs {controller_version}; "
+            f"install the same fio version on every host")
+        return  # results of another version's server are not to be trusted
+    for missing in _NOT_A_DIR.findall(said):
+        for t in check.targets:
+            if t.path == missing:
+                t.problem = "does not exist (or is not a directory)"
+    results = {}
+    if fio.final_output:
+        try:
+            results = {j.job: j.error for j in parse_output(fio.final_output).jobs}
+        except ImportFormatError:
+            pass
+    missing = any(t.problem for t in check.targets)
+    for i, t in enumerate(check.targets):
+        code = results.get(f"t{i}")
+        if t.problem:
+            pass
+        elif code:
+            t.problem = f"cannot write there ({errno.errorcode.get(code, code)}: {os.strerror(code)})"
+        elif code is None:
+            t.checked = False
+            if not missing:  # else fio refused the whole check for the missing target
+                said = "\n".join(l for l in fio.stdout.splitlines() if not _VERSION.search(l))
+                t.problem = f"not checked ({error_line(fio.stderr, said)})"
+    for t in check.targets:
+        if t.problem:
+            check.problems.append(f"target {t.path} {t.problem}")
