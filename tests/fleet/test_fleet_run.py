@@ -125,3 +125,37 @@ def test_host_metrics_and_skew_are_stored_per_host(tmp_path, make_fleet, data_di
     assert skew["start_spread_ms"] < 1000 and skew["overlap_pct"] > 60
     row = next(l for l in out.splitlines() if l.strip().startswith("h3"))
     assert row.rstrip().endswith("n/a")
+
+
+def test_mixed_workloads_run_side_by_side_on_host_groups(tmp_path, fleet4, data_dir):
+    inv = fleet4.write_inventory(tmp_path / "inv.yaml")
+    data = yaml.safe_load(inv.read_text())
+    for entry, role in zip(data["hosts"], ["db", "db", "db", "backup"]):
+        entry["labels"] = {"role": role}
+    inv.write_text(yaml.safe_dump(data))
+    plan = write_plan(tmp_path / "p.yaml", name="mixed", mixed=True, defaults={**SHORT, "ramp": "0s"},
+                      workloads=[{"name": "oltp", "hosts": {"role": "db"}, "read_pct": 70,
+                                  "matrix": {"iodepth": [1, 2]}},
+                                 {"name": "backup", "hosts": {"role": "backup"}, "bs": "256k",
+                                  "read_pct": 100, "random_pct": 0}])
+    out = iofleet("run", plan, "--hosts", inv, data_dir=data_dir).stdout
+    assert "2 of 2 tests ok" in out
+
+    run = show_json(1, data_dir)
+    first, second = run["tests"]
+    assert first["id"] == "oltp.4k-r70-rand-j1-qd1+backup.256k-r100-seq-j1-qd2"
+    assert second["id"].startswith("oltp.4k-r70-rand-j1-qd2+")
+    groups = first["fleet"]["groups"]
+    assert groups == {"oltp": {"hosts": ["h1", "h2", "h3"], "test": "4k-r70-rand-j1-qd1"},
+                      "backup": {"hosts": ["h4"], "test": "256k-r100-seq-j1-qd2"}}
+    # Each group did its own workload, at the same time (windows overlap).
+    assert first["hosts"]["h4"]["write"]["ios"] == 0 and first["hosts"]["h1"]["write"]["ios"] > 0
+    assert first["fleet"]["skew"]["overlap_pct"] > 50
+    # Group figures are exact merges of their hosts; the fleet's of both groups.
+    oltp = sum(first["hosts"][h]["all"]["iops"] for h in ("h1", "h2", "h3"))
+    assert first["groups"]["oltp"]["all"]["iops"] == pytest.approx(oltp, rel=1e-12)
+    assert first["all"]["iops"] == pytest.approx(oltp + first["hosts"]["h4"]["all"]["iops"], rel=1e-12)
+    with Store.open(data_dir) as store:
+        t = store.get_run(1)["tests"][0]
+    assert {j.host for j in t["jobs"] if j.job.startswith("256k")} == {"h4"}
+    assert "  oltp: 4k-r70-rand-j1-qd1" in out and "  backup: 256k-r100-seq-j1-qd2" in out

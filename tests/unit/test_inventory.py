@@ -2,7 +2,7 @@
 
 import pytest
 
-from iofleet.fleet.inventory import Inventory, InventoryError, load_inventory, parse_address
+from iofleet.fleet.inventory import Inventory, InventoryError, host_groups, load_inventory, parse_address
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -52,3 +52,14 @@ def test_duplicate_hosts_are_refused():
 def test_missing_file(tmp_path):
     with pytest.raises(InventoryError, match="no such inventory file"):
         load_inventory(tmp_path / "none.yaml")
+
+
+def test_host_groups_must_be_non_empty_and_disjoint():
+    inv = Inventory.model_validate({"hosts": [
+        {"name": "a", "address": "10.0.0.1", "labels": {"role": "db", "rack": "r1"}, "targets": ["/d"]},
+        {"name": "b", "address": "10.0.0.2", "labels": {"role": "bk", "rack": "r1"}, "targets": ["/d"]}]})
+    assert host_groups(inv.hosts, {"x": {"role": "db"}, "y": {"role": "bk"}}) == {"x": ["a"], "y": ["b"]}
+    with pytest.raises(InventoryError, match=r"host a is in two groups \('x' and 'y'\)"):
+        host_groups(inv.hosts, {"x": {"role": "db"}, "y": {"rack": "r1"}})
+    with pytest.raises(InventoryError, match="workload 'z': no selected host has the labels"):
+        host_groups(inv.hosts, {"x": {"role": "db"}, "z": {"role": "web"}})

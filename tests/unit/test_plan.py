@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from iofleet.errors import PlanError
 from iofleet.plan import expand, load_plan, parse_plan
-from iofleet.plan.expand import data_per_target_set
+from iofleet.plan.expand import data_per_target_set, expand_mixed
 from iofleet.plan.units import parse_duration, parse_size
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -151,3 +151,32 @@ def test_any_yaml_shape_gives_plan_error_not_a_crash(data):
         expand(plan)
     except PlanError as exc:
         assert all(p.startswith("fuzz.yaml") or "workload" in p or "test" in p for p in exc.problems)
+
+
+def _mixed(**extra):
+    return {"name": "m", "mixed": True, "workloads": [
+        {"name": "oltp", "hosts": {"role": "db"}, "matrix": {"iodepth": [1, 4, 16]}},
+        {"name": "backup", "hosts": {"role": "bk"}, "bs": "1m", "random_pct": 0}], **extra}
+
+
+def test_mixed_steps_pair_the_workloads_tests_and_repeat_a_single_one():
+    steps = expand_mixed(parse_plan(_mixed()))
+    assert [s.groups["oltp"].iodepth for s in steps] == [1, 4, 16]
+    assert all(s.groups["backup"].bs == 1024 * 1024 for s in steps)
+    assert steps[1].id == "oltp.4k-r100-rand-j1-qd4+backup.1m-r100-seq-j1-qd1"
+    assert steps[0].params()["groups"]["backup"]["test"] == "1m-r100-seq-j1-qd1"
+
+
+def test_mixed_plans_need_host_groups_and_even_workloads():
+    data = _mixed()
+    del data["workloads"][1]["hosts"]
+    with pytest.raises(PlanError, match=r"^<plan>: workloads\[1\]\.hosts: a mixed plan gives every workload"):
+        parse_plan(data)
+    data = _mixed()
+    data["mixed"] = False
+    with pytest.raises(PlanError, match=r"workloads\[0\]\.hosts: host groups per workload need `mixed: true`"):
+        parse_plan(data)
+    data = _mixed()
+    data["workloads"][1]["matrix"] = {"iodepth": [1, 2]}
+    with pytest.raises(PlanError, match="'oltp': 3, 'backup': 2"):
+        expand_mixed(parse_plan(data))

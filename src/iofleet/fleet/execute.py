@@ -13,12 +13,12 @@ from ..fio.command import error_line, fio_version, run_command
 from ..fio.jobfile import LOG_PREFIX, render_layout, render_test
 from ..fio.parse import parse_output
 from ..fio.records import DiskUtil, JobResult, Series
-from ..plan.expand import TestSpec
+from ..plan.expand import MixedStep, TestSpec
 from .check import check_hosts, problem_lines
 from .inventory import Host
-from .metrics import HostCpu, HostMetrics, MetricsSampler
+from .metrics import HostCpu, HostMetrics, MetricsSampler, mean_cpu
 from .local import TargetDirs, resolve_engine
-from .remote import cleanup_fleet, lost_reason, render_fleet_test, resolve_fleet_engines, run_on_hosts
+from .remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts
 from .runner import FioRun, LiveFigures, read_series, rebase_series, run_fio
 
 # fio needs a moment beyond ramp + runtime to lay out files and write its
@@ -129,9 +129,10 @@ class LocalPlace:
 class FleetPlace:
     """Hosts running `fio --server`, each with its own targets."""
 
-    def __init__(self, hosts: list[Host]):
+    def __init__(self, hosts: list[Host], groups: dict[str, list[str]] | None = None):
         self.hosts = hosts
-        self._engines: dict[tuple[str, bool], dict[str, str]] = {}
+        self.groups = groups or {}  # mixed plans: workload → its hosts' names
+        self._engines: dict[tuple[tuple[str, bool], str], str] = {}  # ((engine, direct), host) → engine
         self._max_jobs = 0
 
     def drop(self, names: list[str]) -> None:
@@ -157,25 +158,47 @@ class FleetPlace:
             failed = cleanup_fleet(self.hosts, self._max_jobs, Path(tmp))
         return len(self.hosts) - len(failed)
 
-    def run_test(self, spec: TestSpec, work: Path, stop: threading.Event, phase, on_live) -> Measured:
-        self._max_jobs = max(self._max_jobs, spec.jobs)
-        key = (spec.engine, spec.direct)
-        if key not in self._engines:
-            phase("checking the IO engine on every host")
-            self._engines[key] = resolve_fleet_engines(self.hosts, spec.engine, spec.direct, work, stop)
-        engines = self._engines[key]
+    def specs_by_host(self, step: TestSpec | MixedStep) -> dict[str, TestSpec]:
+        """Each host's test: the same one everywhere, or in a mixed step its
+        group's (a host in no group sits the step out)."""
+        if isinstance(step, MixedStep):
+            return {h: step.groups[g] for g, names in self.groups.items() for h in names
+                    if h in {x.name for x in self.hosts}}
+        return {h.name: step for h in self.hosts}
+
+    def _engines_for(self, specs: dict[str, TestSpec], work: Path, stop: threading.Event) -> dict[str, str]:
+        engines = {}
+        for key in sorted({(s.engine, s.direct) for s in specs.values()}):
+            todo = [h for h in self.hosts if h.name in specs and (specs[h.name].engine, specs[h.name].direct) == key
+                    and (key, h.name) not in self._engines]
+            if todo:
+                found = resolve_fleet_engines(todo, key[0], key[1], work, stop)
+                self._engines.update({(key, name): e for name, e in found.items()})
+            engines.update({name: self._engines[(key, name)] for name, s in specs.items()
+                            if (s.engine, s.direct) == key})
+        return engines
+
+    def run_test(self, step: TestSpec | MixedStep, work: Path, stop: threading.Event, phase, on_live) -> Measured:
+        specs = self.specs_by_host(step)
+        hosts = [h for h in self.hosts if h.name in specs]
+        self._max_jobs = max(self._max_jobs, step.jobs)
+        phase("checking the IO engine on every host")
+        engines = self._engines_for(specs, work, stop)
         engine = ",".join(sorted(set(engines.values())))
-        if spec.working_set_pct < 100:
+        timeout = step.ramp + step.runtime + TIMEOUT_MARGIN_S
+        layout_hosts = [h for h in hosts if specs[h.name].working_set_pct < 100]
+        if layout_hosts:
             phase("laying out data files on every host")
-            layouts = {h.name: render_layout(spec, [Path(t) for t in h.targets]) for h in self.hosts}
-            run = run_on_hosts(layouts, self.hosts, work, stop, timeout_s=_timeout(spec), tag="layout")
+            layouts = {h.name: render_layout(specs[h.name], [Path(t) for t in h.targets]) for h in layout_hosts}
+            run = run_on_hosts(layouts, layout_hosts, work, stop, timeout_s=timeout, tag="layout")
             if run.lost or run.fio.returncode != 0 and not run.fio.stopped:
                 return Measured("failed", error_line(run.fio.stderr, run.fio.stdout), engine=engine)
-        jobfiles = render_fleet_test(spec, self.hosts, engines)
-        phase(f"running on {len(self.hosts)} hosts")
-        with MetricsSampler({h.name: h.metrics for h in self.hosts}, local=CONTROLLER) as sampler, \
+        jobfiles = {h.name: render_test(specs[h.name], [Path(t) for t in h.targets], engines[h.name])
+                    for h in hosts}
+        phase(f"running on {len(hosts)} hosts")
+        with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
                 _LiveHosts(sampler, on_live):
-            run = run_on_hosts(jobfiles, self.hosts, work, stop, timeout_s=_timeout(spec))
+            run = run_on_hosts(jobfiles, hosts, work, stop, timeout_s=timeout)
         m = Measured("ok", None, run.jobs, run.disks, engine=engine)
         if run.fio.stopped and not run.lost:
             m.status, m.error = "interrupted", _stopped_reason(run.fio)
@@ -191,23 +214,13 @@ class FleetPlace:
         m.artifacts.update(_fio_artifacts(run.fio))
         for f in sorted(work.glob(f"{LOG_PREFIX}_*.log.*")):
             m.artifacts[f.name] = f.read_bytes()
-        m.series = [s for h in self.hosts for s in read_series(work, h.name, f".{h.endpoint[0]}")]
+        m.series = [s for h in hosts for s in read_series(work, h.name, f".{h.endpoint[0]}")]
         rebase_series(m.series)
-        metrics = sampler.summary(skip_s=spec.ramp, until_s=run.fio.wall_s)
+        metrics = sampler.summary(skip_s=step.ramp, until_s=run.fio.wall_s)
         m.controller = metrics.pop(CONTROLLER)
-        m.host_metrics = [metrics[h.name] for h in self.hosts]
-        m.host_cpu = fleet_cpu(m.host_metrics)
+        m.host_metrics = [metrics[h.name] for h in hosts]
+        m.host_cpu = mean_cpu([h.cpu for h in m.host_metrics])
         return m
-
-
-def fleet_cpu(hosts: list[HostMetrics]) -> HostCpu | None:
-    """The fleet's host CPU: the mean of the hosts' averages and the highest
-    maximum, over hosts with metrics; None when no host has any."""
-    known = [h.cpu for h in hosts if h.cpu.samples]
-    if not known:
-        return None
-    return HostCpu(sum(c.samples for c in known), sum(c.avg_pct for c in known) / len(known),
-                   max(c.max_pct for c in known))
 
 
 class _LiveHosts:

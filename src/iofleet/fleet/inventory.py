@@ -158,3 +158,22 @@ def load_inventory(path: str | Path) -> Inventory:
         return Inventory.model_validate(data)
     except ValidationError as exc:
         raise InventoryError("\n".join(format_validation_error(str(path), exc))) from None
+
+
+def host_groups(hosts: list[Host], selectors: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    """Host names of each group (a mixed plan's workload → its label
+    selector); every group needs a host, and no host may be in two."""
+    groups = {name: [h.name for h in hosts if h.matches(sel)] for name, sel in selectors.items()}
+    problems = [f"workload {name!r}: no selected host has the labels {selectors[name]}; "
+                f"label hosts in the inventory or fix the workload's `hosts:`"
+                for name, members in groups.items() if not members]
+    owner: dict[str, str] = {}
+    for name, members in groups.items():
+        for h in members:
+            if h in owner:
+                problems.append(f"host {h} is in two groups ({owner[h]!r} and {name!r}); "
+                                f"make the workloads' `hosts:` labels exclusive")
+            owner.setdefault(h, name)
+    if problems:
+        raise InventoryError("\n".join(problems))
+    return groups

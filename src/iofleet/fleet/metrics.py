@@ -27,6 +27,17 @@ class HostCpu:
     max_pct: float | None
 
 
+def mean_cpu(cpus: list[HostCpu | None]) -> HostCpu | None:
+    """CPU of several hosts (a fleet, a host group): the mean of their
+    averages and the highest maximum, over hosts with samples; None when
+    none has any (unknown, never 0 %)."""
+    known = [c for c in cpus if c and c.samples]
+    if not known:
+        return None
+    return HostCpu(sum(c.samples for c in known), sum(c.avg_pct for c in known) / len(known),
+                   max(c.max_pct for c in known))
+
+
 @dataclass
 class HostSample:
     """One interval of one host."""

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from ..errors import FioError, ImportFormatError
 from ..fio.command import client_command, error_line
-from ..fio.jobfile import render_cleanup, render_probe, render_test
+from ..fio.jobfile import render_cleanup, render_probe
 from ..fio.parse import parse_output
-from ..plan.expand import TestSpec
 from ..plan.params import AUTO_ENGINES
 from ..fio.records import DiskUtil, JobResult
 from .inventory import Host
@@ -93,10 +92,6 @@ def resolve_fleet_engines(hosts: list[Host], engine: str, direct: bool, work: Pa
         raise FioError("; ".join(f"host {h.name}: no IO engine works ({' / '.join(errors[h.name])})"
                                  for h in missing))
     return chosen
-
-
-def render_fleet_test(spec: TestSpec, hosts: list[Host], engines: dict[str, str]) -> dict[str, str]:
-    return {h.name: render_test(spec, [Path(t) for t in h.targets], engines[h.name]) for h in hosts}
 
 
 def cleanup_fleet(hosts: list[Host], jobs: int, work: Path) -> list[str]:

@@ -84,7 +84,7 @@ def expand(plan: Plan) -> list[TestSpec]:
     rows = []  # (workload name, params dict)
     for w in plan.workloads:
         fixed = dict(defaults)
-        fixed.update(w.model_dump(exclude_none=True, exclude={"name", "description", "matrix"}))
+        fixed.update(w.model_dump(exclude_none=True, exclude={"name", "description", "matrix", "hosts"}))
         matrix = w.matrix.model_dump(exclude_none=True) if w.matrix else {}
         axes = [(name, matrix[name]) for name in MATRIX_PARAMS if name in matrix]
         for combo in itertools.product(*(values for _, values in axes)):
@@ -135,3 +135,52 @@ def data_per_target_set(specs: list[TestSpec]) -> int:
     test with more than N jobs and grows to the largest size asked of it."""
     max_jobs = max((s.jobs for s in specs), default=0)
     return sum(max(s.size for s in specs if s.jobs > n) for n in range(max_jobs))
+
+
+@dataclass(frozen=True)
+class MixedStep:
+    """One step of a mixed plan: a test of every workload at the same time,
+    each on its own host group. Quacks like a TestSpec where the run and
+    its progress need it (id, duration)."""
+
+    __test__ = False
+
+    id: str
+    groups: dict[str, TestSpec]  # workload name → its test in this step
+    repeat: int = 1
+    repeats: int = 1
+    workload: str = "mixed"
+
+    @property
+    def ramp(self) -> int:
+        return max(s.ramp for s in self.groups.values())
+
+    @property
+    def runtime(self) -> int:
+        return max(s.runtime for s in self.groups.values())
+
+    @property
+    def jobs(self) -> int:
+        return max(s.jobs for s in self.groups.values())
+
+    def params(self) -> dict:
+        return {"groups": {name: {"test": s.id, **s.params()} for name, s in self.groups.items()}}
+
+
+def expand_mixed(plan: Plan) -> list[MixedStep]:
+    """Steps of a mixed plan: step i runs test i of every workload at once;
+    a workload with a single test runs it in every step."""
+    specs = expand(plan)
+    per_workload = {w.name: [s for s in specs if s.workload == w.name] for w in plan.workloads}
+    counts = {name: len(tests) for name, tests in per_workload.items()}
+    steps = max(counts.values())
+    uneven = {name: n for name, n in counts.items() if n not in (1, steps)}
+    if uneven:
+        listed = ", ".join(f"{name!r}: {n}" for name, n in counts.items())
+        raise PlanError([f"mixed plan {plan.name!r}: its workloads expand to different numbers of tests "
+                         f"({listed}); give each the same number, or one test that runs in every step"])
+    out = []
+    for i in range(steps):
+        groups = {name: tests[i if len(tests) > 1 else 0] for name, tests in per_workload.items()}
+        out.append(MixedStep(id="+".join(f"{name}.{s.id}" for name, s in groups.items()), groups=groups))
+    return out

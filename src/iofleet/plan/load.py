@@ -1,5 +1,6 @@
 """Loading plan files with readable, one-line-per-problem errors."""
 
+import re
 from pathlib import Path
 
 import yaml
@@ -40,7 +41,11 @@ def format_validation_error(source: str, exc: ValidationError) -> list[str]:
         where = loc_path(loc)
         value = err.get("input")
         shown = "" if err["type"] in ("missing",) or isinstance(value, dict) else f" (got {value!r})"
-        problems.append(f"{source}: {where}: {_message(err)}{shown}")
+        message = _message(err)
+        if not loc and re.match(r"^[A-Za-z_][\w.\[\]]*: ", message):
+            problems.append(f"{source}: {message}")  # a whole-plan check that names its own field
+        else:
+            problems.append(f"{source}: {where}: {message}{shown}")
     return problems
 
 

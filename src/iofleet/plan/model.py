@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
 from .params import MATRIX_PARAMS, PARAMS
 
@@ -66,6 +66,8 @@ class Workload(WorkloadParams):
     name: Annotated[str, BeforeValidator(check_name)]
     description: str = ""
     matrix: Optional[Matrix] = None  # type: ignore[valid-type]
+    # In a mixed plan: the host group (by inventory labels) that runs this workload.
+    hosts: Optional[dict[str, str]] = None
 
 
 class Plan(BaseModel):
@@ -83,8 +85,22 @@ class Plan(BaseModel):
     on_error: Literal["continue", "stop"] = "continue"
     # A host lost during a test (fio server gone): go on without it, or stop.
     on_host_loss: Literal["continue", "stop"] = "continue"
+    # Run the workloads at the same time, each on its own host group
+    # (its `hosts:` labels), instead of one after the other on every host.
+    mixed: bool = False
     defaults: WorkloadParams = WorkloadParams()  # type: ignore[valid-type]
     workloads: Annotated[list[Workload], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _host_groups(self):
+        for i, w in enumerate(self.workloads):
+            if self.mixed and not w.hosts:
+                raise ValueError(f"workloads[{i}].hosts: a mixed plan gives every workload a host group, "
+                                 f"e.g. `hosts: {{role: oltp}}`")
+            if not self.mixed and w.hosts:
+                raise ValueError(f"workloads[{i}].hosts: host groups per workload need `mixed: true` "
+                                 f"(the workloads then run at the same time)")
+        return self
 
     @field_validator("workloads")
     @classmethod

@@ -8,7 +8,9 @@ from rich.text import Text
 
 from ..analysis.skew import MIN_OVERLAP_PCT
 from ..analysis.stragglers import stragglers
-from ..results.aggregate import by_host
+from ..fleet.metrics import mean_cpu
+from ..results.aggregate import aggregate, by_host
+from ..results.export import jobs_by_group
 
 MISSING = "n/a"  # unavailable, never shown as 0
 
@@ -46,9 +48,13 @@ def summary_rows(run: dict) -> list[dict]:
     for t in run["tests"]:
         name = t["id"] if t.get("repeat", 1) == 1 and not _repeated(run, t) else f"{t['id']} #{t['repeat']}"
         rows.append(_row(name, t["status"], t["aggregate"], t["host_cpu"]))
+        cpu = {m.host: m.cpu for m in t.get("host_metrics", [])}
+        for group, members in jobs_by_group(t).items():
+            rows.append(_row(f"  {group}: {t['fleet']['groups'][group]['test']}", "group",
+                             aggregate(members) if members else None,
+                             mean_cpu([cpu[h] for h in t["fleet"]["groups"][group]["hosts"] if h in cpu])))
         hosts = by_host(t["jobs"])
         if t.get("fleet") and 1 < len(hosts) <= MAX_HOST_ROWS:
-            cpu = {m.host: m.cpu for m in t.get("host_metrics", [])}
             order = t["fleet"]["hosts"]
             for host in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order)):
                 rows.append(_row(f"  {host}", "host", hosts[host], cpu.get(host)))
@@ -72,7 +78,7 @@ def summary_table(run: dict):
     for col in columns:
         table.add_column(col, justify="left" if col in ("test", "status") else "right", no_wrap=col == "test")
     for row in rows:
-        style = None if row["status"] in ("ok", "host") else "yellow" if row["status"] in ("interrupted", "partial") else "red"
+        style = None if row["status"] in ("ok", "host", "group") else "yellow" if row["status"] in ("interrupted", "partial") else "red"
         table.add_row(*row.values(), style=style)
     notes = [Text(f"{t['id']}: {t['status']}: {t['error']}", style="red")
              for t in run["tests"] if t["status"] != "ok" and t.get("error")]

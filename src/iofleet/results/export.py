@@ -9,7 +9,7 @@ tests check against docs/results-format.md.
 import csv
 import io
 
-from .aggregate import by_host
+from .aggregate import aggregate, by_host
 from ..fio.records import PERCENTILES, DirectionStats, pct_key
 from .model import Aggregate
 
@@ -59,6 +59,10 @@ TEST_FIELDS: dict[str, str] = {
     "fio_sys_cpu_pct": "fio's system CPU per job, mean over jobs, % of one CPU",
     "hosts": "per-host figures: {host: host fields}",
     "disks": "fio's disk utilization: list of disk fields",
+    "host_metrics": "{host: host metric fields}, sampled once a second",
+    "controller_metrics": "host metric fields of the machine running iofleet in a fleet test, else null",
+    "fleet": "null for one host; else hosts, skew and (mixed plans) groups",
+    "groups": "mixed plans: {workload: host fields of its host group}",
 }
 
 # Per host of a test: `read`, `write`, `all` plus these.
@@ -206,7 +210,16 @@ def export_test(test: dict, include_bins: bool = False) -> dict:
         "controller_metrics": _host_metrics(test["controller"]) if test.get("controller") else None,
         # Fleet tests: the hosts, their start/end spread and window overlap, host groups.
         "fleet": test.get("fleet"),
+        # Mixed tests: figures of each host group (workload), merged like the fleet's.
+        "groups": {g: _aggregate_figures(aggregate(jobs) if jobs else None, include_bins)
+                   for g, jobs in jobs_by_group(test).items()},
     }
+
+
+def jobs_by_group(test: dict) -> dict[str, list]:
+    """A mixed test's jobs by host group (workload); empty for other tests."""
+    groups = (test.get("fleet") or {}).get("groups") or {}
+    return {g: [j for j in test["jobs"] if j.host in info["hosts"]] for g, info in groups.items()}
 
 
 def _host_metrics(m) -> dict:

@@ -12,10 +12,10 @@ from ..analysis.skew import measure_skew
 from ..errors import FioError, IofleetError
 from ..fio.command import fio_version
 from ..fleet.execute import FleetPlace, LocalPlace, Measured
-from ..fleet.inventory import Host
+from ..fleet.inventory import Host, host_groups
 from ..fleet.local import host_facts
 from ..fleet.runner import LiveFigures
-from ..plan.expand import TestSpec, expand
+from ..plan.expand import MixedStep, TestSpec, expand, expand_mixed
 from ..plan.model import Plan
 from ..results.aggregate import aggregate
 from ..results.model import Aggregate
@@ -25,7 +25,7 @@ from ..results.store import Store
 class RunObserver:
     """Progress callbacks; every method is optional."""
 
-    def run_started(self, run_id: int, specs: list[TestSpec], estimate_s: float) -> None: ...
+    def run_started(self, run_id: int, specs: list[TestSpec | MixedStep], estimate_s: float) -> None: ...
     def test_started(self, index: int, spec: TestSpec) -> None: ...
     def test_phase(self, index: int, spec: TestSpec, phase: str) -> None: ...
     def test_live(self, index: int, spec: TestSpec, live: LiveFigures) -> None: ...
@@ -79,14 +79,22 @@ def run_plan(
     ends: on the plan's targets here, or on `hosts` (fio servers) at once."""
     observer = observer or RunObserver()
     stop = stop or threading.Event()
-    if hosts:
+    if plan.mixed:
+        if not hosts:
+            raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
+                               f"run it on a fleet with --hosts INVENTORY")
+        groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads})
+        place = FleetPlace(hosts, groups)
+        specs = expand_mixed(plan)
+    elif hosts:
         place = FleetPlace(hosts)
+        specs = expand(plan)
     else:
         if not plan.targets:
             raise IofleetError(
                 f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
         place = LocalPlace([Path(t).resolve() for t in plan.targets])
-    specs = expand(plan)
+        specs = expand(plan)
     version = fio_version()
     place.prepare()
 
@@ -140,7 +148,11 @@ def _run_test(index, spec, place, store, run_id, observer, stop) -> TestOutcome:
     fleet = None
     if isinstance(place, FleetPlace):
         skew = measure_skew(m.series)
-        fleet = {"hosts": [h.name for h in place.hosts], "skew": skew.to_dict() if skew else None}
+        ran = place.specs_by_host(spec)
+        fleet = {"hosts": [h.name for h in place.hosts if h.name in ran], "skew": skew.to_dict() if skew else None}
+        if place.groups:
+            fleet["groups"] = {g: {"hosts": [h for h in names if h in ran], "test": spec.groups[g].id}
+                               for g, names in place.groups.items()}
     test_pk = store.save_test(
         run_id, seq=index,
         spec={"id": spec.id, "workload": spec.workload, "repeat": spec.repeat,
