@@ -52,6 +52,7 @@ test-scale: system $(STAMP)
 bench: system $(STAMP)
 	mkdir -p $(SCRATCH)
 	$(BIN)/python bench/overhead.py --target $(SCRATCH)
+	$(SUDO) $(BIN)/python bench/fleet_start.py
 
 clean:
 	rm -rf $(VENV) $(SCRATCH) iofleet-data test-artifacts

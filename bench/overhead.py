@@ -46,11 +46,12 @@ def run_by_hand(datafile: Path, engine: str, a) -> float:
     return json.loads(out[out.index("{"):])["jobs"][0]["read"]["iops"]
 
 
-def write_section(text: str) -> None:
+def write_section(text: str, section: str = SECTION) -> None:
+    """Replace (or add) one section of BENCHMARKS.md, keeping the others."""
     old = BENCHMARKS.read_text() if BENCHMARKS.exists() else "# Benchmarks\n\nMeasured with `make bench`; each section gives the command that produced it.\n"
-    start = old.find(SECTION)
+    start = old.find(section)
     if start >= 0:
-        end = old.find("\n## ", start + len(SECTION))
+        end = old.find("\n## ", start + len(section))
         old = old[:start].rstrip() + ("\n" + old[end:] if end >= 0 else "")
     BENCHMARKS.write_text(old.rstrip() + "\n\n" + text.strip() + "\n")
 

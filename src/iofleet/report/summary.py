@@ -90,10 +90,13 @@ def summary_table(run: dict):
                 f"apart, ends {skew['end_spread_ms'] / 1000:.1f} s apart; their windows overlap "
                 f"{skew['overlap_pct']:.0f}% (< {MIN_OVERLAP_PCT:.0f}%), so the fleet figures are not a "
                 f"sum over one period", style="yellow"))
-        slow = stragglers(by_host(t["jobs"]))
-        if slow:
-            names = ", ".join(f"{h} ({share:.0%} of the median host)" for h, share in slow)
-            notes.append(Text(f"{t['id']}: straggler{'s' if len(slow) > 1 else ''}: {names}", style="yellow"))
+        # Hosts are only comparable when they ran the same workload: per group in a mixed test.
+        for group, jobs in (jobs_by_group(t) or {None: t["jobs"]}).items():
+            slow = stragglers(by_host(jobs))
+            if slow:
+                names = ", ".join(f"{h} ({share:.0%} of the median host)" for h, share in slow)
+                where = f"{t['id']}" + (f" (group {group})" if group else "")
+                notes.append(Text(f"{where}: straggler{'s' if len(slow) > 1 else ''}: {names}", style="yellow"))
     blind = sorted({m.host for t in run["tests"] for m in t.get("host_metrics", []) if m.source == "none"})
     if blind and any(t.get("fleet") for t in run["tests"]):
         notes.append(Text(f"Host CPU: n/a for {', '.join(blind)} (no `metrics:` endpoint in the inventory)"
