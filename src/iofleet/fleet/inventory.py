@@ -22,6 +22,7 @@ from ..plan.load import format_validation_error
 from ..plan.model import check_name, check_target_path
 
 DEFAULT_FIO_PORT = 8765
+ADDRESS_EXAMPLES = "e.g. 10.0.0.11, 10.0.0.11:8765, [2001:db8::11]:8765 or storage01:8765"
 _HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 _LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _URL_RE = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/-]*)?$")
@@ -32,35 +33,39 @@ class InventoryError(IofleetError):
 
 
 def parse_address(value: Any) -> tuple[str, int]:
-    """'10.0.0.1', 'host:8766', '[fd00::1]:8765' → (host, port)."""
+    """'10.0.0.1' → ('10.0.0.1', 8765); 'host:8766'; '[fd00::1]:8765'; a bare
+    IPv6 address takes the default port. Raises ValueError saying why not."""
     if not isinstance(value, str) or not value.strip():
-        raise ValueError("expected host[:port], e.g. 10.0.0.11:8765 or [fd00::1]:8765")
+        raise ValueError(f"needs an address, {ADDRESS_EXAMPLES}")
     text = value.strip()
-    port = DEFAULT_FIO_PORT
     if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        if rest:
-            if not rest.startswith(":"):
-                raise ValueError(f"{value!r}: write an IPv6 address as [addr] or [addr]:port")
-            port = _port(rest[1:], value)
-    elif text.count(":") == 1:
-        host, port_text = text.split(":")
-        port = _port(port_text, value)
-    elif text.count(":") > 1:
-        host = text  # a bare IPv6 address
-    else:
-        host = text
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        if not _HOSTNAME_RE.match(host):
-            raise ValueError(f"{value!r} is not an IP address or host name") from None
+        host, close, rest = text[1:].partition("]")
+        if not close or (rest and not rest.startswith(":")):
+            raise ValueError("write an IPv6 address as [ADDRESS] or [ADDRESS]:PORT")
+        if _ip_version(host) != 6:
+            raise ValueError(f"only an IPv6 address goes in brackets, {ADDRESS_EXAMPLES}")
+        return host, _port(rest[1:]) if rest else DEFAULT_FIO_PORT
+    if text.count(":") > 1:  # a bare IPv6 address, default port
+        if _ip_version(text) != 6:
+            raise ValueError("not an IPv6 address; with a port, write [ADDRESS]:PORT")
+        return text, DEFAULT_FIO_PORT
+    host, colon, port_text = text.partition(":")
+    port = _port(port_text) if colon else DEFAULT_FIO_PORT
+    if _ip_version(host) is None and (not _HOSTNAME_RE.match(host) or host.replace(".", "").isdigit()):
+        raise ValueError(f"{host!r} is not an IP address or host name, {ADDRESS_EXAMPLES}")
     return host, port
 
 
-def _port(text: str, value: str) -> int:
+def _ip_version(text: str) -> int | None:
+    try:
+        return ipaddress.ip_address(text).version
+    except ValueError:
+        return None
+
+
+def _port(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise ValueError(f"{value!r}: the port must be a number from 1 to 65535")
+        raise ValueError("the port must be a number from 1 to 65535")
     return int(text)
 
 
