@@ -3,9 +3,11 @@
 fio's client starts the hosts one after the other and has no start barrier,
 so hosts can begin (and end) their measured part at different moments; a
 fleet figure is only a sum over the same period if their windows overlap.
-A host's measured window runs from the start of its first per-second log
-interval to the end of its last one (the logs carry wall-clock times; ramp
-writes no log lines, so the warm-up is outside the window).
+A host's measured window starts where its first per-second log interval
+starts (the logs carry wall-clock times; ramp writes no log lines, so the
+warm-up is outside the window) and lasts as long as fio says its jobs ran.
+The window's end is not read from the log: fio may drop a job's last,
+partial interval, which would make a host look up to a second short.
 """
 
 from dataclasses import dataclass
@@ -33,17 +35,14 @@ class Skew:
                 "windows_ms": {h: list(w) for h, w in self.windows_ms.items()}}
 
 
-def measure_skew(series: list[Series]) -> Skew | None:
-    """Skew of the hosts' measured windows, from their IOPS series; None
-    with fewer than two hosts."""
-    windows: dict[str, tuple[int, int]] = {}
+def measure_skew(series: list[Series], runtime_ms: dict[str, int]) -> Skew | None:
+    """Skew of the hosts' measured windows, from their IOPS series and the
+    measured runtime fio reported per host; None with fewer than two hosts."""
+    starts: dict[str, int] = {}
     for s in series:
-        if s.metric != "iops" or not s.t_ms:
-            continue
-        start, end = s.t_ms[0] - LOG_INTERVAL_MS, s.t_ms[-1]
-        if s.host in windows:
-            start, end = min(start, windows[s.host][0]), max(end, windows[s.host][1])
-        windows[s.host] = (start, end)
+        if s.metric == "iops" and s.t_ms and s.host in runtime_ms:
+            starts[s.host] = min(starts.get(s.host, s.t_ms[0]), s.t_ms[0])
+    windows = {h: (t - LOG_INTERVAL_MS, t - LOG_INTERVAL_MS + runtime_ms[h]) for h, t in starts.items()}
     if len(windows) < 2:
         return None
     starts = [w[0] for w in windows.values()]

@@ -4,6 +4,7 @@ Errors a user can cause are printed as one line each, without a traceback,
 with a non-zero exit code.
 """
 
+import contextlib
 import functools
 import json
 import signal
@@ -22,15 +23,16 @@ from ..fio.command import fio_version
 from ..fleet.check import check_hosts, problem_lines
 from ..fleet.inventory import load_inventory
 from ..plan import expand, load_plan, parse_plan
-from ..plan.expand import data_per_target_set
+from ..plan.expand import data_per_target_set, expand_mixed
 from ..plan.params import PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
 from ..report.summary import summary_table
 from ..results.export import run_to_csv, run_to_dict
 from ..results.ingest import import_outputs
 from ..results.store import Store, default_data_dir
-from ..studies.run import estimate_seconds, run_plan
-from .progress import TerminalProgress
+from ..studies.run import RunObserver, estimate_seconds, run_plan
+from ..studies.scale import ScaleStep, parse_steps, run_scale
+from .progress import TerminalProgress, fmt_lat_ms
 from .server import DEFAULT_BIND, serve_fio
 
 app = typer.Typer(
@@ -69,6 +71,25 @@ def user_errors(fn):
     return wrapper
 
 
+@contextlib.contextmanager
+def _stop_on_signals():
+    """Ctrl-C or SIGTERM sets the yielded event: the study stops fio, which
+    still writes its results, and finished tests are kept."""
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        if not stop.is_set():
+            err_console.print("[yellow]Stopping: waiting for fio to finish writing its results…[/]")
+        stop.set()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def _plan_with_targets(plan_path: Path, targets: Optional[List[Path]]):
     plan = load_plan(plan_path)
     if targets:
@@ -87,6 +108,7 @@ def validate(
     """Check a plan and list the tests it expands into."""
     plan = _plan_with_targets(plan_path, target)
     specs = expand(plan)
+    timed = specs
     table = Table(title=f"{plan.name}: {len(specs)} tests", title_justify="left")
     for col in ("#", "test", "bs", "read %", "random %", "jobs", "iodepth", "size",
                 "working set", "ramp", "runtime", "engine", "direct"):
@@ -98,10 +120,19 @@ def validate(
                       format_duration(s.ramp), format_duration(s.runtime), s.engine,
                       "yes" if s.direct else "no")
     console.print(table)
+    if plan.mixed:
+        steps = expand_mixed(plan)
+        console.print(f"Mixed plan: the workloads run at the same time, each on its host group, in "
+                      f"{len(steps)} step{'s' if len(steps) > 1 else ''}:")
+        for i, step in enumerate(steps, 1):
+            console.print(f"  {i}. " + "  +  ".join(
+                f"{w.name} on {','.join(f'{k}={v}' for k, v in w.hosts.items())}: {step.groups[w.name].id}"
+                for w in plan.workloads), highlight=False, markup=False)
+        timed = steps
     targets = plan.targets or ["(none yet: give --target DIR when running)"]
     console.print(f"Targets: {', '.join(targets)}")
     console.print(
-        f"Estimated duration: {format_duration(estimate_seconds(specs))}; "
+        f"Estimated duration: {format_duration(estimate_seconds(timed))}; "
         f"data files: {format_bytes(data_per_target_set(specs))} "
         f"(created under <target>/iofleet/, removed afterwards"
         f"{'' if not plan.keep_files else ' — no: keep_files is set'})"
@@ -121,25 +152,13 @@ def run(
     plan = _plan_with_targets(plan_path, target)
     fleet = load_inventory(hosts).select(plan.hosts) if hosts else None
     plan_text = plan_path.read_text()
-    stop = threading.Event()
-
-    def on_signal(signum, frame):
-        if not stop.is_set():
-            err_console.print("[yellow]Stopping: waiting for fio to finish writing its results…[/]")
-        stop.set()
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with Store.open(default_data_dir(data_dir)) as store:
-            with TerminalProgress(console) as progress:
-                outcome = run_plan(plan, plan_text, store, hosts=fleet, label=label,
-                                   observer=progress, stop=stop)
-            run = store.get_run(outcome.run_id)
-            console.print(summary_table(run))
-            db = store.path
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        with TerminalProgress(console) as progress:
+            outcome = run_plan(plan, plan_text, store, hosts=fleet, label=label,
+                               observer=progress, stop=stop)
+        run = store.get_run(outcome.run_id)
+        console.print(summary_table(run))
+        db = store.path
     done = sum(1 for t in outcome.tests if t.status == "ok")
     console.print(
         f"Run {outcome.run_id} {outcome.status}: {done} of {outcome.tests_planned} tests ok. "
@@ -297,6 +316,106 @@ def results_import(
         run = store.get_run(run_id)
         console.print(summary_table(run))
         console.print(f"Imported {len(files)} file(s) as run {run_id} in {store.path}")
+
+
+class _StepProgress(RunObserver):
+    """A fresh progress display for each step of a study (one test per run)."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.bar: TerminalProgress | None = None
+
+    def run_started(self, run_id, specs, estimate_s):
+        self.close()
+        self.bar = TerminalProgress(self.console).__enter__()
+        self.bar.run_started(run_id, specs, estimate_s)
+
+    def test_started(self, index, spec):
+        if self.bar:
+            self.bar.test_started(index, spec)
+
+    def test_phase(self, index, spec, phase):
+        if self.bar:
+            self.bar.test_phase(index, spec, phase)
+
+    def test_live(self, index, spec, live):
+        if self.bar:
+            self.bar.test_live(index, spec, live)
+
+    def test_finished(self, index, spec, result):
+        self.close()  # the step's own line says how it went
+
+    def close(self):
+        if self.bar:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _scale_step_line(step: ScaleStep) -> str:
+    where = f"step {step.number}/{step.of}: {len(step.hosts)} host{'s' if len(step.hosts) > 1 else ''}"
+    run = f"run {step.run_id}" if step.run_id is not None else "no run"
+    a = step.aggregate.all if step.aggregate else None
+    if step.ok and a:
+        return (f"[green]ok[/]      {where} ({run}): {a.iops:,.0f} IOPS, {a.bw_bytes_s / 1e6:,.1f} MB/s, "
+                f"mean {fmt_lat_ms(a.lat_mean_ns)} ms, p99 {fmt_lat_ms(a.percentiles_ns.get('p99'))} ms")
+    colour = "yellow" if step.status in ("interrupted", "partial") else "red"
+    return f"[{colour}]{step.status}[/] {where} ({run}): {step.error or 'no result'}"
+
+
+@app.command()
+@user_errors
+def scale(
+    plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML) with one test, or pick one with --test."),
+    hosts: Path = typer.Option(..., "--hosts", help="Inventory of fio servers; step k uses its first k hosts."),
+    steps: Optional[str] = typer.Option(None, "--steps", help="Host counts to run, e.g. 1,2,4,8 (default: 1, 2, … all)."),
+    test: Optional[str] = typer.Option(None, "--test", help="The plan's test to run (an id from `iofleet validate`)."),
+    data_dir: Optional[str] = DataDir,
+):
+    """Run one test on 1, 2, … hosts at once and find where the fleet's IOPS stop growing."""
+    plan = load_plan(plan_path)
+    fleet = load_inventory(hosts).select(plan.hosts)
+    wanted = parse_steps(steps) if steps is not None else None
+    plan_text = plan_path.read_text()
+    progress = _StepProgress(console)
+
+    def on_step(step: ScaleStep):
+        progress.close()
+        console.print(_scale_step_line(step), highlight=False)
+
+    with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        try:
+            outcome = run_scale(plan, plan_text, store, fleet, steps=wanted, test_id=test,
+                                observer=progress, stop=stop, on_step=on_step)
+        finally:
+            progress.close()
+        db = store.path
+
+    result = outcome.scaling
+    table = Table(title=f"Scaling of {outcome.test_id} ({plan.name}) on up to {outcome.available} hosts",
+                  title_justify="left")
+    for col in ("hosts", "status", "IOPS", "MB/s", "mean ms", "p99 ms", "growth %", "IOPS/host", "run"):
+        table.add_column(col, justify="left" if col == "status" else "right")
+
+    def num(value, fmt):
+        return "n/a" if value is None else format(value, fmt)
+
+    for step, row in zip(outcome.steps, result.rows):
+        mark = " ◀ saturation" if row is result.saturation else ""
+        table.add_row(str(row.hosts), "ok" if step.ok else step.status, num(row.iops, ",.0f"),
+                      num(row.mb_s, ",.1f"), num(row.mean_ms, ".3f"), num(row.p99_ms, ".3f"),
+                      num(row.growth_pct, "+.1f") + mark, num(row.iops_per_host, ",.0f"),
+                      str(step.run_id) if step.run_id is not None else "-")
+    console.print(table)
+    console.print(result.verdict(), highlight=False)
+    for note in outcome.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+    if outcome.stopped:
+        console.print(f"[yellow]Study {outcome.status}:[/] {outcome.stopped}", highlight=False)
+    console.print(f"Results: {db} (each step is a run: `iofleet results show RUN`)")
+    if outcome.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if not outcome.ok:
+        raise typer.Exit(EXIT_FAILED)  # a step failed or lost a host
 
 
 def main():  # pragma: no cover

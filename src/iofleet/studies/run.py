@@ -147,7 +147,10 @@ def _run_test(index, spec, place, store, run_id, observer, stop) -> TestOutcome:
     agg = aggregate(m.jobs) if m.jobs else None
     fleet = None
     if isinstance(place, FleetPlace):
-        skew = measure_skew(m.series)
+        runtime = {}
+        for j in m.jobs:
+            runtime[j.host] = max(runtime.get(j.host, 0), j.runtime_ms)
+        skew = measure_skew(m.series, runtime)
         ran = place.specs_by_host(spec)
         fleet = {"hosts": [h.name for h in place.hosts if h.name in ran], "skew": skew.to_dict() if skew else None}
         if place.groups:
