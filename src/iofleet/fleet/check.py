@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ImportFormatError
-from ..fio.command import error_line, fio_binary
+from ..errors import ImportFormatError, IofleetError
+from ..fio.command import error_line, fio_binary, fio_version
 from ..fio.jobfile import render_target_check
 from ..fio.parse import parse_output
 from .inventory import Host
@@ -63,6 +63,18 @@ def check_hosts(hosts: list[Host], controller_version: str) -> list[HostCheck]:
     """Check every host at once; the result is in the inventory's order."""
     with ThreadPoolExecutor(max_workers=min(32, len(hosts)) or 1) as pool:
         return list(pool.map(lambda h: check_host(h, controller_version), hosts))
+
+
+class HostCheckError(IofleetError):
+    """A host is not ready for a fleet run."""
+
+
+def require_ready(hosts: list[Host], what: str = "test") -> None:
+    """Raise one line per problem (and nothing was started) unless every host passes."""
+    problems = problem_lines(check_hosts(hosts, fio_version()))
+    if problems:
+        raise HostCheckError("\n".join(
+            problems + [f"no {what} was started; fix the hosts above or leave them out of the inventory"]))
 
 
 def problem_lines(checks: list[HostCheck]) -> list[str]:

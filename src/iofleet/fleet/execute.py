@@ -8,13 +8,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ImportFormatError, IofleetError
-from ..fio.command import error_line, fio_version, run_command
+from ..errors import ImportFormatError
+from ..fio.command import error_line, run_command
 from ..fio.jobfile import LOG_PREFIX, render_layout, render_test
 from ..fio.parse import parse_output
 from ..fio.records import DiskUtil, JobResult, Series
 from ..plan.expand import MixedStep, TestSpec
-from .check import check_hosts, problem_lines
+from .check import require_ready
 from .inventory import Host
 from .metrics import HostCpu, HostMetrics, MetricsSampler, mean_cpu
 from .local import TargetDirs, resolve_engine
@@ -27,10 +27,6 @@ TIMEOUT_MARGIN_S = 120
 # The machine running iofleet, in a fleet test's metrics (not a host name:
 # host names cannot hold parentheses).
 CONTROLLER = "(controller)"
-
-
-class HostCheckError(IofleetError):
-    """A host is not ready for a fleet run."""
 
 
 @dataclass
@@ -145,10 +141,7 @@ class FleetPlace:
 
     def prepare(self) -> None:
         """Refuse to start unless every host passes `hosts check`."""
-        problems = problem_lines(check_hosts(self.hosts, fio_version()))
-        if problems:
-            raise HostCheckError("\n".join(
-                problems + ["no test was started; fix the hosts above or leave them out of the inventory"]))
+        require_ready(self.hosts)
 
     def cleanup(self) -> int:
         """Remove the data files on every host; return how many hosts did."""

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.scaling import Scaling, scaling
 from ..errors import IofleetError
-from ..fio.command import fio_version
-from ..fleet.check import check_hosts, problem_lines
+from ..fleet.check import require_ready
 from ..fleet.inventory import Host
 from ..plan.expand import TestSpec, expand
 from ..plan.model import Plan
@@ -137,10 +136,7 @@ def run_scale(
 
     # Every host the study will use must be ready before the first step:
     # finding a dead host at step 8 after an hour of steps 1-7 helps no one.
-    problems = problem_lines(check_hosts(hosts[:planned[-1]], fio_version()))
-    if problems:
-        raise IofleetError("\n".join(
-            problems + ["no step was started; fix the hosts above or leave them out of the inventory"]))
+    require_ready(hosts[:planned[-1]], what="step")
 
     for number, k in enumerate(planned, 1):
         if stop.is_set():
