@@ -432,6 +432,11 @@ class TestFleet:
             _ip("link", "set", host.veth, "down")
         host.alive = False
 
+    def cut_link(self, name: str) -> None:
+        """Take the host's link down with its fio server still running: its
+        packets vanish, with no reset (a pulled cable or a powered-off host)."""
+        _ip("link", "set", self.host(name).veth, "down")
+
     def server_pid(self, name: str) -> int:
         """pid of the host's fio --server listener."""
         return self.host(name).server_pid

@@ -161,3 +161,21 @@ def test_mixed_workloads_run_side_by_side_on_host_groups(tmp_path, fleet4, data_
     assert "  oltp: 4k-r70-rand-j1-qd1" in out and "  backup: 256k-r100-seq-j1-qd2" in out
     # h4 ran another workload: it is never compared with the oltp hosts.
     assert not [l for l in out.splitlines() if "straggler" in l and "h4" in l]
+
+
+def test_a_host_that_vanishes_mid_test_is_dropped_and_the_others_kept(tmp_path, make_fleet, data_dir, spawn):
+    fleet = make_fleet(2)
+    inv = fleet.write_inventory(tmp_path / "inv.yaml")
+    plan = write_plan(tmp_path / "p.yaml", name="vanish", defaults={**SHORT, "ramp": "0s", "runtime": "6s"},
+                      workloads=[{"name": "w"}])
+    proc = spawn("run", plan, "--hosts", inv, data_dir=data_dir)
+    started = time.monotonic()
+    _wait_for_jobs(fleet, "h2")
+    fleet.cut_link("h2")  # no reset: packets to it vanish, like a powered-off host
+    out, err = proc.communicate(timeout=6 + 120)
+    # fio's client gives up on it after missing its ETA replies, not after iofleet's hang timeout.
+    assert time.monotonic() - started < 6 + 60, out + err
+    assert proc.returncode == 1, out + err
+    (test,) = show_json(1, data_dir)["tests"]
+    assert test["status"] == "partial" and "h2" in test["error"]
+    assert set(test["hosts"]) == {"h1"} and test["all"]["ios"] > 0

@@ -52,8 +52,13 @@ def run_command(jobfile: str, status_interval: int | None = 1) -> list[str]:
 def client_command(jobs: list[tuple[str, str]]) -> list[str]:
     """Command for one test on many fio servers: (client argument, job file)
     pairs. No status interval: in client mode fio piles every status
-    snapshot into the one final document."""
-    cmd = [fio_binary(), "--output-format=json+", "--eta=never"]
+    snapshot into the one final document. ETA requests on: they are the fio
+    client's only liveness check of its servers, so a host that vanishes
+    mid-test (no reset, e.g. powered off) is dropped after a few missed
+    replies (about 40 s) and the other hosts' results are kept; with
+    --eta=never the client would wait for it forever. (With JSON output fio
+    prints no ETA lines.)"""
+    cmd = [fio_binary(), "--output-format=json+", "--eta=always"]
     for client, jobfile in jobs:
         cmd += [f"--client={client}", jobfile]
     return cmd
