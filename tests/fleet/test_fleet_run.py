@@ -7,7 +7,10 @@ import pytest
 import yaml
 
 from iofleet.fio.merge import percentile_from_bins
+from iofleet.fleet.inventory import load_inventory
+from iofleet.plan import parse_plan
 from iofleet.results.store import Store
+from iofleet.studies.run import RunObserver, run_plan
 
 from ..cli import iofleet, show_json, write_plan
 
@@ -179,3 +182,21 @@ def test_a_host_that_vanishes_mid_test_is_dropped_and_the_others_kept(tmp_path, 
     (test,) = show_json(1, data_dir)["tests"]
     assert test["status"] == "partial" and "h2" in test["error"]
     assert set(test["hosts"]) == {"h1"} and test["all"]["ios"] > 0
+
+
+def test_live_progress_has_each_hosts_figures_from_its_exporter(tmp_path, make_fleet, data_dir):
+    fleet = make_fleet(2, metrics=True)
+    hosts = load_inventory(fleet.write_inventory(tmp_path / "inv.yaml")).hosts
+    plan = parse_plan({"name": "live", "defaults": {**SHORT, "ramp": "0s", "runtime": "4s"},
+                       "workloads": [{"name": "w"}]})
+    seen = []
+
+    class Watch(RunObserver):
+        def test_live(self, index, spec, live):
+            seen.append(live)
+
+    with Store.open(data_dir) as store:
+        assert run_plan(plan, "", store, hosts=hosts, observer=Watch()).ok
+    assert len(seen) >= 2 and all(set(live.hosts) == {"h1", "h2"} for live in seen)
+    last = seen[-1].hosts
+    assert all(s is not None and 0 <= s.cpu_pct <= 100 and s.net_tx_bytes_s > 0 for s in last.values())
