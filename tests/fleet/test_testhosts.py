@@ -61,7 +61,8 @@ def test_four_hosts_run_a_real_fio_client_job(fleet4, tmp_path):
     assert len({h.address for h in fleet4.hosts}) == 4
     for h in fleet4.hosts:
         assert h.port == 8765 and h.metrics is None and h.target.is_dir()
-        assert fleet4.fio_processes(h.name) == []  # the listener only
+        # the listener only, once the readiness probe's connection handler has gone
+        assert fleet4.wait_fio_gone(h.name) == {}
 
     proc = run_client(fleet4, ["h1", "h2", "h3", "h4"], tmp_path)
 

@@ -155,8 +155,8 @@ class FleetPlace:
         """Each host's test: the same one everywhere, or in a mixed step its
         group's (a host in no group sits the step out)."""
         if isinstance(step, MixedStep):
-            return {h: step.groups[g] for g, names in self.groups.items() for h in names
-                    if h in {x.name for x in self.hosts}}
+            group_of = {h: g for g, names in self.groups.items() for h in names}
+            return {h.name: step.groups[group_of[h.name]] for h in self.hosts if h.name in group_of}
         return {h.name: step for h in self.hosts}
 
     def _engines_for(self, specs: dict[str, TestSpec], work: Path, stop: threading.Event) -> dict[str, str]:
