@@ -48,7 +48,7 @@ def _stopped_reason(fio: FioRun) -> str:
     return "stopped by the user" if not fio.killed else "stopped and killed (fio did not exit)"
 
 
-def _timeout(spec: TestSpec) -> float:
+def _timeout(spec: TestSpec | MixedStep) -> float:
     return spec.ramp + spec.runtime + TIMEOUT_MARGIN_S
 
 
@@ -178,7 +178,7 @@ class FleetPlace:
         phase("checking the IO engine on every host")
         engines = self._engines_for(specs, work, stop)
         engine = ",".join(sorted(set(engines.values())))
-        timeout = step.ramp + step.runtime + TIMEOUT_MARGIN_S
+        timeout = _timeout(step)
         layout_hosts = [h for h in hosts if specs[h.name].working_set_pct < 100]
         if layout_hosts:
             phase("laying out data files on every host")
