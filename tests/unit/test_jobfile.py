@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from iofleet.errors import FioError
-from iofleet.fio.jobfile import ALLOWED_OPTIONS, render_layout, render_probe, render_test
+from iofleet.fio.jobfile import ALLOWED_OPTIONS, WARMUP_JOB, render_layout, render_prepare, render_probe, render_test
 from iofleet.plan import expand, parse_plan
 
 
@@ -26,6 +26,17 @@ def options(text: str) -> dict:
     return out
 
 
+def sections(text: str) -> dict[str, dict]:
+    out, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("["):
+            current = out.setdefault(line.strip("[]"), {})
+        elif line and not line.startswith(";"):
+            k, v = line.split("=", 1)
+            current[k] = v
+    return out
+
+
 def test_render_maps_parameters_to_fio_options():
     text = render_test(spec(), [Path("/mnt/a"), Path("/mnt/b")], "libaio")
     o = options(text)
@@ -33,9 +44,45 @@ def test_render_maps_parameters_to_fio_options():
     assert o["iodepth"] == "4" and o["numjobs"] == "2" and o["ioengine"] == "libaio"
     assert o["directory"] == "/mnt/a:/mnt/b" and o["filename_format"].startswith("iofleet/")
     assert o["lat_percentiles"] == "1" and o["log_avg_msec"] == "1000"
-    assert o["ramp_time"] == "10" and o["time_based"] == "1"
+    assert o["time_based"] == "1" and "ramp_time" not in o
     assert set(o) <= ALLOWED_OPTIONS
     assert "[4k" not in text and "[8k-r70-rand-j2-qd4]" in text
+
+
+def test_warm_up_is_its_own_logged_group_before_the_measured_one():
+    sec = sections(render_test(spec(ramp=10, runtime=60), [Path("/t")], "libaio"))
+    assert list(sec) == [WARMUP_JOB, "8k-r70-rand-j2-qd4"]
+    warm, measured = sec.values()
+    assert warm["runtime"] == "10" and warm["write_iops_log"] == "warmup" and warm["invalidate"] == "1"
+    assert measured["runtime"] == "60" and measured["stonewall"] == "1" and measured["write_iops_log"] == "series"
+    assert measured["invalidate"] == "0"  # the warm-up's cache state is kept
+    assert list(sections(render_test(spec(ramp=0), [Path("/t")], "psync"))) == ["8k-r70-rand-j2-qd4"]
+    no_clear = sections(render_test(spec(ramp=0), [Path("/t")], "psync", clear_cache=False))
+    assert no_clear["8k-r70-rand-j2-qd4"]["invalidate"] == "0"
+
+
+def test_until_steady_uses_fios_steadystate_with_the_snia_slope_limit():
+    s = spec(until="steady", round=60, max_runtime=7200, runtime=30, ramp=0)
+    o = sections(render_test(s, [Path("/t")], "libaio"))[s.id]
+    # 10 % across a window of 5 rounds of 60 s: 10 / (4 x 60) % per second.
+    assert o["steadystate"] == "iops_slope:0.041667%" and o["ss_dur"] == "300"
+    assert o["runtime"] == "7200" and o["group_reporting"] == "1"
+
+
+def test_data_pattern_options():
+    o = options(render_test(spec(compress_pct=50, dedupe_pct=30, ramp=0), [Path("/t")], "psync"))
+    assert o["buffer_compress_percentage"] == "50" and o["dedupe_percentage"] == "30"
+    assert "buffer_compress_percentage" not in options(render_test(spec(ramp=0), [Path("/t")], "psync"))
+
+
+def test_preparation_writes_each_tier_sequentially():
+    sec = sections(render_prepare([(4, 1 << 20), (1, 8 << 20)], [Path("/t")], "libaio", True, "random", 2, 131072))
+    a, b = sec["prepare0"], sec["prepare1"]
+    assert a["numjobs"] == "4" and a["size"] == str(1 << 20) and a["rw"] == "write" and a["loops"] == "2"
+    assert a["refill_buffers"] == "1" and a["bs"] == "131072" and "stonewall" not in a
+    assert b["numjobs"] == "1" and b["size"] == str(8 << 20) and b["stonewall"] == "1"
+    zero = sections(render_prepare([(1, 1 << 20)], [Path("/t")], "psync", False, "zero", 1, 131072))
+    assert zero["prepare0"]["zero_buffers"] == "1" and "refill_buffers" not in zero["prepare0"]
 
 
 @pytest.mark.parametrize("read,rand,rw,extra", [

@@ -70,7 +70,7 @@ class TerminalProgress(RunObserver):
         if self.test_task is not None:
             self.progress.remove_task(self.test_task)
         self._test_start = time.monotonic()
-        self._duration = spec.ramp + spec.runtime
+        self._duration = spec.ramp + spec.longest_s
         self.test_task = self.progress.add_task(
             f"test {index + 1}/{self.count} {spec.id}", total=self._duration)
         self.live_text.plain = "  starting"
@@ -97,7 +97,7 @@ class TerminalProgress(RunObserver):
         )
 
     def test_finished(self, index, spec, result: TestOutcome):
-        self._done_s += spec.ramp + spec.runtime + 2
+        self._done_s += spec.ramp + spec.longest_s + 2
         self.progress.update(self.plan_task, completed=self._done_s)
         if result.status in ("ok", "partial") and result.aggregate:
             a = result.aggregate.all

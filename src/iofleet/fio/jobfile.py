@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import FioError
 from ..plan.expand import TestSpec
 from ..plan.model import NAME_RE, PATH_RE
-from ..plan.params import ENGINES
+from ..plan.params import ENGINES, STEADY_SLOPE_PCT, STEADY_WINDOW_ROUNDS
 
 # Every option iofleet may write. exec_prerun, exec_postrun, ioscheduler,
 # include and anything else not listed can never reach a job file.
@@ -21,7 +21,9 @@ ALLOWED_OPTIONS = frozenset(
     """ioengine direct directory filename_format size bs rw rwmixread
     percentage_random iodepth numjobs time_based runtime ramp_time
     lat_percentiles group_reporting log_avg_msec write_iops_log write_bw_log
-    write_lat_log per_job_logs log_unix_epoch create_only unlink""".split()
+    write_lat_log per_job_logs log_unix_epoch create_only unlink invalidate
+    stonewall steadystate ss_dur buffer_compress_percentage dedupe_percentage
+    refill_buffers zero_buffers loops end_fsync""".split()
 )
 _TEST_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
 _SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]*$")
@@ -32,6 +34,11 @@ DATA_DIR_NAME = "iofleet"
 DATA_FILE_FORMAT = DATA_DIR_NAME + "/iofleet-data.$jobnum.$filenum"  # fio's keywords, not user text
 PROBE_FILE = DATA_DIR_NAME + "/iofleet-probe"
 LOG_PREFIX = "series"
+# The warm-up runs as its own fio job group, logged like the measured part
+# (fio logs nothing during ramp_time), so the per-second series is whole.
+WARMUP_JOB = "iofleet-warmup"
+WARMUP_LOG_PREFIX = "warmup"
+_STEADYSTATE_RE = re.compile(r"^iops_slope:[0-9]+(\.[0-9]+)?%$")
 LOG_INTERVAL_MS = 1000  # one averaged sample per second in each log
 # The per-second logs asked of fio: file kind → (iofleet metric, factor from
 # fio's unit: the bw log is in KiB/s).
@@ -47,6 +54,8 @@ def _option(key: str, value) -> str:
         text = str(value)
     elif key == "filename_format" and value in (DATA_FILE_FORMAT, PROBE_FILE):
         text = value  # '$' here is fio's file-name keyword, set by iofleet
+    elif key == "steadystate" and isinstance(value, str) and _STEADYSTATE_RE.match(value):
+        text = value  # built from numbers by steady_options
     elif isinstance(value, str) and _SAFE_VALUE_RE.match(value.replace(":", "")):
         # ':' only ever joins directories that were each checked alone.
         text = value
@@ -82,13 +91,35 @@ def rw_options(spec: TestSpec) -> list[tuple[str, object]]:
     return opts
 
 
-def render_test(spec: TestSpec, targets: list[Path], engine: str) -> str:
-    """The job file for one test. `engine` is the resolved engine (not auto)."""
-    if not _TEST_ID_RE.match(spec.id) or not NAME_RE.match(spec.workload):
+def steady_options(spec: TestSpec) -> list[tuple[str, object]]:
+    """fio's own early stop for until: steady, decided next to the IO on
+    each host: the least-squares slope of the per-second IOPS over the
+    window (5 rounds) must fall below the SNIA slope limit. SNIA allows the
+    fitted line to change 10 % of the average across the window, i.e.
+    |slope per round| x (rounds - 1); fio's slope is per second, hence the
+    division by (rounds - 1) x round seconds. iofleet's own SNIA verdict
+    (both criteria, on whole rounds) is computed afterwards and stored."""
+    limit_pct = STEADY_SLOPE_PCT / ((STEADY_WINDOW_ROUNDS - 1) * spec.round)
+    return [
+        # All of a host's jobs stop together (fio applies the criterion
+        # to the reporting group), not one by one.
+        ("group_reporting", True),
+        ("steadystate", f"iops_slope:{limit_pct:.6f}%"),
+        ("ss_dur", STEADY_WINDOW_ROUNDS * spec.round),
+    ]
+
+
+def render_test(spec: TestSpec, targets: list[Path], engine: str, clear_cache: bool = True) -> str:
+    """The job file for one test. `engine` is the resolved engine (not auto).
+
+    With a warm-up, two job groups: the warm-up for `ramp` seconds, then
+    (stonewall) the measured part. fio starts the second as the first ends
+    (a gap of about 0.1 s while the jobs reopen their files)."""
+    if not _TEST_ID_RE.match(spec.id) or not NAME_RE.match(spec.workload) or spec.id == WARMUP_JOB:
         raise FioError(f"refused test name {spec.id!r}: unsafe characters for a fio job file")
     if engine not in ENGINES or engine == "auto":
         raise FioError(f"internal: engine {engine!r} must be resolved before rendering")
-    options: list[tuple[str, object]] = [
+    common: list[tuple[str, object]] = [
         ("ioengine", engine),
         ("direct", spec.direct),
         ("directory", _directory_value(targets)),
@@ -99,22 +130,65 @@ def render_test(spec: TestSpec, targets: list[Path], engine: str) -> str:
         ("iodepth", spec.iodepth),
         ("numjobs", spec.jobs),
         ("time_based", True),
-        ("runtime", spec.runtime),
-        ("ramp_time", spec.ramp),
         # Total latency (submission + completion) with its histogram, so
         # percentiles can be merged exactly across jobs and hosts.
         ("lat_percentiles", True),
-        ("group_reporting", False),
         ("log_avg_msec", LOG_INTERVAL_MS),
-        ("write_iops_log", LOG_PREFIX),
-        ("write_bw_log", LOG_PREFIX),
-        ("write_lat_log", LOG_PREFIX),
         ("per_job_logs", True),
         # Wall-clock times in the logs, so hosts' series can be lined up
         # (start skew and overlap of a fleet test).
         ("log_unix_epoch", True),
     ]
-    return _render(f"iofleet test {spec.id} (workload {spec.workload})", spec.id, options)
+    if spec.compress_pct:
+        common.append(("buffer_compress_percentage", spec.compress_pct))
+    if spec.dedupe_pct:
+        common.append(("dedupe_percentage", spec.dedupe_pct))
+
+    def logs(prefix):
+        return [("write_iops_log", prefix), ("write_bw_log", prefix), ("write_lat_log", prefix)]
+
+    sections = []
+    if spec.ramp:
+        sections.append((WARMUP_JOB, [*common, ("runtime", spec.ramp), ("invalidate", clear_cache),
+                                      ("group_reporting", False), *logs(WARMUP_LOG_PREFIX)]))
+    measured = [*common, ("runtime", spec.longest_s), *logs(LOG_PREFIX)]
+    if spec.ramp:
+        measured += [("stonewall", True), ("invalidate", False)]  # keep what the warm-up warmed
+    else:
+        measured.append(("invalidate", clear_cache))
+    measured += steady_options(spec) if spec.until == "steady" else [("group_reporting", False)]
+    sections.append((spec.id, measured))
+    return _render_sections(f"iofleet test {spec.id} (workload {spec.workload})", sections)
+
+
+def render_prepare(tiers: list[tuple[int, int]], targets: list[Path], engine: str, direct: bool,
+                   mode: str, passes: int, bs: int) -> str:
+    """Preparation: write the data files sequentially, `passes` times, with
+    random (incompressible) data or zeros. `tiers` are (jobs, bytes per
+    file) pairs: files 0..jobs-1 get that many bytes (fio names a job's
+    files by its clone number, so the tests find exactly these files)."""
+    if mode not in ("random", "zero"):
+        raise FioError(f"internal: preparation mode {mode!r}")
+    sections = []
+    for i, (jobs, size) in enumerate(tiers):
+        options: list[tuple[str, object]] = [
+            ("ioengine", engine),
+            ("direct", direct),
+            ("directory", _directory_value(targets)),
+            ("filename_format", DATA_FILE_FORMAT),
+            ("size", size),
+            ("numjobs", jobs),
+            ("bs", bs),
+            ("rw", "write"),
+            ("iodepth", 8),
+            ("loops", passes),
+            ("refill_buffers", True) if mode == "random" else ("zero_buffers", True),
+            ("end_fsync", True),
+        ]
+        if i:
+            options.append(("stonewall", True))
+        sections.append((f"prepare{i}", options))
+    return _render_sections(f"iofleet preparation ({mode} data, {passes} passes)", sections)
 
 
 def render_layout(spec: TestSpec, targets: list[Path]) -> str:

@@ -14,6 +14,7 @@ import json
 import math
 
 from iofleet.errors import ImportFormatError
+from .jobfile import WARMUP_JOB
 from .merge import combine
 from .merge import percentiles as bins_percentiles
 from .records import PERCENTILES, DirectionStats, DiskUtil, FioOutput, JobResult, pct_key
@@ -241,6 +242,7 @@ def parse_output(doc: str | bytes | dict, host: str = "local") -> FioOutput:
         names = _host_names(addresses)
 
     jobs: list[JobResult] = []
+    warmup: list[JobResult] = []
     per_host: dict[str, int] = {}
     has_bins = False
     all_clients = None
@@ -253,21 +255,31 @@ def parse_output(doc: str | bytes | dict, host: str = "local") -> FioOutput:
         job_host = names[_address(entry, where)] if client_mode else host
         read = _direction(entry, "read", where)
         write = _direction(entry, "write", where)
+        if jobname == WARMUP_JOB:  # iofleet's warm-up group: never in a figure
+            warmup.append(JobResult(job_host, jobname, len(warmup), _int(entry, "error", where), 0, 0.0, 0.0,
+                                    read, write, DirectionStats()))
+            continue
         has_bins = has_bins or read.bins is not None or write.bins is not None
         index = per_host.get(job_host, 0)
         per_host[job_host] = index + 1
+        steady = entry.get("steadystate")
+        steady = steady if isinstance(steady, dict) and steady.get("duration") else None
         jobs.append(
             JobResult(
                 host=job_host,
                 job=jobname,
                 index=index,
                 error=_int(entry, "error", where),
-                runtime_ms=_int(entry, "job_runtime", where),
+                # until: steady reports a host's jobs as one group, whose
+                # job_runtime is the sum over its jobs: take the directions'.
+                runtime_ms=(max(read.runtime_ms, write.runtime_ms) if isinstance(steady, dict) else 0)
+                or _int(entry, "job_runtime", where),
                 usr_cpu_pct=_num(entry, "usr_cpu", where),
                 sys_cpu_pct=_num(entry, "sys_cpu", where),
                 read=read,
                 write=write,
                 all=combine([read, write]),
+                steady_attained=bool(steady.get("attained")) if isinstance(steady, dict) else None,
             )
         )
 
@@ -290,6 +302,7 @@ def parse_output(doc: str | bytes | dict, host: str = "local") -> FioOutput:
         disks=disks,
         has_bins=has_bins,
         fio_all_clients=all_clients,
+        warmup_jobs=warmup,
     )
 
 

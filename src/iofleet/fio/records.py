@@ -59,6 +59,8 @@ class JobResult:
     read: DirectionStats
     write: DirectionStats
     all: DirectionStats
+    # until: steady — whether fio's own steady-state check ended the job.
+    steady_attained: bool | None = None
 
 
 @dataclass
@@ -84,6 +86,8 @@ class FioOutput:
     # Per-host totals fio itself reported in client/server mode ("All
     # clients"); used only to cross-check our own sums.
     fio_all_clients: dict | None = None
+    # The warm-up group's jobs (only their errors matter).
+    warmup_jobs: list[JobResult] = field(default_factory=list)
 
 
 @dataclass
@@ -96,3 +100,4 @@ class Series:
     direction: str  # read | write
     t_ms: list[int]
     values: list[float]
+    phase: str = "measured"  # or "warmup": kept for plots, in no figure

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from ..errors import ImportFormatError
 from ..fio.command import error_line, run_command
-from ..fio.jobfile import LOG_PREFIX, render_layout, render_test
+from ..fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX, render_layout, render_prepare, render_test
 from ..fio.parse import parse_output
 from ..fio.records import DiskUtil, JobResult, Series
-from ..plan.expand import MixedStep, TestSpec
+from ..plan.expand import MixedStep, TestSpec, prepare_tiers
 from .check import require_ready
 from .inventory import Host
-from .metrics import HostCpu, HostMetrics, MetricsSampler, mean_cpu
-from .local import TargetDirs, resolve_engine
+from .metrics import HostCpu, HostMetrics, MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
+from .local import TargetDirs, drop_kernel_caches, host_facts, resolve_engine
 from .remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts
 from .runner import FioRun, LiveFigures, read_series, rebase_series, run_fio
 
@@ -42,6 +42,33 @@ class Measured:
     artifacts: dict[str, bytes] = field(default_factory=dict)
     engine: str = ""
     lost: list[str] = field(default_factory=list)  # fleet hosts that gave no result
+    cache: dict[str, str] = field(default_factory=dict)  # host → what was done to its caches
+
+
+@dataclass
+class Prepared:
+    """What preparation wrote on each host."""
+
+    mode: str
+    passes: int
+    bs: int
+    bytes_per_host: dict[str, int]  # all passes
+    seconds: float
+
+    def to_dict(self) -> dict:
+        return {"mode": self.mode, "passes": self.passes, "bs": self.bs,
+                "bytes_per_host": self.bytes_per_host, "seconds": round(self.seconds, 1)}
+
+
+def _prepare_bytes(specs: list[TestSpec], passes: int) -> int:
+    return passes * sum(n * size for n, size in prepare_tiers(specs))
+
+
+def _cache_note(clear: bool, drop_why: str | None) -> str:
+    if not clear:
+        return "caches kept (clear_cache: false)"
+    kernel = "kernel caches dropped" if drop_why is None else f"kernel caches kept ({drop_why})"
+    return f"page cache of iofleet's files invalidated; {kernel}"
 
 
 def _stopped_reason(fio: FioRun) -> str:
@@ -49,19 +76,24 @@ def _stopped_reason(fio: FioRun) -> str:
 
 
 def _timeout(spec: TestSpec | MixedStep) -> float:
-    return spec.ramp + spec.runtime + TIMEOUT_MARGIN_S
+    return spec.ramp + spec.longest_s + TIMEOUT_MARGIN_S
 
 
 class LocalPlace:
     """The local host and its target directories."""
 
-    def __init__(self, targets: list[Path]):
+    def __init__(self, targets: list[Path], clear_cache: bool = True):
         self.targets = targets
+        self.clear_cache = clear_cache
         self.dirs = TargetDirs(targets)
         self._engines: dict[tuple[str, bool], str] = {}
 
     def describe(self) -> dict:
         return {"targets": [str(t) for t in self.targets]}
+
+    def cache_sizes(self, plan_cache: int | None) -> dict[str, tuple[int | None, str, int | None]]:
+        """host → (stated cache bytes, where it was stated, RAM bytes)."""
+        return {"local": (plan_cache, "plan cache_size", host_facts().get("memory_bytes"))}
 
     def prepare(self) -> None:
         self.dirs.prepare()
@@ -75,6 +107,27 @@ class LocalPlace:
             self._engines[key] = resolve_engine(self.targets[0], spec.engine, spec.direct)
         return self._engines[key]
 
+    def prepare_data(self, specs: list[TestSpec], mode: str, passes: int, bs: int, work: Path,
+                     stop: threading.Event, progress) -> Prepared:
+        """Write every data file's working set sequentially before the first
+        test; `progress(done_bytes, total_bytes, elapsed_s, hosts)`."""
+        total = _prepare_bytes(specs, passes)
+        job = render_prepare(prepare_tiers(specs), self.targets, self.engine_for(specs[0]), specs[0].direct,
+                             mode, passes, bs)
+        (work / "prepare.fio").write_text(job)
+        done = last = 0.0
+
+        def on_live(live):
+            nonlocal done, last
+            done += live.bw_bytes_s * (live.elapsed_s - last)
+            last = live.elapsed_s
+            progress(min(done, total), total, live.elapsed_s, None)
+
+        fio = run_fio(run_command(str(work / "prepare.fio")), work, stop, on_live)
+        if fio.returncode != 0 and not fio.stopped:
+            raise FioError(f"preparing the data failed: {error_line(fio.stderr, fio.stdout)}")
+        return Prepared(mode, passes, bs, {"local": total}, fio.wall_s)
+
     def run_test(self, spec: TestSpec, work: Path, stop: threading.Event, phase, on_live) -> Measured:
         phase("checking the IO engine")
         engine = self.engine_for(spec)
@@ -84,18 +137,24 @@ class LocalPlace:
             layout = run_fio(run_command(str(work / "layout.fio"), None), work, stop)
             if layout.returncode != 0 and not layout.stopped:
                 return Measured("failed", error_line(layout.stderr, layout.stdout), engine=engine)
-        jobfile = render_test(spec, self.targets, engine)
+        drop_why = None
+        if self.clear_cache:
+            phase("clearing caches")
+            drop_why = drop_kernel_caches()
+        jobfile = render_test(spec, self.targets, engine, self.clear_cache)
         (work / "job.fio").write_text(jobfile)
         phase("warm-up" if spec.ramp else "measuring")
         with MetricsSampler({}, local="local") as sampler:
             fio = run_fio(run_command(str(work / "job.fio")), work, stop, on_live, timeout_s=_timeout(spec))
         m = self._judge(fio)
         m.engine = engine
+        m.cache = {"local": _cache_note(self.clear_cache, drop_why)}
         m.host_metrics = [sampler.summary(skip_s=spec.ramp, until_s=fio.wall_s)["local"]]
         m.host_cpu = m.host_metrics[0].cpu
         m.artifacts = {"job.fio": jobfile.encode(), **_fio_artifacts(fio)}
-        for f in sorted(work.glob(f"{LOG_PREFIX}_*.log")):
-            m.artifacts[f.name] = f.read_bytes()
+        for prefix in (WARMUP_LOG_PREFIX, LOG_PREFIX):
+            for f in sorted(work.glob(f"{prefix}_*.log")):
+                m.artifacts[f.name] = f.read_bytes()
         if m.jobs:
             m.series = read_series(work, "local")
             rebase_series(m.series)
@@ -113,7 +172,7 @@ class LocalPlace:
         disks = parsed.disks if parsed else []
         if fio.stopped:
             return Measured("interrupted", _stopped_reason(fio), jobs, disks)
-        job_errors = [j for j in jobs if j.error]
+        job_errors = [j for j in jobs + (parsed.warmup_jobs if parsed else []) if j.error]
         if fio.returncode != 0 or parsed is None or job_errors:
             line = error_line(fio.stderr, fio.stdout)
             if job_errors and line == "fio failed without a message":
@@ -125,8 +184,9 @@ class LocalPlace:
 class FleetPlace:
     """Hosts running `fio --server`, each with its own targets."""
 
-    def __init__(self, hosts: list[Host], groups: dict[str, list[str]] | None = None):
+    def __init__(self, hosts: list[Host], groups: dict[str, list[str]] | None = None, clear_cache: bool = True):
         self.hosts = hosts
+        self.clear_cache = clear_cache
         self.groups = groups or {}  # mixed plans: workload → its hosts' names
         self._engines: dict[tuple[tuple[str, bool], str], str] = {}  # ((engine, direct), host) → engine
         self._max_jobs = 0
@@ -138,6 +198,22 @@ class FleetPlace:
     def describe(self) -> dict:
         return {"hosts": [{"name": h.name, "address": h.address, "labels": h.labels,
                            "targets": h.targets} for h in self.hosts]}
+
+    def cache_sizes(self, plan_cache: int | None) -> dict[str, tuple[int | None, str, int | None]]:
+        """host → (stated cache bytes, where it was stated, RAM bytes from
+        its node_exporter, or None)."""
+        out = {}
+        for h in self.hosts:
+            ram = None
+            if h.metrics:
+                try:
+                    ram = exporter_facts(fetch_metrics(h.metrics))["memory_bytes"]
+                except OSError:
+                    pass
+            stated = (h.cache_size, "inventory cache_size") if h.cache_size is not None else (
+                plan_cache, "plan cache_size")
+            out[h.name] = (*stated, ram)
+        return out
 
     def prepare(self) -> None:
         """Refuse to start unless every host passes `hosts check`."""
@@ -171,6 +247,35 @@ class FleetPlace:
                             if (s.engine, s.direct) == key})
         return engines
 
+    def prepare_data(self, steps: list[TestSpec | MixedStep], mode: str, passes: int, bs: int, work: Path,
+                     stop: threading.Event, progress) -> Prepared:
+        """Write every host's working sets at once, in one fio client run.
+        fio's client reports nothing until the end: progress shows each
+        host's disk and network rates from its node_exporter."""
+        per_host: dict[str, list[TestSpec]] = {}
+        for step in steps:
+            for name, spec in self.specs_by_host(step).items():
+                per_host.setdefault(name, []).append(spec)
+        hosts = [h for h in self.hosts if h.name in per_host]
+        first = {name: specs[0] for name, specs in per_host.items()}
+        engines = self._engines_for(first, work, stop)
+        jobfiles = {h.name: render_prepare(prepare_tiers(per_host[h.name]), [Path(t) for t in h.targets],
+                                           engines[h.name], first[h.name].direct, mode, passes, bs)
+                    for h in hosts}
+        totals = {name: _prepare_bytes(specs, passes) for name, specs in per_host.items()}
+        self._max_jobs = max([self._max_jobs] + [s.jobs for specs in per_host.values() for s in specs])
+
+        def on_live(live):
+            progress(None, sum(totals.values()), live.elapsed_s, live.hosts)
+
+        with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
+                _LiveHosts(sampler, on_live):
+            run = run_on_hosts(jobfiles, hosts, work, stop, tag="prepare")
+        if not run.fio.stopped and (run.lost or run.fio.returncode != 0 or any(j.error for j in run.jobs)):
+            why = lost_reason(run) if run.lost else error_line(run.fio.stderr, run.fio.stdout)
+            raise FioError(f"preparing the data failed: {why}")
+        return Prepared(mode, passes, bs, totals, run.fio.wall_s)
+
     def run_test(self, step: TestSpec | MixedStep, work: Path, stop: threading.Event, phase, on_live) -> Measured:
         specs = self.specs_by_host(step)
         hosts = [h for h in self.hosts if h.name in specs]
@@ -186,8 +291,8 @@ class FleetPlace:
             run = run_on_hosts(layouts, layout_hosts, work, stop, timeout_s=timeout, tag="layout")
             if run.lost or run.fio.returncode != 0 and not run.fio.stopped:
                 return Measured("failed", error_line(run.fio.stderr, run.fio.stdout), engine=engine)
-        jobfiles = {h.name: render_test(specs[h.name], [Path(t) for t in h.targets], engines[h.name])
-                    for h in hosts}
+        jobfiles = {h.name: render_test(specs[h.name], [Path(t) for t in h.targets], engines[h.name],
+                                        self.clear_cache) for h in hosts}
         phase(f"running on {len(hosts)} hosts")
         with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
                 _LiveHosts(sampler, on_live):
@@ -201,12 +306,16 @@ class FleetPlace:
             m.status = "partial" if run.jobs else "failed"
             m.error = lost_reason(run)
             m.lost = run.lost
-        elif run.fio.returncode != 0 or any(j.error for j in run.jobs):
+        elif run.fio.returncode != 0 or any(j.error for j in run.jobs) or run.warmup_errors:
             m.status, m.error = "failed", error_line(run.fio.stderr, run.fio.stdout)
+        # fio invalidates the files' page cache on each host; the kernel's
+        # caches can only be dropped where iofleet itself runs as root.
+        m.cache = {h.name: _cache_note(self.clear_cache, "no iofleet on the host to drop them") for h in hosts}
         m.artifacts = {f"job.{name}.fio": text.encode() for name, text in jobfiles.items()}
         m.artifacts.update(_fio_artifacts(run.fio))
-        for f in sorted(work.glob(f"{LOG_PREFIX}_*.log.*")):
-            m.artifacts[f.name] = f.read_bytes()
+        for prefix in (WARMUP_LOG_PREFIX, LOG_PREFIX):
+            for f in sorted(work.glob(f"{prefix}_*.log.*")):
+                m.artifacts[f.name] = f.read_bytes()
         m.series = [s for h in hosts for s in read_series(work, h.name, f".{h.endpoint[0]}")]
         rebase_series(m.series)
         metrics = sampler.summary(skip_s=step.ramp, until_s=run.fio.wall_s)

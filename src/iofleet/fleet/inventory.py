@@ -20,6 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from ..errors import IofleetError
 from ..plan.load import format_validation_error
 from ..plan.model import check_name, check_target_path
+from ..plan.units import parse_size
 
 DEFAULT_FIO_PORT = 8765
 ADDRESS_EXAMPLES = "e.g. 10.0.0.11, 10.0.0.11:8765, [2001:db8::11]:8765 or storage01:8765"
@@ -95,6 +96,9 @@ class Host(BaseModel):
     targets: Annotated[list[Annotated[str, BeforeValidator(check_target_path)]], Field(min_length=1)]
     metrics: Optional[Annotated[str, BeforeValidator(_check_url)]] = None
     nic_gbps: Optional[Annotated[float, Field(gt=0, le=10_000)]] = None
+    # Cache in front of this host's storage (e.g. an HCI cache tier):
+    # tests then say whether their working set fits (cache test) or not.
+    cache_size: Optional[Annotated[int, BeforeValidator(parse_size)]] = None
 
     @model_validator(mode="after")
     def _default_name(self):

@@ -33,6 +33,22 @@ def host_facts() -> dict:
     }
 
 
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+
+def drop_kernel_caches() -> str | None:
+    """Write dirty data back, then drop this host's clean page cache,
+    dentries and inodes (root only). None when done, else why not."""
+    if os.geteuid() != 0:
+        return "not root"
+    os.sync()
+    try:
+        DROP_CACHES.write_text("3\n")
+    except OSError as exc:
+        return f"cannot write {DROP_CACHES} ({exc.strerror})"
+    return None
+
+
 class TargetDirs:
     """iofleet's own directory under each target: created when missing,
     and on cleanup only iofleet's files are removed (truth rule 5)."""

@@ -151,6 +151,14 @@ def parse_exporter(text: str) -> Counters:
     return c
 
 
+def exporter_facts(text: str) -> dict:
+    """A host's CPU count and memory from its node_exporter page (None
+    where the page does not say)."""
+    cpus = {labels.get("cpu") for _, labels, _ in _samples(text, (_CPU,))} - {None}
+    memory = [value for _, _, value in _samples(text, ("node_memory_MemTotal_bytes",))]
+    return {"cpus": len(cpus) or None, "memory_bytes": int(memory[0]) if memory else None}
+
+
 def free_bytes(metrics_text: str, path: str) -> int | None:
     """Bytes available to users on the filesystem holding `path`: that of the
     longest mountpoint containing it, component-wise (/mnt/a holds /mnt/a/x,

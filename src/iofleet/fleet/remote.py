@@ -26,6 +26,7 @@ class FleetRun:
     disks: list[DiskUtil] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # hosts that gave no result
     parse_error: str | None = None
+    warmup_errors: list[str] = field(default_factory=list)  # hosts whose warm-up failed
 
 
 def _host_of(hosts: list[Host], reported: str) -> str:
@@ -58,6 +59,7 @@ def run_on_hosts(
         else:
             run.jobs = [JobResult(**{**j.__dict__, "host": _host_of(hosts, j.host)}) for j in parsed.jobs]
             run.disks = [DiskUtil(**{**d.__dict__, "host": _host_of(hosts, d.host)}) for d in parsed.disks]
+            run.warmup_errors = sorted({_host_of(hosts, j.host) for j in parsed.warmup_jobs if j.error})
     seen = {j.host for j in run.jobs}
     run.lost = [h.name for h in hosts if h.name not in seen]
     return run

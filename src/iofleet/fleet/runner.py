@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..fio.jobfile import LOG_INTERVAL_MS, LOG_METRICS, LOG_PREFIX
+from ..fio.jobfile import LOG_INTERVAL_MS, LOG_METRICS, LOG_PREFIX, WARMUP_LOG_PREFIX
 from ..fio.parse import DocumentSplitter, parse_log
 from ..fio.records import Series
 from .metrics import HostSample
@@ -178,14 +178,21 @@ def _signal(proc: subprocess.Popen, sig: int) -> None:
 def read_series(work: Path, host: str, suffix: str = "") -> list[Series]:
     """Per-second series from the logs fio wrote in `work`:
     <prefix>_<kind>.<job>.log, plus `.<address>` when fio's client wrote
-    them for a server (pass that as `suffix`)."""
+    them for a server (pass that as `suffix`). The warm-up group's logs
+    give the series' warm-up part (phase "warmup")."""
     out = []
-    for kind, (metric, factor) in LOG_METRICS.items():
-        for f in sorted(work.glob(f"{LOG_PREFIX}_{kind}.*.log{suffix}")):
-            job_index = int(f.name.split(".")[1]) - 1  # fio numbers jobs from 1
-            for direction, (t_ms, values) in parse_log(f.read_text()).items():
-                out.append(Series(host=host, job_index=job_index, metric=metric, direction=direction,
-                                  t_ms=t_ms, values=[v * factor for v in values]))
+    for phase, prefix in (("warmup", WARMUP_LOG_PREFIX), ("measured", LOG_PREFIX)):
+        for kind, (metric, factor) in LOG_METRICS.items():
+            files = sorted(work.glob(f"{prefix}_{kind}.*.log{suffix}"))
+            # fio numbers jobs across the whole job file (from 1): the
+            # measured jobs follow the warm-up's, so count from the first.
+            numbers = {f: int(f.name.split(".")[1]) for f in files}
+            first = min(numbers.values(), default=1)
+            for f in files:
+                for direction, (t_ms, values) in parse_log(f.read_text()).items():
+                    out.append(Series(host=host, job_index=numbers[f] - first, metric=metric,
+                                      direction=direction, t_ms=t_ms, values=[v * factor for v in values],
+                                      phase=phase))
     return out
 
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 from ..errors import PlanError
 from .model import Plan
-from .params import MATRIX_PARAMS, PARAMS
+from .params import MATRIX_PARAMS, PARAMS, STEADY_WINDOW_ROUNDS
 from .units import format_duration, format_size
 
 
@@ -35,6 +35,11 @@ class TestSpec:
     ramp: int
     engine: str
     direct: bool
+    compress_pct: int = 0
+    dedupe_pct: int = 0
+    until: str = "time"  # time | steady
+    max_runtime: int = 3600
+    round: int = 60
     repeat: int = 1  # which repeat this is, 1-based
     repeats: int = 1  # how many repeats the workload asked for
 
@@ -43,6 +48,12 @@ class TestSpec:
         """Bytes of each file that the IO touches, rounded down to whole blocks."""
         ws = self.size * self.working_set_pct // 100
         return max(self.bs, ws - ws % self.bs)
+
+    @property
+    def longest_s(self) -> int:
+        """The longest the measured part can last: runtime, or with
+        until: steady the maximum."""
+        return self.max_runtime if self.until == "steady" else self.runtime
 
     @property
     def pattern(self) -> str:
@@ -68,6 +79,9 @@ _ID_SUFFIX = {
     "ramp": lambda v: f"ramp{format_duration(v)}",
     "engine": lambda v: v,
     "direct": lambda v: "direct" if v else "buffered",
+    "compress_pct": lambda v: f"cmp{v}",
+    "dedupe_pct": lambda v: f"dd{v}",
+    "until": lambda v: v,
 }
 
 
@@ -99,6 +113,11 @@ def expand(plan: Plan) -> list[TestSpec]:
                 f"workload {wname!r}: size {format_size(p['size'])} is smaller than "
                 f"bs {format_size(p['bs'])}; make size at least one block"
             )
+        if p["until"] == "steady" and p["max_runtime"] < STEADY_WINDOW_ROUNDS * p["round"]:
+            problems.append(
+                f"workload {wname!r}: max_runtime {format_duration(p['max_runtime'])} is shorter than the "
+                f"steady-state window ({STEADY_WINDOW_ROUNDS} rounds of {format_duration(p['round'])}); "
+                f"raise max_runtime or shorten round")
         if p["bs"] % 512:
             problems.append(f"workload {wname!r}: bs {p['bs']} is not a multiple of 512 bytes")
     if problems:
@@ -137,6 +156,20 @@ def data_per_target_set(specs: list[TestSpec]) -> int:
     return sum(max(s.size for s in specs if s.jobs > n) for n in range(max_jobs))
 
 
+def prepare_tiers(specs: list[TestSpec]) -> list[tuple[int, int]]:
+    """What preparation writes, as (files, bytes per file) tiers: file N
+    gets the largest working set of the tests that use it (those with more
+    than N jobs). Files are numbered by job, so a tier of N files writes
+    files 0..N-1; tiers with more files come first."""
+    max_jobs = max((s.jobs for s in specs), default=0)
+    sizes = [max(s.working_set for s in specs if s.jobs > n) for n in range(max_jobs)]
+    tiers: list[tuple[int, int]] = []
+    for n in range(max_jobs, 0, -1):
+        if not tiers or sizes[n - 1] != tiers[-1][1]:
+            tiers.append((n, sizes[n - 1]))
+    return tiers
+
+
 @dataclass(frozen=True)
 class MixedStep:
     """One step of a mixed plan: a test of every workload at the same time,
@@ -158,6 +191,10 @@ class MixedStep:
     @property
     def runtime(self) -> int:
         return max(s.runtime for s in self.groups.values())
+
+    @property
+    def longest_s(self) -> int:
+        return max(s.longest_s for s in self.groups.values())
 
     @property
     def jobs(self) -> int:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
-from .params import MATRIX_PARAMS, PARAMS
+from .params import MATRIX_PARAMS, PARAMS, RUN_PARAMS
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Characters a target path may hold. Excludes what fio or a shell would
@@ -62,6 +62,13 @@ WorkloadParams = create_model(
 )
 
 
+RunSettings = create_model(
+    "RunSettings",
+    __config__=ConfigDict(extra="forbid"),
+    **{name: (Annotated[Any, BeforeValidator(p.parse)], p.default) for name, p in RUN_PARAMS.items()},
+)
+
+
 class Workload(WorkloadParams):
     name: Annotated[str, BeforeValidator(check_name)]
     description: str = ""
@@ -70,7 +77,7 @@ class Workload(WorkloadParams):
     hosts: Optional[dict[str, str]] = None
 
 
-class Plan(BaseModel):
+class Plan(RunSettings):  # type: ignore[valid-type,misc]
     model_config = ConfigDict(extra="forbid")
 
     name: Annotated[str, BeforeValidator(check_name)]

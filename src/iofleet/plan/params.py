@@ -99,8 +99,47 @@ PARAMS: dict[str, Param] = {
               "IO engine; auto = first of io_uring, libaio, psync that works",
               "ioengine", choices=ENGINES),
         Param("direct", "bool", True, "bypass the page cache (O_DIRECT)", "direct"),
+        Param("compress_pct", "pct", 0, "how compressible written data is (0 = not at all)",
+              "buffer_compress_percentage", minimum=0, maximum=100),
+        Param("dedupe_pct", "pct", 0, "share of written blocks that are duplicates",
+              "dedupe_percentage", minimum=0, maximum=100),
+        Param("until", "choice", "time",
+              "time = measure for `runtime`; steady = stop once steady (SNIA PTS), at most `max_runtime`",
+              "steadystate, ss_dur", choices=("time", "steady"), in_matrix=False),
+        Param("max_runtime", "duration", 3600, "with until: steady, the longest a test may measure",
+              "runtime", minimum=1, maximum=30 * 86400, in_matrix=False),
+        Param("round", "duration", 60, "steady state: length of one round (5 rounds = the window)",
+              "ss_dur (5 rounds)", minimum=1, maximum=86400, in_matrix=False),
         Param("repeat", "int", 1, "how many times each test runs", "(iofleet)",
               minimum=1, maximum=1000, in_matrix=False),
+    )
+}
+
+# Steady state (SNIA PTS): a window of this many rounds, whose rounds may
+# differ by this share of the window's average (data excursion), and whose
+# fitted line may change by this share across the window (slope excursion).
+STEADY_WINDOW_ROUNDS = 5
+STEADY_DATA_PCT = 20.0
+STEADY_SLOPE_PCT = 10.0
+
+# Settings of a whole run (plan top level), documented by `iofleet params`
+# like the workload parameters above.
+RUN_PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param("prepare", "choice", "random",
+              "before the first test, write every working set sequentially: random data, zeros, or none",
+              "rw=write, refill_buffers | zero_buffers", choices=("random", "zero", "none"), in_matrix=False),
+        Param("prepare_passes", "int", 2, "how many times preparation writes the working set", "loops",
+              minimum=1, maximum=10, in_matrix=False),
+        Param("prepare_bs", "size", 128 * 1024, "block size of the preparation writes", "bs",
+              minimum=4096, maximum=16 * 1024**2, in_matrix=False),
+        Param("clear_cache", "bool", True,
+              "before each test: drop the page cache of iofleet's files and, as root, the kernel caches",
+              "invalidate (+ /proc/sys/vm/drop_caches)", in_matrix=False),
+        Param("cache_size", "size", None,
+              "cache in front of the storage per host (e.g. an HCI cache tier): says cache or capacity test",
+              "(iofleet)", minimum=0, maximum=1024**6, in_matrix=False),
     )
 }
 

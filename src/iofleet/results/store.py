@@ -185,6 +185,14 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (test_pk, role, host)
     );
     """,
+    # v3: methodology — what preparation wrote (per run); per test the
+    # steady-state verdicts, measurement window, caches and working set;
+    # the warm-up part of every series.
+    """
+    ALTER TABLE runs ADD COLUMN methodology TEXT;          -- JSON object
+    ALTER TABLE tests ADD COLUMN methodology TEXT;         -- JSON object
+    ALTER TABLE series ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured';  -- measured | warmup
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -351,6 +359,11 @@ class Store:
         )
         return cur.lastrowid
 
+    def set_run_methodology(self, run_id: int, methodology: dict) -> None:
+        """What was done before the tests: preparation and cache policy."""
+        with self._conn:
+            self._conn.execute("UPDATE runs SET methodology = ? WHERE id = ?", (_json(methodology), run_id))
+
     def finish_run(self, run_id: int, status: str, note: str | None = None) -> None:
         """Set the final status and end time (and a note, when given)."""
         if status not in RUN_STATUSES:
@@ -482,6 +495,7 @@ class Store:
                 "host_metrics": metrics.get(pk, {}).get("host", []),
                 "controller": (metrics.get(pk, {}).get("controller") or [None])[0],
                 "fleet": json.loads(t["fleet"]) if t["fleet"] else None,
+                "methodology": json.loads(t["methodology"]) if t["methodology"] else None,
                 "aggregate": aggregate,
                 "jobs": jobs.get(pk, []),
                 "disks": disks.get(pk, []),
@@ -512,6 +526,7 @@ class Store:
         host_metrics: list[HostMetrics] = (),
         controller: HostMetrics | None = None,
         fleet: dict | None = None,
+        methodology: dict | None = None,
     ) -> int:
         """Save one test and everything measured in it; returns the test's row id.
 
@@ -540,8 +555,8 @@ class Store:
             pk = conn.execute(
                 "INSERT INTO tests (run_id, seq, test_id, workload, repeat, params, status, error,"
                 " started_at, ended_at, agg_jobs, usr_cpu_pct, sys_cpu_pct, host_cpu_samples,"
-                " host_cpu_avg_pct, host_cpu_max_pct, artifact_dir, fleet)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " host_cpu_avg_pct, host_cpu_max_pct, artifact_dir, fleet, methodology)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id, seq, spec["id"], spec["workload"], spec["repeat"],
                     _json(spec["params"]), status, error, _iso(started_at), _iso(ended_at),
@@ -553,6 +568,7 @@ class Store:
                     host_cpu.max_pct if host_cpu else None,
                     rel_dir.as_posix() if artifacts else None,
                     _json(fleet) if fleet is not None else None,
+                    _json(methodology) if methodology is not None else None,
                 ),
             ).lastrowid
             self._insert_host_metrics(pk, host_metrics, controller)
@@ -565,10 +581,10 @@ class Store:
             )
             conn.executemany(
                 "INSERT INTO series (test_pk, host, job_index, metric, direction, samples,"
-                " t_ms_i64le, values_f64le) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " t_ms_i64le, values_f64le, phase) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (pk, s.host, s.job_index, s.metric, s.direction, len(s.values),
-                     _pack(s.t_ms, "q"), _pack(s.values, "d"))
+                     _pack(s.t_ms, "q"), _pack(s.values, "d"), s.phase)
                     for s in series
                 ],
             )
@@ -642,7 +658,7 @@ class Store:
             Series(
                 host=r["host"], job_index=r["job_index"], metric=r["metric"],
                 direction=r["direction"], t_ms=_unpack(r["t_ms_i64le"], "q"),
-                values=_unpack(r["values_f64le"], "d"),
+                values=_unpack(r["values_f64le"], "d"), phase=r["phase"],
             )
             for r in self._conn.execute("SELECT * FROM series WHERE test_pk = ? ORDER BY id", (test_pk,))
         ]
@@ -673,6 +689,7 @@ class Store:
     def _run_dict(row: sqlite3.Row) -> dict:
         run = dict(row)
         run["host_facts"] = json.loads(run["host_facts"])
+        run["methodology"] = json.loads(run["methodology"]) if run.get("methodology") else None
         return run
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..analysis.methodology import cache_verdict, judge_steady, test_totals, window_figures
 from ..analysis.skew import measure_skew
 from ..errors import FioError, IofleetError
 from ..fio.command import fio_version
@@ -26,6 +27,7 @@ class RunObserver:
     """Progress callbacks; every method is optional."""
 
     def run_started(self, run_id: int, specs: list[TestSpec | MixedStep], estimate_s: float) -> None: ...
+    def preparing(self, done_bytes: float | None, total_bytes: int, elapsed_s: float, hosts: dict | None) -> None: ...
     def test_started(self, index: int, spec: TestSpec) -> None: ...
     def test_phase(self, index: int, spec: TestSpec, phase: str) -> None: ...
     def test_live(self, index: int, spec: TestSpec, live: LiveFigures) -> None: ...
@@ -57,8 +59,8 @@ class RunOutcome:
 
 
 def estimate_seconds(specs: list[TestSpec]) -> float:
-    """Planned duration: warm-up + runtime of every test, plus ~2 s of fio start-up."""
-    return float(sum(s.ramp + s.runtime + 2 for s in specs))
+    """Planned duration (the longest): warm-up + runtime of every test, plus ~2 s of fio start-up."""
+    return float(sum(s.ramp + s.longest_s + 2 for s in specs))
 
 
 def _now() -> str:
@@ -84,16 +86,16 @@ def run_plan(
             raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
                                f"run it on a fleet with --hosts INVENTORY")
         groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads})
-        place = FleetPlace(hosts, groups)
+        place = FleetPlace(hosts, groups, clear_cache=plan.clear_cache)
         specs = expand_mixed(plan)
     elif hosts:
-        place = FleetPlace(hosts)
+        place = FleetPlace(hosts, clear_cache=plan.clear_cache)
         specs = expand(plan)
     else:
         if not plan.targets:
             raise IofleetError(
                 f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
-        place = LocalPlace([Path(t).resolve() for t in plan.targets])
+        place = LocalPlace([Path(t).resolve() for t in plan.targets], clear_cache=plan.clear_cache)
         specs = expand(plan)
     version = fio_version()
     place.prepare()
@@ -104,11 +106,20 @@ def run_plan(
     )
     outcome = RunOutcome(run_id=run_id, status="complete", tests_planned=len(specs))
     observer.run_started(run_id, specs, estimate_seconds(specs))
+    caches = place.cache_sizes(plan.cache_size)
     try:
+        method = {"prepare": None, "clear_cache": plan.clear_cache}
+        if plan.prepare != "none" and specs:
+            with tempfile.TemporaryDirectory(prefix="iofleet-prepare-") as tmp:
+                prepared = place.prepare_data(specs, plan.prepare, plan.prepare_passes, plan.prepare_bs,
+                                              Path(tmp), stop, observer.preparing)
+            method["prepare"] = prepared.to_dict()
+        store.set_run_methodology(run_id, method)
         for index, spec in enumerate(specs):
             if stop.is_set():
                 break
-            result = _run_test(index, spec, place, store, run_id, observer, stop)
+            result = _run_test(index, spec, place, store, run_id, observer, stop,
+                               prepared=method["prepare"] is not None, caches=caches)
             outcome.tests.append(result)
             observer.test_finished(index, spec, result)
             if result.status == "interrupted" or stop.is_set():
@@ -133,7 +144,34 @@ def run_plan(
     return outcome
 
 
-def _run_test(index, spec, place, store, run_id, observer, stop) -> TestOutcome:
+def _methodology(spec, m: Measured, by_host: dict[str, TestSpec], prepared: bool, caches: dict) -> dict:
+    """Steady-state verdicts, the measurement window's figures, what was
+    done to the caches and, per host, cache or capacity test."""
+    first = next(iter(by_host.values()), None)
+    round_s = first.round if first else 60
+    totals = test_totals(m.series)
+    verdicts = judge_steady(totals, round_s)
+    until = {s.until for s in by_host.values()}
+    out = {
+        "steady": {k: v.to_dict() for k, v in verdicts.items()},
+        "until": "steady" if "steady" in until else "time",
+        "window": window_figures(totals, verdicts["iops"]) if "steady" in until else None,
+        "fio_steady": {j.host: j.steady_attained for j in m.jobs if j.steady_attained is not None} or None,
+        "prepared": prepared,
+        "cache": m.cache,
+        "working_set": {},
+    }
+    for host, s in by_host.items():
+        stated, source, ram = caches.get(host, (None, "", None))
+        if stated is None and not s.direct:
+            stated, source = ram, "host RAM (buffered IO)"
+        out["working_set"][host] = cache_verdict(s.jobs * s.working_set, stated, source)
+    measured_from = [min(x.t_ms) - 1000 for x in m.series if x.phase == "measured" and x.t_ms]
+    out["measured_from_ms"] = min(measured_from) if measured_from else None
+    return out
+
+
+def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False, caches=None) -> TestOutcome:
     started = _now()
     observer.test_started(index, spec)
     with tempfile.TemporaryDirectory(prefix="iofleet-test-") as tmp:
@@ -150,12 +188,14 @@ def _run_test(index, spec, place, store, run_id, observer, stop) -> TestOutcome:
         runtime = {}
         for j in m.jobs:
             runtime[j.host] = max(runtime.get(j.host, 0), j.runtime_ms)
-        skew = measure_skew(m.series, runtime)
+        skew = measure_skew([x for x in m.series if x.phase == "measured"], runtime)
         ran = place.specs_by_host(spec)
         fleet = {"hosts": [h.name for h in place.hosts if h.name in ran], "skew": skew.to_dict() if skew else None}
         if place.groups:
             fleet["groups"] = {g: {"hosts": [h for h in names if h in ran], "test": spec.groups[g].id}
                                for g, names in place.groups.items()}
+    by_host = place.specs_by_host(spec) if isinstance(place, FleetPlace) else {"local": spec}
+    method = _methodology(spec, m, by_host, prepared, caches or {})
     test_pk = store.save_test(
         run_id, seq=index,
         spec={"id": spec.id, "workload": spec.workload, "repeat": spec.repeat,
@@ -163,7 +203,7 @@ def _run_test(index, spec, place, store, run_id, observer, stop) -> TestOutcome:
         status=m.status, error=m.error, started_at=started, ended_at=_now(),
         jobs=m.jobs, aggregate=agg, host_cpu=m.host_cpu, disks=m.disks,
         series=m.series, artifacts=m.artifacts,
-        host_metrics=m.host_metrics, controller=m.controller, fleet=fleet,
+        host_metrics=m.host_metrics, controller=m.controller, fleet=fleet, methodology=method,
     )
     return TestOutcome(spec=spec, status=m.status, error=m.error, aggregate=agg, test_pk=test_pk,
                        lost=m.lost)
