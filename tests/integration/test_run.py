@@ -60,7 +60,10 @@ def test_run_stores_exact_results_and_prints_summary(tmp_path, disk_dir, data_di
         assert {s.metric for s in series} == {"iops", "bw_bytes_s", "lat_ns"}
         assert all(len(s.values) >= 1 for s in series)
         assert b'"fio version"' in store.read_artifact(t["pk"], "fio-output.json")
-        assert b"ramp_time=1" in store.read_artifact(t["pk"], "job.fio")
+        assert b"[iofleet-warmup]" in store.read_artifact(t["pk"], "job.fio")
+        # The warm-up is logged too, marked as such, before the measured part.
+        warm = [s for s in series if s.phase == "warmup"]
+        assert warm and max(s.t_ms[-1] for s in warm) <= min(s.t_ms[0] for s in series if s.phase == "measured")
 
     csv_text = iofleet("results", "export", "1", "--format", "csv", data_dir=data_dir).stdout
     assert csv_text.splitlines()[0].startswith("run_id,") and len(csv_text.splitlines()) == 3
@@ -118,7 +121,7 @@ def test_fio_failure_ends_the_test_with_fios_error_and_follows_on_error(tmp_path
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(full)]).returncode:
         pytest.skip("this machine does not allow mounting a tmpfs")
     try:
-        plan = write_plan(tmp_path / "p.yaml", name="fails", on_error=on_error,
+        plan = write_plan(tmp_path / "p.yaml", name="fails", on_error=on_error, prepare="none",
                           defaults={"runtime": "1s", "ramp": "0s", "read_pct": 0, "direct": False},
                           workloads=[{"name": "too-big", "size": "16m", "bs": "64k", "random_pct": 0},
                                      {"name": "fits", "size": "1m"}])

@@ -330,6 +330,10 @@ class _StepProgress(RunObserver):
         self.bar = TerminalProgress(self.console).__enter__()
         self.bar.run_started(run_id, specs, estimate_s)
 
+    def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):
+        if self.bar:
+            self.bar.preparing(done_bytes, total_bytes, elapsed_s, hosts)
+
     def test_started(self, index, spec):
         if self.bar:
             self.bar.test_started(index, spec)

@@ -8,6 +8,7 @@ from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
+from ..plan.units import format_bytes
 from ..studies.run import RunObserver, TestOutcome
 
 
@@ -65,6 +66,17 @@ class TerminalProgress(RunObserver):
         self.count = len(specs)
         self.console.print(f"Run {run_id}: {len(specs)} tests, about {estimate_s:.0f} s")
         self.plan_task = self.progress.add_task("plan", total=estimate_s)
+
+    def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):
+        if self.test_task is None:
+            self.test_task = self.progress.add_task("preparing data", total=total_bytes)
+        if done_bytes is not None:
+            self.progress.update(self.test_task, completed=done_bytes)
+            self.live_text.plain = (f"  preparing data: {format_bytes(done_bytes)} of {format_bytes(total_bytes)} "
+                                    f"written, {done_bytes / max(elapsed_s, 0.1) / 1e6:,.0f} MB/s")
+        else:  # fleet: fio's client says nothing until the end
+            self.live_text.plain = (f"  preparing data on {len(hosts or {})} hosts: {format_bytes(total_bytes)} "
+                                    f"in all, {elapsed_s:.0f} s so far\n" + host_lines(hosts or {}))
 
     def test_started(self, index, spec):
         if self.test_task is not None:

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ImportFormatError
+from ..errors import FioError, ImportFormatError
 from ..fio.command import error_line, run_command
 from ..fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX, render_layout, render_prepare, render_test
 from ..fio.parse import parse_output

@@ -42,10 +42,8 @@ MAX_BYTES = 4 * 1024**2  # a parameter file is small; anything larger is not one
 
 INFO, UNSUPPORTED, REFUSED = "info", "unsupported", "refused"
 
-# Data-content parameters being added to the table; emitted even before
-# params.py knows them (range 0-100).
-EXTRA_PARAMS = ("compress_pct", "dedupe_pct")
-PARAM_ORDER = tuple(PARAMS) + tuple(p for p in EXTRA_PARAMS if p not in PARAMS)
+# Suffixes a parameter file's name may carry; the plan is named without them.
+NAME_SUFFIXES = FIO_SUFFIXES + (".cfg", ".vdb", ".txt", ".conf", ".parm", ".param", ".params")
 
 
 @dataclass
@@ -60,7 +58,12 @@ class ImportResult:
 
 
 class _Skip(Exception):
-    """A workload cannot be imported; the message says why."""
+    """A workload cannot be imported: where (may be empty) and why."""
+
+    def __init__(self, problem: str, where: str = ""):
+        super().__init__(problem)
+        self.problem = problem
+        self.where = where
 
 
 def _one_line(text: str) -> str:
@@ -69,6 +72,8 @@ def _one_line(text: str) -> str:
 
 def _shown(value) -> str:
     """A value as it may appear in a note: short, one line, quoted if odd."""
+    if isinstance(value, list):  # a vdbench (a,b,c) list
+        value = "(" + ",".join(map(str, value)) + ")"
     text = "" if value is None else str(value)
     if not re.fullmatch(r"[\w./:+,=~@%()\- ]*", text):
         text = repr(text)
@@ -146,24 +151,18 @@ def detect_kind(text: str) -> str | None:
 
 def _check(name: str, value, what: str):
     """Validate one parameter value with the table's rules; _Skip if bad."""
-    param = PARAMS.get(name)
     try:
-        if param is not None:
-            return param.parse(value)
-        v = int(str(value).strip().rstrip("%"))
-        if not 0 <= v <= 100:
-            raise ValueError("allowed: 0 to 100")
-        return v
+        return PARAMS[name].parse(value)
     except ValueError as exc:
-        raise _Skip(f"{what}: {exc}") from None
+        raise _Skip(str(exc), what) from None
 
 
 def _fmt(name: str, value):
     """An internal value (bytes, seconds) as a plan writes it: 4k, 30m."""
-    param = PARAMS.get(name)
-    if param is not None and param.kind == "size":
+    param = PARAMS[name]
+    if param.kind == "size":
         return format_size(value) if value % 1024 == 0 else value
-    if param is not None and param.kind == "duration":
+    if param.kind == "duration":
         if value and value % 3600 == 0:
             return f"{value // 3600}h"
         if value and value % 60 == 0:
@@ -192,9 +191,9 @@ def _ratio_pct(ratio: str, what: str) -> tuple[int, bool]:
     try:
         r = float(ratio)
     except ValueError:
-        raise _Skip(f"{what}={_shown(ratio)} is not a number") from None
+        raise _Skip("not a number") from None
     if r < 1:
-        raise _Skip(f"{what}={_shown(ratio)}: a ratio is at least 1")
+        raise _Skip("a ratio is at least 1")
     exact = 100 - 100 / r
     return round(exact), abs(exact - round(exact)) > 1e-9
 
@@ -260,11 +259,11 @@ def _workload_dict(w: _Workload) -> dict:
     d: dict = {"name": w.name}
     if w.description:
         d["description"] = w.description
-    for name in PARAM_ORDER:
+    for name in PARAMS:
         if name in w.fixed and name not in w.matrix:
             d[name] = _fmt(name, w.fixed[name])
     if w.matrix:
-        d["matrix"] = {n: [_fmt(n, v) for v in w.matrix[n]] for n in PARAM_ORDER if n in w.matrix}
+        d["matrix"] = {n: [_fmt(n, v) for v in w.matrix[n]] for n in PARAMS if n in w.matrix}
     return d
 
 
@@ -272,8 +271,7 @@ def _finish(path: Path, kind: str, workloads: list[_Workload], targets: list[str
             notes: _Notes) -> ImportResult:
     """Validate each workload alone (a bad one is noted and left out), then the plan."""
     src = str(path)
-    plan_name = _sanitize_name(path.stem if path.suffix in FIO_SUFFIXES + (".cfg",) else path.name,
-                               "imported")
+    plan_name = _sanitize_name(path.stem if path.suffix.lower() in NAME_SUFFIXES else path.name, "imported")
     if plan_name in ("vdbench", "fio") and path.parent.name:
         plan_name = _sanitize_name(path.parent.name, plan_name)
     kept = []
@@ -288,9 +286,9 @@ def _finish(path: Path, kind: str, workloads: list[_Workload], targets: list[str
             continue
         kept.append(d)
     if not kept:
-        lines = [f"{src}: nothing could be imported: no workload is left"]
-        lines += [t for _, t in notes.items if not t.startswith(f"{src}: ") or True][:20]
-        raise PlanError(lines)
+        why = [t for lvl, t in notes.items if lvl != INFO][:20]
+        raise PlanError([f"{src}: nothing could be imported: no workload is left"
+                         + (", because:" if why else "")] + why)
     plan: dict = {"name": plan_name,
                   "description": _one_line(f"imported from {path.name} ({kind})")}
     if targets:
@@ -505,12 +503,13 @@ def _import_vdbench(path: Path, text: str) -> ImportResult:
             try:
                 pct, rounded = _ratio_pct(str(value), key)
             except _Skip as exc:
-                notes.add(UNSUPPORTED, where, f"{exc}; not carried over")
+                notes.add(UNSUPPORTED, where, f"{exc.problem}; not carried over")
                 continue
             content[pname] = pct
-            notes.add(INFO, where, f"{key} {value}:1 → {pname}: {pct}"
-                      + (" (rounded to a whole %)" if rounded else "")
-                      + f" ({100 - pct} % of each block is unique)")
+            meaning = (f"each written block is {pct} % compressible" if key == "compratio"
+                       else f"{pct} % of the written blocks are duplicates")
+            notes.add(INFO, where, f"{key} {value}:1 gives {pname}: {pct} ({meaning}"
+                      + (", rounded to a whole %)" if rounded else ")"))
         elif key in ("dedupunit", "dedupsets", "dedupflipflop"):
             notes.add(INFO, where, f"{key} is not carried over; fio dedupes whole blocks of bs")
         elif key == "loop":
@@ -552,6 +551,7 @@ def _import_vdbench(path: Path, text: str) -> ImportResult:
     # Targets: a file lun's directory becomes a target; raw devices are not carried.
     targets: list[str] = []
     devices = []
+    files: dict[str, list] = {}  # directory → its (sd, lun)
     for d in tables["sd"].values():
         lun = d.params.get("lun", (None, d.line))[0]
         if not isinstance(lun, str) or not lun:
@@ -559,19 +559,18 @@ def _import_vdbench(path: Path, text: str) -> ImportResult:
         elif lun.startswith("/dev/") or lun.startswith("\\\\.\\"):
             devices.append((d.name, lun))
         elif lun.startswith("/"):
-            parent = str(Path(lun).parent)
-            _add_target(parent, targets, notes, f"line {d.line} sd={d.name} lun={_shown(lun)}")
-            if parent in targets:
-                notes.add(INFO, f"line {d.line} sd={d.name} lun={_shown(lun)}",
-                          f"its directory {parent} becomes a target; iofleet writes its own files "
-                          f"under {parent}/iofleet/, never {Path(lun).name}")
+            files.setdefault(str(Path(lun).parent), []).append((d.name, lun))
         else:
             notes.add(INFO, f"line {d.line} sd={d.name} lun={_shown(lun)}",
                       "not an absolute path; not carried over", "give --target DIR")
+    for parent, sd_luns in files.items():
+        where = f"{_sd_range(sd_luns)} lun={_luns(sd_luns)}"
+        _add_target(parent, targets, notes, where)
+        if parent in targets:
+            notes.add(INFO, where, f"the files' directory {parent} becomes a target; iofleet writes its own "
+                      f"files under {parent}/iofleet/, never the sd files themselves")
     if devices:
-        names = devices[0][0] if len(devices) == 1 else f"{devices[0][0]}..{devices[-1][0]}"
-        luns = ", ".join(lun for _, lun in devices[:4]) + (", ..." if len(devices) > 4 else "")
-        notes.add(INFO, f"{names} lun={luns}",
+        notes.add(INFO, f"{_sd_range(devices)} lun={_luns(devices)}",
                   "raw device targets are not carried over; each sd becomes one job with its own "
                   "file in a target directory", "give --target DIR")
 
@@ -606,7 +605,7 @@ def _import_vdbench(path: Path, text: str) -> ImportResult:
             try:
                 _vdb_workload(w, rd, wd, tables, general, content, notes)
             except _Skip as exc:
-                notes.add(UNSUPPORTED, w.where, f"{exc}; this workload is not imported")
+                notes.add(UNSUPPORTED, exc.where or w.where, f"{exc.problem}; workload {name} is not imported")
                 continue
             if name_values:
                 _apply_name_values(w, file_name, name_values, notes)
@@ -614,6 +613,14 @@ def _import_vdbench(path: Path, text: str) -> ImportResult:
             taken.add(name)
             workloads.append(w)
     return _finish(path, "vdbench", workloads, targets, notes)
+
+
+def _sd_range(items: list) -> str:
+    return items[0][0] if len(items) == 1 else f"{items[0][0]}..{items[-1][0]}"
+
+
+def _luns(items: list) -> str:
+    return ", ".join(_shown(lun) for _, lun in items[:4]) + (", ..." if len(items) > 4 else "")
 
 
 def _vdb_pick(key: str, *sources):
@@ -628,7 +635,7 @@ def _vdb_workload(w: _Workload, rd: _VdbDef, wd: _VdbDef, tables, general, conte
     rp, wp = rd.params, wd.params
     sd_names = _vdb_resolve(wp["sd"][0], tables["sd"], "sd") if "sd" in wp else list(tables["sd"])
     if not sd_names:
-        raise _Skip(f"wd={wd.name} sd={_shown(wp.get('sd', ('', 0))[0])} names no defined sd")
+        raise _Skip(f"sd={_shown(wp.get('sd', ('', 0))[0])} names no defined sd", f"wd={wd.name}")
     sds = [tables["sd"][n] for n in sd_names]
     w.fixed["jobs"] = _check("jobs", len(sds), f"{len(sds)} sds")
     w.fixed.update(content)
@@ -653,9 +660,9 @@ def _vdb_workload(w: _Workload, rd: _VdbDef, wd: _VdbDef, tables, general, conte
         if value is None:
             continue
         if isinstance(value, list):
-            raise _Skip(f"{label} {key}={_shown('(' + ','.join(value) + ')')}: a distribution of "
-                        f"{key} values within one run is not supported (iofleet runs one {pname} per test); "
-                        f"use for{key}= for one test per value")
+            raise _Skip(f"{key}={_shown(value)}: a distribution of {key} values within "
+                        f"one run is not supported (iofleet runs one {pname} per test); use for{key}= for one "
+                        f"test per value", label)
         if pname == "random_pct":
             w.fixed[pname], info = _vdb_seek(value)
             if info:
@@ -747,7 +754,7 @@ def _vdb_workload(w: _Workload, rd: _VdbDef, wd: _VdbDef, tables, general, conte
         notes.add(INFO, f"rd={rd.name} pause={rp['pause'][0]}", "not carried over; iofleet starts the next test at once")
     if "format" in rp:
         notes.add(INFO, f"rd={rd.name} format={rp['format'][0]}",
-                  "not carried over; iofleet lays out its own files before the first test")
+                  "not carried over; iofleet prepares its own files before the first test (plan `prepare:`)")
     if "distribution" in rp:
         notes.add(INFO, f"rd={rd.name} distribution={rp['distribution'][0]}",
                   "not carried over; it only shapes a fixed iorate, and iofleet runs at max")
@@ -760,7 +767,7 @@ def _vdb_defaults(w: _Workload, rp: dict, notes: _Notes) -> None:
                        ("iodepth", "threads"), ("runtime", "elapsed")):
         if not w.has(pname):
             w.fixed[pname] = PARAMS[pname].parse(_VDB_DEFAULTS[key])
-            notes.add(INFO, w.where, f"{key} not given: vdbench's default {_VDB_DEFAULTS[key]} → "
+            notes.add(INFO, w.where, f"{key} not given: vdbench's default {_VDB_DEFAULTS[key]} gives "
                       f"{pname}: {_fmt(pname, w.fixed[pname])}")
     if not w.has("ramp"):
         interval = rp.get("interval", ("1", 0))[0]
@@ -768,7 +775,7 @@ def _vdb_defaults(w: _Workload, rp: dict, notes: _Notes) -> None:
             w.fixed["ramp"] = parse_duration(interval)
         except ValueError:
             w.fixed["ramp"] = 1
-        notes.add(INFO, w.where, f"warmup not given: vdbench leaves out only its first interval → "
+        notes.add(INFO, w.where, f"warmup not given: vdbench leaves out only its first interval, so "
                   f"ramp: {_fmt('ramp', w.fixed['ramp'])}")
     if not w.has("working_set_pct"):
         w.fixed["working_set_pct"] = 100
@@ -793,8 +800,7 @@ class _Opt:
         return f"line {self.line} [{self.section}] {shown}"
 
 
-_FIO_ALIASES = {"readwrite": "rw", "blocksize": "bs", "timeout": "runtime", "wait_for_previous": "stonewall",
-                "ioscheduler": "ioscheduler"}
+_FIO_ALIASES = {"readwrite": "rw", "blocksize": "bs", "timeout": "runtime", "wait_for_previous": "stonewall"}
 _FIO_HANDLED = {"rw", "rwmixread", "rwmixwrite", "percentage_random", "percentage_sequential", "bs", "iodepth",
                 "numjobs", "size", "runtime", "ramp_time", "time_based", "ioengine", "direct", "buffered",
                 "buffer_compress_percentage", "dedupe_percentage", "directory", "filename", "description",
@@ -841,9 +847,9 @@ _FIO_INFO = {
     "create_fsync": "iofleet lays out its own files", "filename_format": "iofleet names its own data files",
     "mem": "IO buffer memory type is not carried over", "iomem": "IO buffer memory type is not carried over",
     "iomem_align": "IO buffer alignment is not carried over", "hugepage-size": "huge pages are not carried over",
-    "ss": "iofleet runs the full runtime and analyses steady state itself",
-    "ss_dur": "iofleet runs the full runtime and analyses steady state itself",
-    "ss_ramp": "iofleet runs the full runtime and analyses steady state itself",
+    **{k: "fio's steady-state stop is not carried over; iofleet runs the full runtime (`until: steady` stops "
+          "at SNIA PTS steady state instead)"
+       for k in ("ss", "ss_dur", "ss_ramp", "steadystate", "steadystate_duration", "steadystate_ramp_time")},
     "kb_base": "", "unit_base": "",  # special-cased below
 }
 # The IO would differ and iofleet cannot express it.
@@ -868,14 +874,14 @@ def _fio_bool(opt: _Opt) -> bool:
         return True
     if v in ("0", "false", "no", "off"):
         return False
-    raise _Skip(f"{opt.where}: expected 0 or 1")
+    raise _Skip("expected 0 or 1", opt.where)
 
 
 def _fio_int(opt: _Opt, pname: str):
     value = (opt.value or "").strip()
     parts = {p.strip() for p in value.split(",") if p.strip()}
     if len(parts) > 1:
-        raise _Skip(f"{opt.where}: different values per direction are not supported")
+        raise _Skip("different values per direction are not supported", opt.where)
     return _check(pname, parts.pop() if parts else value, opt.where)
 
 
@@ -931,7 +937,8 @@ def _fio_classify(opt: _Opt, notes: _Notes) -> bool:
     if key == "ioengine" and (value.lower() == "exec" or value.lower().startswith("external")):
         notes.add(REFUSED, opt.where, "refused: this engine runs a program or loads a library", "remove it")
         return False
-    if "$" in _FIO_NAME_KEYWORDS.sub("", value) if key in ("filename", "filename_format") else "$" in value:
+    checked = _FIO_NAME_KEYWORDS.sub("", value) if key in ("filename", "filename_format") else value
+    if "$" in checked:
         what = "expands an environment variable" if "${" in value else "is a fio $-expression"
         notes.add(REFUSED, opt.where, f"refused: {what}, which iofleet never evaluates", "write the value itself")
         return False
@@ -990,7 +997,7 @@ class _FioJob:
     stonewall: bool
     description: str
     timed: bool | None  # time_based given: its value; not given: None
-    skip: str = ""
+    skip: _Skip | None = None
 
 
 def _fio_job(section: str, line: int, opts: dict[str, _Opt], notes: _Notes) -> _FioJob:
@@ -999,12 +1006,12 @@ def _fio_job(section: str, line: int, opts: dict[str, _Opt], notes: _Notes) -> _
     try:
         for key, why in _FIO_SKIP.items():
             if key in opts:
-                raise _Skip(f"{opts[key].where}: {why} is not supported (iofleet runs one bs per test)")
+                raise _Skip(f"{why} is not supported (iofleet runs one bs per test)", opts[key].where)
         if "rw" in opts:
             base, _, modifier = (opts["rw"].value or "").strip().lower().partition(":")
             if base not in _FIO_RW:
-                raise _Skip(f"{opts['rw'].where}: only read, write, randread, randwrite, rw and randrw "
-                            f"are supported")
+                raise _Skip("only read, write, randread, randwrite, rw and randrw are supported",
+                            opts["rw"].where)
             if modifier:
                 notes.add(UNSUPPORTED, opts["rw"].where, f"the ':{modifier}' offset modifier is not carried over")
             read, random = _FIO_RW[base]
@@ -1028,7 +1035,7 @@ def _fio_job(section: str, line: int, opts: dict[str, _Opt], notes: _Notes) -> _
         if "bs" in opts:
             parts = {p.strip() for p in (opts["bs"].value or "").split(",") if p.strip()}
             if len(parts) != 1:
-                raise _Skip(f"{opts['bs'].where}: one block size is supported, not different ones per direction")
+                raise _Skip("one block size is supported, not different ones per direction", opts["bs"].where)
             fixed["bs"] = _check("bs", parts.pop(), opts["bs"].where)
         if "iodepth" in opts:
             fixed["iodepth"] = _fio_int(opts["iodepth"], "iodepth")
@@ -1077,7 +1084,7 @@ def _fio_job(section: str, line: int, opts: dict[str, _Opt], notes: _Notes) -> _
         if "description" in opts:
             job.description = _one_line(opts["description"].value or "").strip("\"'")[:200]
     except _Skip as exc:
-        job.skip = str(exc)
+        job.skip = exc
     return job
 
 
@@ -1116,8 +1123,8 @@ def _import_fio(path: Path, text: str) -> ImportResult:
         clusters: list[list[_FioJob]] = []
         for j in group:
             if j.skip:
-                notes.add(UNSUPPORTED, f"[{j.section}]", f"{j.skip.split(': ', 1)[-1]}; this section is not imported"
-                          if j.skip.startswith("line ") else f"{j.skip}; this section is not imported")
+                notes.add(UNSUPPORTED, j.skip.where or f"[{j.section}]",
+                          f"{j.skip.problem}; the sections using it are not imported")
                 continue
             key = (sorted(j.fixed.items()), j.timed)
             for c in clusters:
@@ -1254,6 +1261,10 @@ def merge_results(results: list[ImportResult], sources: list[str]) -> tuple[dict
             name = _unique(w["name"], taken)
             taken.add(name)
             workloads.append({**w, "name": name})
+    bare = [Path(s).name for r, s in zip(results, sources) if r.plan.get("targets", []) != targets]
+    if targets and bare:
+        notes.append(_one_line(f"{', '.join(bare)}: targets belong to the whole plan: its workloads also run "
+                               f"on {', '.join(targets)}; give --target DIR to choose"))
     if len(results) == 1:
         plan = dict(results[0].plan)
     else:
@@ -1299,8 +1310,8 @@ def load_plan_source(path: str | Path) -> tuple[Plan, str, list[str]]:
     result = import_file(path)
     blocking = result.refused + result.unsupported
     if blocking:
-        raise PlanError([f"{line} (running a job file refuses this; `iofleet import` converts it with "
-                         f"a note instead)" if line in result.unsupported else line for line in blocking])
+        raise PlanError([f"{line} (run refuses what would change the IO; `iofleet import` only notes it)"
+                         if line in result.unsupported else line for line in blocking])
     plan = parse_plan(result.plan, str(path))
     header = [f"iofleet plan imported from fio job file {path.name}"] + [f"note: {n}" for n in result.notes]
     return plan, plan_yaml(result.plan, header), result.notes

@@ -7,8 +7,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.skew import MIN_OVERLAP_PCT
+from ..analysis.steady import SteadyVerdict
 from ..analysis.stragglers import stragglers
 from ..fleet.metrics import mean_cpu
+from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host
 from ..results.export import jobs_by_group
 
@@ -24,20 +26,27 @@ def _ms(ns) -> str:
 MAX_HOST_ROWS = 16
 
 
-def _row(name: str, status: str, agg, cpu) -> dict:
+def _steady(test: dict) -> str:
+    verdict = ((test.get("methodology") or {}).get("steady") or {}).get("iops")
+    return SteadyVerdict.from_dict(verdict).short() if verdict else MISSING
+
+
+def _row(name: str, status: str, agg, cpu, steady: str = "", window: dict | None = None) -> dict:
     a = agg.all if agg else None
     measured = agg is not None and a.ios > 0
+    iops, bw = (window["iops"], window["bw_bytes_s"]) if window else (a.iops, a.bw_bytes_s) if a else (0, 0)
     return {
         # The test id spells the parameters: bs, read %, pattern, jobs, qd.
         "test": name,
         "status": status,
-        "IOPS": f"{a.iops:,.0f}" if measured else MISSING,
-        "MB/s": f"{a.bw_bytes_s / 1e6:,.1f}" if measured else MISSING,
+        "IOPS": f"{iops:,.0f}" if measured else MISSING,
+        "MB/s": f"{bw / 1e6:,.1f}" if measured else MISSING,
         "read ms": _ms(agg.read.lat_mean_ns) if measured else MISSING,
         "write ms": _ms(agg.write.lat_mean_ns) if measured else MISSING,
         "p95 ms": _ms(a.percentiles_ns.get("p95")) if measured else MISSING,
         "p99 ms": _ms(a.percentiles_ns.get("p99")) if measured else MISSING,
         "CPU % avg/max": f"{cpu.avg_pct:.0f}/{cpu.max_pct:.0f}" if cpu and cpu.samples else MISSING,
+        "steady (IOPS)": steady,
     }
 
 
@@ -47,7 +56,8 @@ def summary_rows(run: dict) -> list[dict]:
     rows = []
     for t in run["tests"]:
         name = t["id"] if t.get("repeat", 1) == 1 and not _repeated(run, t) else f"{t['id']} #{t['repeat']}"
-        rows.append(_row(name, t["status"], t["aggregate"], t["host_cpu"]))
+        window = (t.get("methodology") or {}).get("window")
+        rows.append(_row(name, t["status"], t["aggregate"], t["host_cpu"], _steady(t), window))
         cpu = {m.host: m.cpu for m in t.get("host_metrics", [])}
         for group, members in jobs_by_group(t).items():
             rows.append(_row(f"  {group}: {t['fleet']['groups'][group]['test']}", "group",
@@ -59,6 +69,53 @@ def summary_rows(run: dict) -> list[dict]:
             for host in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order)):
                 rows.append(_row(f"  {host}", "host", hosts[host], cpu.get(host)))
     return rows
+
+
+def methodology_notes(run: dict) -> list[tuple[str, str | None]]:
+    """(line, style) pairs: preparation, caches, measurement windows and
+    cache vs capacity tests, said once for the run where they agree."""
+    notes: list[tuple[str, str | None]] = []
+    method = run.get("methodology") or {}
+    tests = [t for t in run["tests"] if t.get("methodology")]
+    prepared = method.get("prepare")
+    if prepared:
+        per_host = prepared["bytes_per_host"]
+        sizes = {format_bytes(b / prepared["passes"]) for b in per_host.values()}
+        notes.append((f"Preparation: {prepared['mode']} data written sequentially over {' / '.join(sorted(sizes))} "
+                      f"per host ({prepared['passes']} passes of {format_bytes(prepared['bs'])} writes) on "
+                      f"{len(per_host)} host{'s' if len(per_host) > 1 else ''} in {prepared['seconds']:.1f} s.", None))
+    elif method:
+        reads = [t["id"] for t in tests if t["params"].get("read_pct", 0) > 0
+                 or any(g.get("read_pct", 0) > 0 for g in t["params"].get("groups", {}).values())]
+        if reads:
+            notes.append((f"Unprepared data (prepare: none): {', '.join(reads)} read data iofleet never wrote; "
+                          f"reads of never-written blocks can be unrealistically fast.", "yellow"))
+    caches: dict[str, set[str]] = {}
+    for t in tests:
+        for host, text in (t["methodology"].get("cache") or {}).items():
+            caches.setdefault(text, set()).add(host)
+    for text, hosts in caches.items():
+        notes.append((f"Caches before each test on {', '.join(sorted(hosts))}: {text}.", None))
+    windowed = [t for t in tests if t["methodology"].get("window")]
+    if windowed:
+        notes.append(("until: steady tests show IOPS and MB/s of their measurement window (5 rounds); their "
+                      "latency, percentiles and CPU cover the whole measured part.", None))
+    for t in tests:
+        window = t["methodology"].get("window")
+        if t["methodology"].get("until") == "steady" and not (window and window["steady"]):
+            notes.append((f"{t['id']}: not steady before max_runtime; figures are from its last rounds.", "yellow"))
+    kinds: dict[str, list[str]] = {}
+    for t in tests:
+        verdicts = [v for v in t["methodology"].get("working_set", {}).values() if v.get("kind")]
+        if not verdicts:
+            continue
+        v = max(verdicts, key=lambda v: v["working_set_bytes"])
+        kinds.setdefault(v["kind"], []).append(
+            f"{t['id']} ({format_bytes(v['working_set_bytes'])} in {format_bytes(v['cache_bytes'])} {v['source']})")
+    for kind, listed in kinds.items():
+        what = "the working set fits in the cache" if kind == "cache test" else "the working set exceeds the cache"
+        notes.append((f"{kind.capitalize()}s ({what}): {'; '.join(listed)}.", None))
+    return notes
 
 
 def _repeated(run: dict, test: dict) -> bool:
@@ -101,6 +158,7 @@ def summary_table(run: dict):
     if blind and any(t.get("fleet") for t in run["tests"]):
         notes.append(Text(f"Host CPU: n/a for {', '.join(blind)} (no `metrics:` endpoint in the inventory)"
                           f"; a test's CPU covers the hosts with metrics."))
+    notes += [Text(line, style=style) for line, style in methodology_notes(run)]
     if run["status"] not in ("complete", "running"):
         notes.append(Text(f"This run is {run['status']}: {len(run['tests'])} of "
                           f"{run['tests_planned']} planned tests were stored.", style="yellow"))
