@@ -18,7 +18,7 @@ from ..plan.load import parse_plan
 
 
 def import_command(
-    files: List[Path] = typer.Argument(..., metavar="FILE...",
+    files: List[Path] = typer.Argument(..., metavar="FILE",
                                        help="vdbench parameter files (as HCIBench writes them) or fio job files."),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="Write the plan to this file instead of printing it."),

@@ -24,7 +24,8 @@ from ..fleet.check import check_hosts, problem_lines
 from ..fleet.inventory import load_inventory
 from ..plan import expand, load_plan, parse_plan
 from ..plan.expand import data_per_target_set, expand_mixed
-from ..plan.params import PARAMS
+from ..plan.imports import load_plan_source
+from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
 from ..report.summary import summary_table
 from ..results.export import run_to_csv, run_to_dict
@@ -33,6 +34,7 @@ from ..results.store import Store, default_data_dir
 from ..studies.run import RunObserver, estimate_seconds, run_plan
 from ..studies.scale import ScaleStep, parse_steps, run_scale
 from .progress import TerminalProgress, fmt_lat_ms
+from .importing import import_command
 from .server import DEFAULT_BIND, serve_fio
 
 app = typer.Typer(
@@ -91,22 +93,26 @@ def _stop_on_signals():
 
 
 def _plan_with_targets(plan_path: Path, targets: Optional[List[Path]]):
-    plan = load_plan(plan_path)
+    """The plan (a YAML plan, or a plain fio job file imported unchanged),
+    its text to store, and what the import noted."""
+    plan, text, notes = load_plan_source(plan_path)
     if targets:
         # Command-line targets pass the same checks as the file's.
         data = plan.model_dump(exclude_none=True) | {"targets": [str(t) for t in targets]}
         plan = parse_plan(data, "--target")
-    return plan
+    for note in notes:
+        err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+    return plan, text
 
 
 @app.command()
 @user_errors
 def validate(
-    plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML)."),
+    plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML), or a plain fio job file."),
     target: Optional[List[Path]] = TargetOpt,
 ):
     """Check a plan and list the tests it expands into."""
-    plan = _plan_with_targets(plan_path, target)
+    plan, _ = _plan_with_targets(plan_path, target)
     specs = expand(plan)
     timed = specs
     table = Table(title=f"{plan.name}: {len(specs)} tests", title_justify="left")
@@ -142,16 +148,15 @@ def validate(
 @app.command()
 @user_errors
 def run(
-    plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML)."),
+    plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML), or a plain fio job file."),
     target: Optional[List[Path]] = TargetOpt,
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (for comparisons)."),
     hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers to run on at once."),
 ):
     """Run a plan's tests on this machine (or on a fleet with --hosts) and print the summary."""
-    plan = _plan_with_targets(plan_path, target)
+    plan, plan_text = _plan_with_targets(plan_path, target)
     fleet = load_inventory(hosts).select(plan.hosts) if hosts else None
-    plan_text = plan_path.read_text()
     with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console) as progress:
             outcome = run_plan(plan, plan_text, store, hosts=fleet, label=label,
@@ -223,17 +228,25 @@ def hosts_check(
         raise typer.Exit(EXIT_FAILED)
 
 
+app.command("import")(user_errors(import_command))
+
+
 @app.command()
 def params():
-    """List the workload parameters a plan may set, with defaults and fio options."""
-    table = Table(title="Workload parameters (any may be a list under `matrix:`, except repeat)",
-                  title_justify="left")
-    for col in ("parameter", "default", "allowed", "fio option", "meaning"):
-        table.add_column(col)
-    for p in PARAMS.values():
-        allowed = ", ".join(p.choices) if p.choices else ("true/false" if p.kind == "bool" else p.allowed().removeprefix("allowed: "))
-        table.add_row(p.name, p.format(p.default), allowed, p.fio, p.help)
-    console.print(table)
+    """List the parameters a plan may set, with defaults and fio options."""
+    fixed = ", ".join(name for name, p in PARAMS.items() if not p.in_matrix)
+    for title, table_params in (
+            (f"Workload parameters (under defaults: or a workload; any but {fixed} may be a list "
+             f"under `matrix:`)", PARAMS),
+            ("Run settings (top level of the plan)", RUN_PARAMS)):
+        table = Table(title=title, title_justify="left")
+        for col in ("parameter", "default", "allowed", "fio option", "meaning"):
+            table.add_column(col)
+        for p in table_params.values():
+            allowed = ", ".join(p.choices) if p.choices else (
+                "true/false" if p.kind == "bool" else p.allowed().removeprefix("allowed: "))
+            table.add_row(p.name, "none" if p.default is None else p.format(p.default), allowed, p.fio, p.help)
+        console.print(table)
 
 
 @results_app.command("list")
@@ -376,10 +389,9 @@ def scale(
     data_dir: Optional[str] = DataDir,
 ):
     """Run one test on 1, 2, … hosts at once and find where the fleet's IOPS stop growing."""
-    plan = load_plan(plan_path)
+    plan, plan_text = _plan_with_targets(plan_path, None)
     fleet = load_inventory(hosts).select(plan.hosts)
     wanted = parse_steps(steps) if steps is not None else None
-    plan_text = plan_path.read_text()
     progress = _StepProgress(console)
 
     def on_step(step: ScaleStep):

@@ -52,16 +52,22 @@ class Prepared:
     mode: str
     passes: int
     bs: int
-    bytes_per_host: dict[str, int]  # all passes
+    working_set_per_host: dict[str, int]  # bytes of data files prepared
+    written_per_host: dict[str, int]  # bytes written, all passes
     seconds: float
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "passes": self.passes, "bs": self.bs,
-                "bytes_per_host": self.bytes_per_host, "seconds": round(self.seconds, 1)}
+                "working_set_per_host": self.working_set_per_host,
+                "written_per_host": self.written_per_host, "seconds": round(self.seconds, 1)}
 
 
-def _prepare_bytes(specs: list[TestSpec], passes: int) -> int:
-    return passes * sum(n * size for n, size in prepare_tiers(specs))
+def _prepare_sizes(specs: list[TestSpec], passes: int) -> tuple[int, int]:
+    """(bytes of data prepared, bytes written): a file in several tiers is
+    written once per tier."""
+    tiers = prepare_tiers(specs)
+    prepared = sum(size * (n - (tiers[i + 1][0] if i + 1 < len(tiers) else 0)) for i, (n, size) in enumerate(tiers))
+    return prepared, passes * sum(n * size for n, size in tiers)
 
 
 def _cache_note(clear: bool, drop_why: str | None) -> str:
@@ -111,7 +117,7 @@ class LocalPlace:
                      stop: threading.Event, progress) -> Prepared:
         """Write every data file's working set sequentially before the first
         test; `progress(done_bytes, total_bytes, elapsed_s, hosts)`."""
-        total = _prepare_bytes(specs, passes)
+        prepared, total = _prepare_sizes(specs, passes)
         job = render_prepare(prepare_tiers(specs), self.targets, self.engine_for(specs[0]), specs[0].direct,
                              mode, passes, bs)
         (work / "prepare.fio").write_text(job)
@@ -126,7 +132,7 @@ class LocalPlace:
         fio = run_fio(run_command(str(work / "prepare.fio")), work, stop, on_live)
         if fio.returncode != 0 and not fio.stopped:
             raise FioError(f"preparing the data failed: {error_line(fio.stderr, fio.stdout)}")
-        return Prepared(mode, passes, bs, {"local": total}, fio.wall_s)
+        return Prepared(mode, passes, bs, {"local": prepared}, {"local": total}, fio.wall_s)
 
     def run_test(self, spec: TestSpec, work: Path, stop: threading.Event, phase, on_live) -> Measured:
         phase("checking the IO engine")
@@ -262,7 +268,8 @@ class FleetPlace:
         jobfiles = {h.name: render_prepare(prepare_tiers(per_host[h.name]), [Path(t) for t in h.targets],
                                            engines[h.name], first[h.name].direct, mode, passes, bs)
                     for h in hosts}
-        totals = {name: _prepare_bytes(specs, passes) for name, specs in per_host.items()}
+        sizes = {name: _prepare_sizes(specs, passes) for name, specs in per_host.items()}
+        totals = {name: written for name, (_, written) in sizes.items()}
         self._max_jobs = max([self._max_jobs] + [s.jobs for specs in per_host.values() for s in specs])
 
         def on_live(live):
@@ -274,7 +281,7 @@ class FleetPlace:
         if not run.fio.stopped and (run.lost or run.fio.returncode != 0 or any(j.error for j in run.jobs)):
             why = lost_reason(run) if run.lost else error_line(run.fio.stderr, run.fio.stdout)
             raise FioError(f"preparing the data failed: {why}")
-        return Prepared(mode, passes, bs, totals, run.fio.wall_s)
+        return Prepared(mode, passes, bs, {name: ws for name, (ws, _) in sizes.items()}, totals, run.fio.wall_s)
 
     def run_test(self, step: TestSpec | MixedStep, work: Path, stop: threading.Event, phase, on_live) -> Measured:
         specs = self.specs_by_host(step)

@@ -79,8 +79,8 @@ def methodology_notes(run: dict) -> list[tuple[str, str | None]]:
     tests = [t for t in run["tests"] if t.get("methodology")]
     prepared = method.get("prepare")
     if prepared:
-        per_host = prepared["bytes_per_host"]
-        sizes = {format_bytes(b / prepared["passes"]) for b in per_host.values()}
+        per_host = prepared["working_set_per_host"]
+        sizes = {format_bytes(b) for b in per_host.values()}
         notes.append((f"Preparation: {prepared['mode']} data written sequentially over {' / '.join(sorted(sizes))} "
                       f"per host ({prepared['passes']} passes of {format_bytes(prepared['bs'])} writes) on "
                       f"{len(per_host)} host{'s' if len(per_host) > 1 else ''} in {prepared['seconds']:.1f} s.", None))

@@ -63,6 +63,8 @@ TEST_FIELDS: dict[str, str] = {
     "controller_metrics": "host metric fields of the machine running iofleet in a fleet test, else null",
     "fleet": "null for one host; else hosts, skew and (mixed plans) groups",
     "groups": "mixed plans: {workload: host fields of its host group}",
+    "methodology": "steady-state verdicts (iops, lat), measurement window, caches, cache or capacity test "
+                   "per host (docs/methodology.md)",
 }
 
 # Per host of a test: `read`, `write`, `all` plus these.
@@ -98,6 +100,7 @@ RUN_FIELDS: dict[str, str] = {
     "host_facts": "facts of the host(s): hostname, kernel, cpus, memory_bytes, ...",
     "tests_planned": "number of tests in the plan",
     "note": "note on the run (e.g. why it is partial), or null",
+    "methodology": "preparation (mode, passes, bytes per host, seconds) and cache policy, or null",
     "tests": "list of test fields, in run order",
 }
 
@@ -213,6 +216,9 @@ def export_test(test: dict, include_bins: bool = False) -> dict:
         # Mixed tests: figures of each host group (workload), merged like the fleet's.
         "groups": {g: _aggregate_figures(aggregate(jobs) if jobs else None, include_bins)
                    for g, jobs in jobs_by_group(test).items()},
+        # Steady-state verdicts (IOPS, latency), the measurement window's
+        # figures, caches, and cache vs capacity test per host.
+        "methodology": test.get("methodology"),
     }
 
 
