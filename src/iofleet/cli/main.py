@@ -31,6 +31,8 @@ from ..report.summary import summary_table
 from ..results.export import run_to_csv, run_to_dict
 from ..results.ingest import import_outputs
 from ..results.store import Store, default_data_dir
+from ..plan.easy import Durations
+from ..studies.easy_run import easy_run
 from ..studies.run import RunObserver, estimate_seconds, run_plan
 from ..studies.scale import ScaleStep, parse_steps, run_scale
 from .progress import TerminalProgress, fmt_lat_ms
@@ -161,9 +163,13 @@ def run(
         with TerminalProgress(console) as progress:
             outcome = run_plan(plan, plan_text, store, hosts=fleet, label=label,
                                observer=progress, stop=stop)
-        run = store.get_run(outcome.run_id)
-        console.print(summary_table(run))
+        console.print(summary_table(store.get_run(outcome.run_id)))
         db = store.path
+    _finish(outcome, db, fleet)
+
+
+def _finish(outcome, db, fleet) -> None:
+    """The closing lines of a run and its exit code."""
     done = sum(1 for t in outcome.tests if t.status == "ok")
     console.print(
         f"Run {outcome.run_id} {outcome.status}: {done} of {outcome.tests_planned} tests ok. "
@@ -176,6 +182,47 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
     if not outcome.ok:
         raise typer.Exit(EXIT_FAILED)  # failed or partial
+
+
+@app.command("easy-run")
+@user_errors
+def easy_run_command(
+    target: Optional[List[Path]] = TargetOpt,
+    hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers: run on all at once."),
+    runtime: Optional[str] = typer.Option(None, help="Measure each profile this long instead of until steady."),
+    max_runtime: Optional[str] = typer.Option(None, "--max-runtime", help="Longest a profile may measure (default 30m)."),
+    ramp: Optional[str] = typer.Option(None, help="Warm-up of each profile (default 1m)."),
+    round_: Optional[str] = typer.Option(None, "--round", help="Steady-state round (default 1m; 5 rounds = window)."),
+    size: Optional[str] = typer.Option(None, help="Working set per host (default: 10% of free space, 1–32 GiB)."),
+    data_dir: Optional[str] = DataDir,
+    label: Optional[str] = typer.Option(None, help="Label stored with the run (default easy-run)."),
+):
+    """Measure the storage with nothing else given: sized for the hosts, four standard profiles."""
+    durations = Durations()
+    for name, value in (("runtime", runtime), ("max_runtime", max_runtime), ("ramp", ramp), ("round", round_)):
+        if value is not None:
+            try:
+                setattr(durations, name, PARAMS[name].parse(value))
+            except ValueError as exc:
+                raise IofleetError(f"--{name.replace('_', '-')} {value}: {exc}") from None
+    try:
+        working_set = PARAMS["size"].parse(size) if size is not None else None
+    except ValueError as exc:
+        raise IofleetError(f"--size {size}: {exc}") from None
+    fleet = load_inventory(hosts).hosts if hosts else None
+
+    def on_plan(plan_text, reasons):
+        console.print("Easy Run chose:", highlight=False)
+        for r in reasons:
+            console.print(f"  {r}", highlight=False, markup=False)
+
+    with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        with TerminalProgress(console) as progress:
+            outcome = easy_run(store, targets=target, hosts=fleet, durations=durations, working_set=working_set,
+                               label=label, observer=progress, stop=stop, on_plan=on_plan)
+        console.print(summary_table(store.get_run(outcome.run_id)))
+        db = store.path
+    _finish(outcome, db, fleet)
 
 
 @app.command()

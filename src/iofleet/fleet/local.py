@@ -33,6 +33,21 @@ def host_facts() -> dict:
     }
 
 
+def target_rotational(target: Path) -> bool | None:
+    """Whether the block device under a directory is a spinning disk; None
+    where it cannot be seen (tmpfs, overlay, network filesystems)."""
+    try:
+        dev = os.stat(target).st_dev
+        sys_dev = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
+        for d in (sys_dev, sys_dev.parent):  # a partition's queue is its disk's
+            flag = d / "queue" / "rotational"
+            if flag.exists():
+                return flag.read_text().strip() == "1"
+    except OSError:
+        pass
+    return None
+
+
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 

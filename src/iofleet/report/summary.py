@@ -103,7 +103,11 @@ def methodology_notes(run: dict) -> list[tuple[str, str | None]]:
     for t in tests:
         window = t["methodology"].get("window")
         if t["methodology"].get("until") == "steady" and not (window and window["steady"]):
-            notes.append((f"{t['id']}: not steady before max_runtime; figures are from its last rounds.", "yellow"))
+            reason = t["methodology"]["steady"]["iops"]["reason"]
+            stopped = t["methodology"].get("fio_steady") and all(t["methodology"]["fio_steady"].values())
+            when = "fio's slope check ended it, but" if stopped else "ran to max_runtime:"
+            notes.append((f"{t['id']}: {when} iofleet's SNIA check found no steady window ({reason}); "
+                          f"its IOPS and MB/s are from the last 5 rounds.", "yellow"))
     kinds: dict[str, list[str]] = {}
     for t in tests:
         verdicts = [v for v in t["methodology"].get("working_set", {}).values() if v.get("kind")]

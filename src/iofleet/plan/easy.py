@@ -1,0 +1,126 @@
+"""Easy Run: a sound plan from what the hosts are, with nothing else given.
+
+The rules (docs/easy-run.md gives the reasoning) aim for a result bound by
+the storage, not by the client: enough outstanding IO to fill a flash
+device's queues, few enough jobs to leave CPU for the kernel's IO path, a
+working set far larger than any small cache, and tests that end when steady.
+"""
+
+from dataclasses import dataclass
+
+from ..errors import IofleetError
+from .units import format_bytes, format_duration
+
+GiB = 1024**3
+MiB = 1024**2
+
+# The four standard profiles (HCIBench's Easy Run set).
+PROFILES = (
+    {"name": "rand-read-4k", "description": "4k random, 100 % read", "bs": "4k", "read_pct": 100, "random_pct": 100},
+    {"name": "rand-mixed-4k", "description": "4k random, 70 % read", "bs": "4k", "read_pct": 70, "random_pct": 100},
+    {"name": "rand-mixed-8k", "description": "8k random, 50 % read", "bs": "8k", "read_pct": 50, "random_pct": 100},
+    {"name": "seq-write-256k", "description": "256k sequential, 100 % write", "bs": "256k", "read_pct": 0,
+     "random_pct": 0},
+)
+
+MAX_JOBS = 8
+OUTSTANDING_FLASH = 32  # outstanding IOs per host for random IO on flash (or unknown)
+OUTSTANDING_DISK = 8  # on spinning disks, deeper queues only add latency
+OUTSTANDING_SEQ = 8  # large sequential writes: a few in flight fill the device
+WORKING_SET_SHARE = 0.10  # of the smallest target's free space
+WORKING_SET_MIN = 1 * GiB
+WORKING_SET_MAX = 32 * GiB
+WORKING_SET_UNKNOWN = 4 * GiB
+DEFAULT_RAMP = 60
+DEFAULT_ROUND = 60
+DEFAULT_MAX_RUNTIME = 30 * 60
+
+
+@dataclass
+class HostFacts:
+    """What Easy Run needs to know of a host; None where it cannot be seen."""
+
+    name: str
+    cpus: int | None = None
+    memory_bytes: int | None = None
+    free_bytes: int | None = None  # the smallest target's free space
+    rotational: bool | None = None  # spinning disk under the target
+
+
+@dataclass
+class Durations:
+    runtime: int | None = None  # fixed measured time instead of until: steady
+    max_runtime: int = DEFAULT_MAX_RUNTIME
+    ramp: int = DEFAULT_RAMP
+    round: int = DEFAULT_ROUND
+
+
+def easy_plan(facts: list[HostFacts], targets: list[str], durations: Durations,
+              working_set: int | None = None) -> tuple[dict, list[str]]:
+    """The plan (plain data for parse_plan) and one line per choice saying why.
+    Every host runs the same plan, so the smallest host decides."""
+    reasons = []
+    cpus = [f.cpus for f in facts if f.cpus]
+    if cpus:
+        jobs = max(1, min(min(cpus) // 2, MAX_JOBS))
+        reasons.append(f"jobs per host: {jobs} (half of the smallest host's {min(cpus)} CPUs, at most {MAX_JOBS}, "
+                       f"leaving CPU for the kernel's IO path)")
+    else:
+        jobs = 2
+        reasons.append("jobs per host: 2 (CPU count not visible)")
+
+    spinning = any(f.rotational for f in facts)
+    outstanding = OUTSTANDING_DISK if spinning else OUTSTANDING_FLASH
+    iodepth = max(1, outstanding // jobs)
+    kinds = {"spinning disk" if f.rotational else "flash" if f.rotational is False else "unknown" for f in facts}
+    reasons.append(f"iodepth: {iodepth} per job, {iodepth * jobs} outstanding IOs per host for random IO "
+                   f"(storage: {', '.join(sorted(kinds))}); {max(1, OUTSTANDING_SEQ // jobs)} per job for "
+                   f"sequential writes")
+
+    if working_set is not None:
+        total = working_set
+        reasons.append(f"working set: {format_bytes(total)} per host (given with --size)")
+    else:
+        free = [f.free_bytes for f in facts if f.free_bytes is not None]
+        if free:
+            share = int(min(free) * WORKING_SET_SHARE)
+            total = min(max(share, WORKING_SET_MIN), WORKING_SET_MAX)
+            reasons.append(f"working set: {format_bytes(total)} per host ({WORKING_SET_SHARE:.0%} of the smallest "
+                           f"free space, {format_bytes(min(free))}, kept within {format_bytes(WORKING_SET_MIN)}–"
+                           f"{format_bytes(WORKING_SET_MAX)}); direct IO, so the page cache is not measured")
+        else:
+            total = WORKING_SET_UNKNOWN
+            reasons.append(f"working set: {format_bytes(total)} per host (free space not visible)")
+    free = [f.free_bytes for f in facts if f.free_bytes is not None]
+    if free and min(free) < total * 1.1:
+        raise IofleetError(f"not enough free space for Easy Run's working set of {format_bytes(total)} per host "
+                           f"(smallest free: {format_bytes(min(free))}); free some space or give a smaller --size")
+    per_file = max(MiB, total // jobs // MiB * MiB)
+    reasons.append(f"files: {jobs} per host (one per job) of {format_bytes(per_file)}, "
+                   f"prepared with random data before the first profile")
+
+    defaults: dict = {"jobs": jobs, "iodepth": iodepth, "size": per_file, "direct": True, "ramp": durations.ramp}
+    if durations.runtime is not None:
+        defaults.update(until="time", runtime=durations.runtime)
+        reasons.append(f"each profile: {format_duration(durations.ramp)} warm-up, then "
+                       f"{format_duration(durations.runtime)} measured (--runtime)")
+    else:
+        defaults.update(until="steady", max_runtime=durations.max_runtime, round=durations.round)
+        reasons.append(f"each profile: {format_duration(durations.ramp)} warm-up, then until steady (SNIA PTS: "
+                       f"5 rounds of {format_duration(durations.round)}), at most "
+                       f"{format_duration(durations.max_runtime)}")
+    workloads = []
+    for profile in PROFILES:
+        w = dict(profile)
+        if profile["random_pct"] == 0:
+            w["iodepth"] = max(1, OUTSTANDING_SEQ // jobs)
+        workloads.append(w)
+    plan = {
+        "name": "easy-run",
+        "description": "Easy Run: the four standard profiles, sized for these hosts",
+        "targets": targets,
+        "prepare": "random",
+        "defaults": defaults,
+        "workloads": workloads,
+    }
+    return plan, reasons
