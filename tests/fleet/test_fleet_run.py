@@ -200,3 +200,23 @@ def test_live_progress_has_each_hosts_figures_from_its_exporter(tmp_path, make_f
     assert len(seen) >= 2 and all(set(live.hosts) == {"h1", "h2"} for live in seen)
     last = seen[-1].hosts
     assert all(s is not None and 0 <= s.cpu_pct <= 100 and s.net_tx_bytes_s > 0 for s in last.values())
+
+
+def test_easy_run_on_the_fleet_prepares_every_host_and_stops_when_steady(tmp_path, fleet4, data_dir):
+    inv = fleet4.write_inventory(tmp_path / "inv.yaml")
+    proc = iofleet("easy-run", "--hosts", inv, "--size", "8m", "--ramp", "1s", "--round", "2s",
+                   "--max-runtime", "40s", data_dir=data_dir, timeout=600)
+    assert "Run 1 complete: 4 of 4 tests ok" in proc.stdout, proc.stdout
+    assert "Preparation: random data written sequentially over 8.0 MiB per host" in proc.stdout
+    assert not data_files(fleet4)
+    run = show_json(1, data_dir)
+    assert run["methodology"]["prepare"]["working_set_per_host"] == {h: 8 * 1024**2 for h in ("h1", "h2", "h3", "h4")}
+    for t in run["tests"]:
+        m = t["methodology"]
+        assert set(t["hosts"]) == {"h1", "h2", "h3", "h4"}
+        assert m["until"] == "steady" and m["steady"]["iops"]["round_s"] == 2
+        # fio's check runs next to the IO: each host's jobs stop as one group.
+        assert set(m["fio_steady"]) == {"h1", "h2", "h3", "h4"}
+        assert t["all"]["runtime_ms"] < 40_000 or not all(m["fio_steady"].values())
+        assert set(m["cache"]) == {"h1", "h2", "h3", "h4"}
+        assert all("kernel caches kept (no iofleet on the host" in v for v in m["cache"].values())

@@ -99,3 +99,17 @@ def test_caches_and_cache_or_capacity_test_are_stated(tmp_path, disk_dir, data_d
                       workloads=[{"name": "rr"}])
     out = iofleet("run", plan, "--target", disk_dir, data_dir=data_dir).stdout
     assert "host RAM (buffered IO)" in out and "caches kept (clear_cache: false)" in out
+
+
+def test_easy_run_needs_nothing_but_a_target(tmp_path, disk_dir, data_dir):
+    proc = iofleet("easy-run", "--target", disk_dir, "--size", "16m", "--ramp", "0s", "--runtime", "1s",
+                   data_dir=data_dir)
+    out = proc.stdout
+    assert "Easy Run chose:" in out and "jobs per host:" in out and "working set: 16.0 MiB per host" in out
+    assert "Run 1 complete: 4 of 4 tests ok" in out and "Preparation: random data" in out
+    run = show_json(1, data_dir)
+    assert run["label"] == "easy-run" and run["plan_name"] == "easy-run"
+    assert [(t["params"]["bs"], t["params"]["read_pct"]) for t in run["tests"]] == [
+        (4096, 100), (4096, 70), (8192, 50), (262144, 0)]
+    assert "# chosen by iofleet easy-run:" in run["plan_text"]
+    assert not (disk_dir / "iofleet").exists()
