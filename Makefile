@@ -37,7 +37,7 @@ $(STAMP): pyproject.toml
 # The main job: run the quick example plan on a scratch directory.
 run: system $(STAMP)
 	mkdir -p $(SCRATCH)
-	$(BIN)/iofleet run examples/quick.yaml --target $(SCRATCH)
+	$(BIN)/iofleet easy-run --target $(SCRATCH) --size 256m --ramp 2s --round 2s --max-runtime 30s
 
 # The whole suite: unit tests, real fio integration tests, fleet tests (real
 # fio servers in network namespaces; skipped when not root). Not the scale tests.

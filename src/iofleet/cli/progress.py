@@ -64,7 +64,8 @@ class TerminalProgress(RunObserver):
 
     def run_started(self, run_id, specs, estimate_s):
         self.count = len(specs)
-        self.console.print(f"Run {run_id}: {len(specs)} tests, about {estimate_s:.0f} s")
+        bound = "at most" if any(s.longest_s != s.runtime for s in specs) else "about"  # until: steady
+        self.console.print(f"Run {run_id}: {len(specs)} tests, {bound} {estimate_s:.0f} s")
         self.plan_task = self.progress.add_task("plan", total=estimate_s)
 
     def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):
