@@ -125,7 +125,9 @@ def validate(
         name = s.id if s.repeats == 1 else f"{s.id} ({s.repeat}/{s.repeats})"
         table.add_row(str(i), name, format_size(s.bs), str(s.read_pct), str(s.random_pct),
                       str(s.jobs), str(s.iodepth), format_size(s.size), f"{s.working_set_pct}%",
-                      format_duration(s.ramp), format_duration(s.runtime), s.engine,
+                      format_duration(s.ramp),
+                      f"steady, ≤{format_duration(s.max_runtime)}" if s.until == "steady" else format_duration(s.runtime),
+                      s.engine,
                       "yes" if s.direct else "no")
     console.print(table)
     if plan.mixed:
