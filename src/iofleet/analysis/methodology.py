@@ -4,6 +4,7 @@ cache (a "cache test") or not (a "capacity test")."""
 
 from collections import defaultdict
 
+from ..fio.jobfile import LOG_INTERVAL_MS
 from ..fio.records import Series
 from ..plan.params import STEADY_DATA_PCT, STEADY_SLOPE_PCT, STEADY_WINDOW_ROUNDS
 from .steady import SteadyVerdict, rounds_of, steady_state
@@ -18,7 +19,7 @@ def test_totals(series: list[Series]) -> dict[str, list]:
     measured = [s for s in series if s.phase == "measured" and s.t_ms]
     if not measured:
         return {"t_ms": [], "iops": [], "bw_bytes_s": [], "lat_mean_ns": []}
-    origin = min(s.t_ms[0] for s in measured) - 1000
+    origin = min(s.t_ms[0] for s in measured) - LOG_INTERVAL_MS
     last = {}
     for s in measured:
         last[s.host] = max(last.get(s.host, 0), s.t_ms[-1])

@@ -12,6 +12,7 @@ from ..analysis.methodology import cache_verdict, judge_steady, test_totals, win
 from ..analysis.skew import measure_skew
 from ..errors import FioError, IofleetError
 from ..fio.command import fio_version
+from ..fio.jobfile import LOG_INTERVAL_MS
 from ..fleet.execute import FleetPlace, LocalPlace, Measured
 from ..fleet.inventory import Host, host_groups
 from ..fleet.local import host_facts
@@ -144,7 +145,7 @@ def run_plan(
     return outcome
 
 
-def _methodology(spec, m: Measured, by_host: dict[str, TestSpec], prepared: bool, caches: dict) -> dict:
+def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, caches: dict) -> dict:
     """Steady-state verdicts, the measurement window's figures, what was
     done to the caches and, per host, cache or capacity test."""
     first = next(iter(by_host.values()), None)
@@ -166,7 +167,7 @@ def _methodology(spec, m: Measured, by_host: dict[str, TestSpec], prepared: bool
         if stated is None and not s.direct:
             stated, source = ram, "host RAM (buffered IO)"
         out["working_set"][host] = cache_verdict(s.jobs * s.working_set, stated, source)
-    measured_from = [min(x.t_ms) - 1000 for x in m.series if x.phase == "measured" and x.t_ms]
+    measured_from = [min(x.t_ms) - LOG_INTERVAL_MS for x in m.series if x.phase == "measured" and x.t_ms]
     out["measured_from_ms"] = min(measured_from) if measured_from else None
     return out
 
@@ -195,7 +196,7 @@ def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False,
             fleet["groups"] = {g: {"hosts": [h for h in names if h in ran], "test": spec.groups[g].id}
                                for g, names in place.groups.items()}
     by_host = place.specs_by_host(spec) if isinstance(place, FleetPlace) else {"local": spec}
-    method = _methodology(spec, m, by_host, prepared, caches or {})
+    method = _methodology(m, by_host, prepared, caches or {})
     test_pk = store.save_test(
         run_id, seq=index,
         spec={"id": spec.id, "workload": spec.workload, "repeat": spec.repeat,
