@@ -27,13 +27,16 @@ from ..plan.expand import data_per_target_set, expand_mixed
 from ..plan.imports import load_plan_source
 from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
-from ..report.summary import summary_table
+from ..analysis.saturation import parse_slo, saturation_of_run
+from ..report.saturation import saturation_report
+from ..report.summary import methodology_notes, summary_table
 from ..results.export import run_to_csv, run_to_dict
 from ..results.ingest import import_outputs
 from ..results.store import Store, default_data_dir
 from ..plan.easy import Durations
 from ..studies.easy_run import easy_run
 from ..studies.run import RunObserver, estimate_seconds, run_plan
+from ..studies.saturate import Sweep, run_saturate
 from ..studies.scale import ScaleStep, parse_steps, run_scale
 from .progress import TerminalProgress, fmt_lat_ms
 from .importing import import_command
@@ -342,6 +345,16 @@ def results_show(
         sys.stdout.write(json.dumps(run_to_dict(run), indent=2) + "\n")
     else:
         console.print(summary_table(run))
+        _print_saturation(run)
+
+
+def _print_saturation(run: dict) -> None:
+    """A saturate sweep's cells, grid and verdicts (other runs: nothing)."""
+    doc = run_to_dict(run)
+    sat = saturation_of_run(doc)
+    if sat is not None:
+        hosts = max((len(t["hosts"]) for t in doc["tests"]), default=1) or 1
+        console.print(saturation_report(sat, hosts, f"Saturation sweep of run {run['id']}"))
 
 
 @results_app.command("export")
@@ -481,6 +494,67 @@ def scale(
         raise typer.Exit(EXIT_INTERRUPTED)
     if not outcome.ok:
         raise typer.Exit(EXIT_FAILED)  # a step failed or lost a host
+
+
+def _option(name: str, param, value):
+    """A command-line value parsed by the parameter table (units, bounds)."""
+    try:
+        return param.parse(value)
+    except ValueError as exc:
+        raise IofleetError(f"--{name} {value}: {exc}") from None
+
+
+@app.command()
+@user_errors
+def saturate(
+    target: Optional[List[Path]] = TargetOpt,
+    hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers: every cell runs on all."),
+    bs: str = typer.Option("4k", "--bs", help="Block size."),
+    read_pct: str = typer.Option("100", "--read-pct", help="Share of reads, % (0 = all writes)."),
+    random_pct: str = typer.Option("100", "--random-pct", help="Share of random IO, % (0 = sequential)."),
+    slo: Optional[str] = typer.Option(None, "--slo", help="Latency target, e.g. 'p99<=2ms' or 'mean<500us'."),
+    size: str = typer.Option("1g", "--size", help="Each job's data file."),
+    runtime: str = typer.Option("30s", "--runtime", help="Measured time of each cell."),
+    ramp: str = typer.Option("5s", "--ramp", help="Warm-up of each cell."),
+    max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Most jobs per host (default: its CPUs)."),
+    max_iodepth: int = typer.Option(256, "--max-iodepth", help="Most outstanding IOs per job."),
+    min_gain: float = typer.Option(10.0, "--min-gain", help="A doubling gaining fewer % IOPS has stopped growing."),
+    bisect: int = typer.Option(3, "--bisect", help="Most bisection steps toward the target."),
+    engine: str = typer.Option("auto", "--engine", help="fio IO engine (auto picks io_uring, libaio or psync)."),
+    prepare: str = typer.Option("random", "--prepare", help="Write the files first: random, zero or none."),
+    data_dir: Optional[str] = DataDir,
+    label: Optional[str] = typer.Option(None, help="Label stored with the run (default saturate)."),
+):
+    """Sweep outstanding IO (jobs × iodepth, doubling) to find the knee, the best configuration and the most IOPS under a latency target."""
+    sweep = Sweep(
+        bs=_option("bs", PARAMS["bs"], bs), read_pct=_option("read-pct", PARAMS["read_pct"], read_pct),
+        random_pct=_option("random-pct", PARAMS["random_pct"], random_pct),
+        size=_option("size", PARAMS["size"], size), runtime=_option("runtime", PARAMS["runtime"], runtime),
+        ramp=_option("ramp", PARAMS["ramp"], ramp), engine=_option("engine", PARAMS["engine"], engine),
+        prepare=_option("prepare", RUN_PARAMS["prepare"], prepare),
+        max_jobs=_option("max-jobs", PARAMS["jobs"], max_jobs) if max_jobs is not None else None,
+        max_iodepth=_option("max-iodepth", PARAMS["iodepth"], max_iodepth),
+        min_gain_pct=min_gain, slo=parse_slo(slo) if slo is not None else None, bisect=bisect)
+    if not 0 < min_gain < 1000:
+        raise IofleetError(f"--min-gain {min_gain}: give a share above 0, e.g. 10 (%)")
+    if not 0 <= bisect <= 10:
+        raise IofleetError(f"--bisect {bisect}: allowed 0 to 10 steps")
+    fleet = load_inventory(hosts).hosts if hosts else None
+    with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        with TerminalProgress(console, sweep=True) as progress:
+            outcome = run_saturate(store, sweep, targets=target, hosts=fleet, label=label,
+                                   observer=progress, stop=stop)
+        run = store.get_run(outcome.run_id)
+        db = store.path
+    title = (f"Run {outcome.run_id} · saturation of {format_size(sweep.bs)} {sweep.read_pct}% read "
+             f"{'random' if sweep.random_pct == 100 else f'{sweep.random_pct}% random'}"
+             + (f" on {outcome.hosts} hosts" if outcome.hosts > 1 else ""))
+    console.print(saturation_report(outcome.result, outcome.hosts, title))
+    for line in outcome.stopped:
+        console.print(f"  sweep: {line}", highlight=False, markup=False)
+    for line, style in methodology_notes(run):
+        console.print(Text(line, style=style or ""))
+    _finish(outcome.run, db, fleet)
 
 
 def main():  # pragma: no cover

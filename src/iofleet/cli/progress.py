@@ -37,8 +37,10 @@ def host_lines(hosts: dict) -> str:
 
 
 class TerminalProgress(RunObserver):
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, sweep: bool = False):
         self.console = console
+        # A sweep (saturate) stops when it has its answer: its planned tests are an upper bound.
+        self.sweep = sweep
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -63,9 +65,10 @@ class TerminalProgress(RunObserver):
         self.live.__exit__(*exc)
 
     def run_started(self, run_id, specs, estimate_s):
-        self.count = len(specs)
-        bound = "at most" if any(s.longest_s != s.runtime for s in specs) else "about"  # until: steady
-        self.console.print(f"Run {run_id}: {len(specs)} tests, {bound} {estimate_s:.0f} s")
+        self.count = f"≤{len(specs)}" if self.sweep else len(specs)
+        bound = "at most" if self.sweep or any(s.longest_s != s.runtime for s in specs) else "about"  # until: steady
+        self.console.print(f"Run {run_id}: {'at most ' if self.sweep else ''}{len(specs)} tests, "
+                           f"{bound} {estimate_s:.0f} s")
         self.plan_task = self.progress.add_task("plan", total=estimate_s)
 
     def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):

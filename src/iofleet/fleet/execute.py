@@ -203,7 +203,7 @@ class FleetPlace:
 
     def describe(self) -> dict:
         return {"hosts": [{"name": h.name, "address": h.address, "labels": h.labels,
-                           "targets": h.targets} for h in self.hosts]}
+                           "targets": h.targets, "nic_gbps": h.nic_gbps} for h in self.hosts]}
 
     def cache_sizes(self, plan_cache: int | None) -> dict[str, tuple[int | None, str, int | None]]:
         """host → (stated cache bytes, where it was stated, RAM bytes from

@@ -8,7 +8,7 @@ after the other.
 """
 
 import itertools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ..errors import PlanError
 from .model import Plan
@@ -147,6 +147,11 @@ def expand(plan: Plan) -> list[TestSpec]:
         for r in range(1, repeats + 1):
             specs.append(TestSpec(id=test_id, workload=wname, repeat=r, repeats=repeats, **p))
     return specs
+
+
+def with_load(spec: TestSpec, jobs: int, iodepth: int) -> TestSpec:
+    """The same test at another jobs × iodepth (a cell of a saturate sweep)."""
+    return replace(spec, jobs=jobs, iodepth=iodepth, id=_base_id(spec.params() | {"jobs": jobs, "iodepth": iodepth}))
 
 
 def data_per_target_set(specs: list[TestSpec]) -> int:

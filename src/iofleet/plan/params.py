@@ -140,6 +140,14 @@ RUN_PARAMS: dict[str, Param] = {
         Param("cache_size", "size", None,
               "cache in front of the storage per host (e.g. an HCI cache tier): says cache or capacity test",
               "(iofleet)", minimum=0, maximum=1024**6, in_matrix=False),
+        Param("measure", "choice", "capacity",
+              "what the plan means to measure: the storage behind every cache (capacity) or a cache; "
+              "the diagnostics warn when the working set says otherwise", "(iofleet)",
+              choices=("capacity", "cache"), in_matrix=False),
+        Param("percentile", "choice", "p99",
+              "the latency percentile the plan asks about: shown in the summary beside p95, and checked "
+              "against the IO count (enough IOs beyond it to be meaningful)", "lat_percentiles",
+              choices=("p90", "p95", "p99", "p99.9"), in_matrix=False),
     )
 }
 

@@ -68,6 +68,101 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _place(plan: Plan, hosts: list[Host] | None) -> tuple[LocalPlace | FleetPlace, list]:
+    """Where the plan runs, and its tests in run order."""
+    if plan.mixed:
+        if not hosts:
+            raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
+                               f"run it on a fleet with --hosts INVENTORY")
+        groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads})
+        return FleetPlace(hosts, groups, clear_cache=plan.clear_cache), expand_mixed(plan)
+    if hosts:
+        return FleetPlace(hosts, clear_cache=plan.clear_cache), expand(plan)
+    if not plan.targets:
+        raise IofleetError(
+            f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
+    return LocalPlace([Path(t).resolve() for t in plan.targets], clear_cache=plan.clear_cache), expand(plan)
+
+
+class RunSession:
+    """One stored run, its tests run one at a time: the plan's own list
+    (run_plan) or tests chosen as results come in (the saturate sweep).
+
+        with RunSession(plan, text, store, specs=…) as session:
+            result = session.run(spec)   # until session.done
+    """
+
+    def __init__(self, plan: Plan, plan_text: str, store: Store, *, specs: list, hosts: list[Host] | None = None,
+                 label: str | None = None, source: str = "run", observer: RunObserver | None = None,
+                 stop: threading.Event | None = None, place=None):
+        self.plan, self.store = plan, store
+        self.observer = observer or RunObserver()
+        self.stop = stop or threading.Event()
+        self.place = place or _place(plan, hosts)[0]
+        self.specs = specs  # planned, or (a sweep) what preparation must cover
+        self.place.prepare()
+        self.run_id = store.create_run(
+            plan_name=plan.name, plan_text=plan_text, label=label, source=source,
+            fio_version=fio_version(), host_facts=host_facts() | self.place.describe(), tests_planned=len(specs),
+        )
+        self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(specs))
+        self.done = False  # stopped by the user, an error (on_error: stop) or lost hosts
+        self._caches = None
+        self._prepared = False
+        self.methodology: dict = {}  # what was done before the tests (stored with the run)
+
+    def __enter__(self) -> "RunSession":
+        plan = self.plan
+        self.observer.run_started(self.run_id, self.specs, estimate_seconds(self.specs))
+        try:
+            self._caches = self.place.cache_sizes(plan.cache_size)
+            method = {"prepare": None, "clear_cache": plan.clear_cache, "measure": plan.measure,
+                      "percentile": plan.percentile}
+            if plan.prepare != "none" and self.specs:
+                with tempfile.TemporaryDirectory(prefix="iofleet-prepare-") as tmp:
+                    prepared = self.place.prepare_data(self.specs, plan.prepare, plan.prepare_passes,
+                                                       plan.prepare_bs, Path(tmp), self.stop, self.observer.preparing)
+                method["prepare"] = prepared.to_dict()
+                self._prepared = True
+            self.methodology = method
+            self.store.set_run_methodology(self.run_id, method)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def run(self, spec: TestSpec | MixedStep) -> "TestOutcome":
+        """Run and store one test; sets `done` when the run must not go on."""
+        index = len(self.outcome.tests)
+        result = _run_test(index, spec, self.place, self.store, self.run_id, self.observer, self.stop,
+                           prepared=self._prepared, caches=self._caches or {})
+        self.outcome.tests.append(result)
+        self.observer.test_finished(index, spec, result)
+        if result.status == "interrupted" or self.stop.is_set():
+            self.done = True
+        elif result.status == "failed" and self.plan.on_error == "stop":
+            self.done = True
+        elif result.lost:
+            if self.plan.on_host_loss == "stop" or len(result.lost) == len(self.place.hosts):
+                self.done = True
+            else:
+                self.place.drop(result.lost)
+        return result
+
+    def __exit__(self, *exc) -> None:
+        outcome = self.outcome
+        if not self.plan.keep_files:
+            outcome.cleaned = self.place.cleanup()
+        statuses = {t.status for t in outcome.tests}
+        if self.stop.is_set() or "interrupted" in statuses:
+            outcome.status = "interrupted"
+        elif "failed" in statuses or len(outcome.tests) < outcome.tests_planned:
+            outcome.status = "failed"
+        elif "partial" in statuses:
+            outcome.status = "partial"
+        self.store.finish_run(self.run_id, outcome.status)
+
+
 def run_plan(
     plan: Plan,
     plan_text: str,
@@ -80,69 +175,14 @@ def run_plan(
 ) -> RunOutcome:
     """Run every test of the plan, one after the other, storing each as it
     ends: on the plan's targets here, or on `hosts` (fio servers) at once."""
-    observer = observer or RunObserver()
-    stop = stop or threading.Event()
-    if plan.mixed:
-        if not hosts:
-            raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
-                               f"run it on a fleet with --hosts INVENTORY")
-        groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads})
-        place = FleetPlace(hosts, groups, clear_cache=plan.clear_cache)
-        specs = expand_mixed(plan)
-    elif hosts:
-        place = FleetPlace(hosts, clear_cache=plan.clear_cache)
-        specs = expand(plan)
-    else:
-        if not plan.targets:
-            raise IofleetError(
-                f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
-        place = LocalPlace([Path(t).resolve() for t in plan.targets], clear_cache=plan.clear_cache)
-        specs = expand(plan)
-    version = fio_version()
-    place.prepare()
-
-    run_id = store.create_run(
-        plan_name=plan.name, plan_text=plan_text, label=label, source="run",
-        fio_version=version, host_facts=host_facts() | place.describe(), tests_planned=len(specs),
-    )
-    outcome = RunOutcome(run_id=run_id, status="complete", tests_planned=len(specs))
-    observer.run_started(run_id, specs, estimate_seconds(specs))
-    caches = place.cache_sizes(plan.cache_size)
-    try:
-        method = {"prepare": None, "clear_cache": plan.clear_cache}
-        if plan.prepare != "none" and specs:
-            with tempfile.TemporaryDirectory(prefix="iofleet-prepare-") as tmp:
-                prepared = place.prepare_data(specs, plan.prepare, plan.prepare_passes, plan.prepare_bs,
-                                              Path(tmp), stop, observer.preparing)
-            method["prepare"] = prepared.to_dict()
-        store.set_run_methodology(run_id, method)
-        for index, spec in enumerate(specs):
-            if stop.is_set():
+    place, specs = _place(plan, hosts)
+    with RunSession(plan, plan_text, store, specs=specs, place=place, label=label,
+                    observer=observer, stop=stop) as session:
+        for spec in specs:
+            if session.done or session.stop.is_set():
                 break
-            result = _run_test(index, spec, place, store, run_id, observer, stop,
-                               prepared=method["prepare"] is not None, caches=caches)
-            outcome.tests.append(result)
-            observer.test_finished(index, spec, result)
-            if result.status == "interrupted" or stop.is_set():
-                break
-            if result.status == "failed" and plan.on_error == "stop":
-                break
-            if result.lost:
-                if plan.on_host_loss == "stop" or len(result.lost) == len(place.hosts):
-                    break
-                place.drop(result.lost)
-    finally:
-        if not plan.keep_files:
-            outcome.cleaned = place.cleanup()
-        statuses = {t.status for t in outcome.tests}
-        if stop.is_set() or "interrupted" in statuses:
-            outcome.status = "interrupted"
-        elif "failed" in statuses or len(outcome.tests) < len(specs):
-            outcome.status = "failed"
-        elif "partial" in statuses:
-            outcome.status = "partial"
-        store.finish_run(run_id, outcome.status)
-    return outcome
+            session.run(spec)
+    return session.outcome
 
 
 def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, caches: dict) -> dict:

@@ -1,0 +1,132 @@
+"""The saturate sweep in words and tables: the cells (IOPS, MB/s, mean and
+p99 latency, Little's law, the latency target), the IOPS grid by jobs and
+iodepth, the knee, the best configuration and the answer to the target."""
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis.little import LITTLE_TOLERANCE
+from ..analysis.saturation import BEST_SHARE, Cell, Saturation
+
+MISSING = "n/a"
+
+
+def _ms(us) -> str:
+    return MISSING if us is None else f"{us / 1000:.3f}"
+
+
+def _config(c: Cell) -> str:
+    return f"jobs {c.jobs} × iodepth {c.iodepth}"
+
+
+def _little(c: Cell) -> str:
+    if c.little is None:
+        return MISSING
+    return f"{c.little:.2f}" + ("" if c.little_ok else " ✗")
+
+
+def cell_rows(sat: Saturation) -> list[dict]:
+    """One plain row per cell, in jobs then iodepth order."""
+    rows = []
+    fleet = any(c.hosts > 1 for c in sat.cells)
+    for c in sorted(sat.cells, key=lambda c: (c.jobs, c.iodepth)):
+        marks = [name for name, cell in (("knee", sat.knee), ("best", sat.best), ("target", sat.slo_best))
+                 if cell is c]
+        row = {"jobs": str(c.jobs), "iodepth": str(c.iodepth), "OIO/host": str(c.per_host)}
+        if fleet:
+            row["OIO fleet"] = str(c.outstanding)
+        row |= {"IOPS": f"{c.iops:,.0f}", "MB/s": f"{c.mb_s:,.1f}",
+               "mean ms": _ms(c.lat_mean_us), "p99 ms": _ms(c.lat_p99_us), "Little": _little(c)}
+        if sat.slo:
+            row[sat.slo.text] = ("ok" if c.slo_ok else "over") + f" ({_ms(c.slo_value_us)})"
+        row[""] = " ".join(f"◀ {m}" for m in marks)
+        rows.append(row)
+    return rows
+
+
+def verdict_lines(sat: Saturation, hosts: int) -> list[tuple[str, str | None]]:
+    """(line, style): the knee, the best configuration, the target's answer
+    and the Little's-law check, each in one sentence with its numbers."""
+    fleet = f" on {hosts} hosts (IOPS of the fleet; outstanding IO per host × {hosts})" if hosts > 1 else ""
+    lines: list[tuple[str, str | None]] = []
+    if not sat.cells:
+        return [("No cell was measured.", "red")]
+    if sat.knee:
+        k = sat.knee
+        lines.append((f"Knee{fleet}: {_config(k)} ({k.per_host} outstanding IOs per host): {k.iops:,.0f} IOPS, "
+                      f"mean {_ms(k.lat_mean_us)} ms, p99 {_ms(k.lat_p99_us)} ms; past it, more IOs in flight "
+                      f"add latency faster than IOPS.", "bold"))
+    else:
+        top = max(sat.cells, key=lambda c: c.outstanding)
+        lines.append((f"No knee{fleet}: IOPS did not bend up to {top.per_host} outstanding IOs per host; "
+                      f"raise --max-iodepth or --max-jobs (or the target stopped the sweep first).", "yellow"))
+    if sat.best:
+        b = sat.best
+        top = max(c.iops for c in sat.cells if c.slo_ok is not False)
+        lines.append((f"Best configuration: {_config(b)} ({b.per_host} per host): {b.iops:,.0f} IOPS "
+                      f"({b.iops / top:.0%} of the highest{' under the target' if sat.slo else ''}), "
+                      f"mean {_ms(b.lat_mean_us)} ms, p99 {_ms(b.lat_p99_us)} ms — the least outstanding IO "
+                      f"within {1 - BEST_SHARE:.0%} of the most IOPS.", "bold"))
+    if sat.slo:
+        lines.append(_target_line(sat))
+    flagged = sat.little_flags
+    if flagged:
+        for c in flagged:
+            why = ("the client could not keep its queues full (CPU-bound) or the measurement is broken"
+                   if c.little < 1 else "more IOs than asked seem in flight: the measurement is inconsistent "
+                   "(another load on the host, or stalls fio's runtime does not count)")
+            lines.append((f"Little's law does not hold at {_config(c)}: IOPS × mean latency = "
+                          f"{c.little * c.outstanding:,.1f} IOs in flight, {c.little:.0%} of the {c.outstanding} "
+                          f"asked (beyond ±{LITTLE_TOLERANCE:.0%}): {why}.", "yellow"))
+    elif any(c.little is not None for c in sat.cells):
+        lines.append((f"Little's law holds in every cell: IOPS × mean latency within ±{LITTLE_TOLERANCE:.0%} "
+                      f"of the outstanding IO.", None))
+    return lines
+
+
+def _target_line(sat: Saturation) -> tuple[str, str | None]:
+    slo = sat.slo
+    best = sat.slo_best
+    if best is None:
+        first = min(sat.cells, key=lambda c: c.outstanding)
+        return (f"Target {slo.text}: no cell met it; even {_config(first)} had {slo.metric} "
+                f"{_ms(first.slo_value_us)} ms.", "red")
+    over = [c for c in sat.cells if c.slo_ok is False and c.jobs == best.jobs and c.iodepth > best.iodepth]
+    if not over:
+        return (f"Target {slo.text}: at most {best.iops:,.0f} IOPS, at {_config(best)} "
+                f"({slo.metric} {_ms(best.slo_value_us)} ms); no step of the sweep broke it.", "bold")
+    nxt = min(over, key=lambda c: c.iodepth)
+    return (f"Target {slo.text}: at most {best.iops:,.0f} IOPS, at {_config(best)} ({slo.metric} "
+            f"{_ms(best.slo_value_us)} ms); iodepth {nxt.iodepth} broke it ({slo.metric} "
+            f"{_ms(nxt.slo_value_us)} ms).", "bold")
+
+
+def iops_grid(sat: Saturation) -> Table:
+    """IOPS by jobs (rows) and iodepth (columns); blank where not run."""
+    jobs = sorted({c.jobs for c in sat.cells})
+    depths = sorted({c.iodepth for c in sat.cells})
+    table = Table(title="IOPS by jobs (rows) × iodepth (columns), per host", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    table.add_column("jobs", justify="right")
+    for d in depths:
+        table.add_column(f"qd{d}", justify="right")
+    at = {(c.jobs, c.iodepth): c for c in sat.cells}
+    for j in jobs:
+        table.add_row(str(j), *(f"{at[(j, d)].iops:,.0f}" if (j, d) in at else "" for d in depths))
+    return table
+
+
+def saturation_report(sat: Saturation, hosts: int, title: str):
+    """A rich renderable: the cells, the grid, then the verdicts."""
+    rows = cell_rows(sat)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption=(
+        "OIO: outstanding IOs asked (jobs × iodepth, per host; OIO fleet: over all hosts); Little: IOPS × mean latency "
+        f"÷ OIO (✗ beyond ±{LITTLE_TOLERANCE:.0%}); latency in ms, all IO; ◀ knee (Kneedle), best configuration, most IOPS "
+        "under the target."), caption_justify="left")
+    for col in (rows[0] if rows else ["jobs"]):
+        table.add_column(col, justify="left" if col == "" else "right")
+    for row in rows:
+        table.add_row(*row.values())
+    return Group(table, iops_grid(sat), *(Text(line, style=style) for line, style in verdict_lines(sat, hosts)))
