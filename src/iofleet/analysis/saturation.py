@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from ..errors import IofleetError
 from .little import little_holds, little_ratio, outstanding_io
 
-# Kneedle's sensitivity. On a doubling sweep (log2 outstanding IO) the
-# default of 1 misses a knee one step before the end of a short sweep; 0.5
-# finds the step after which IOPS stop growing (docs/saturate.md).
-KNEE_SENSITIVITY = 0.5
+# Kneedle's sensitivity, in online mode (every knee along the curve, not
+# only the first): on a doubling sweep the default of 1 misses the bend of a
+# short sweep (docs/saturate.md).
+KNEE_SENSITIVITY = 0.25
+# A knee only counts when IOPS grow less than this share beyond it in all:
+# a passing wiggle of the curve, with IOPS still climbing after it, is none.
+BEYOND_KNEE_GAIN = 0.20
 # The best configuration: the least outstanding IO giving this share of the
 # highest IOPS (past it, more IOs in flight only add latency).
 BEST_SHARE = 0.95
@@ -127,8 +130,9 @@ def frontier(cells: list[Cell]) -> list[Cell]:
 
 
 def find_knee(cells: list[Cell]) -> Cell | None:
-    """Kneedle (the kneed library) on IOPS over log2 of outstanding IO; None
-    when IOPS never bend (still growing at the last level, or too few levels)."""
+    """Kneedle (the kneed library) on IOPS over log2 of outstanding IO: of
+    the knees found, the one farthest above the straight line; None when
+    IOPS never bend (still growing at the last level, or too few levels)."""
     line = frontier(cells)
     if len(line) < 3:
         return None
@@ -138,11 +142,13 @@ def find_knee(cells: list[Cell]) -> Cell | None:
     y = [c.iops for c in line]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # kneed warns when it finds no knee; None says it
-        knee = KneeLocator(x, y, curve="concave", direction="increasing", S=KNEE_SENSITIVITY).knee
-    if knee is None:
+        found = KneeLocator(x, y, curve="concave", direction="increasing", S=KNEE_SENSITIVITY, online=True)
+    # A knee at the first level is a straight line (in log2 outstanding IO).
+    knees = [x.index(k) for k in found.all_knees if x.index(k) > 0]
+    knees = [i for i in knees if max(y[i:]) < y[i] * (1 + BEYOND_KNEE_GAIN)]
+    if not knees:
         return None
-    at = min(range(len(x)), key=lambda i: abs(x[i] - knee))
-    return line[at] if at > 0 else None  # a knee at the first level is a straight line
+    return line[max(knees, key=lambda i: found.y_difference[i])]
 
 
 def best_cell(cells: list[Cell]) -> Cell | None:

@@ -107,7 +107,8 @@ def iops_grid(sat: Saturation) -> Table:
     """IOPS by jobs (rows) and iodepth (columns); blank where not run."""
     jobs = sorted({c.jobs for c in sat.cells})
     depths = sorted({c.iodepth for c in sat.cells})
-    table = Table(title="IOPS by jobs (rows) × iodepth (columns), per host", title_justify="left",
+    whose = "of the fleet " if any(c.hosts > 1 for c in sat.cells) else ""
+    table = Table(title=f"IOPS {whose}by jobs (rows) × iodepth (columns) per host", title_justify="left",
                   box=box.SIMPLE_HEAD)
     table.add_column("jobs", justify="right")
     for d in depths:

@@ -1,0 +1,72 @@
+"""`iofleet saturate` with real fio on a file target: the sweep, the knee,
+the best configuration, the latency target with bisection, Little's law."""
+
+from iofleet.analysis.saturation import saturation_of_run
+from tests.cli import iofleet, show_json
+
+SHORT = ("--size", "32m", "--runtime", "1s", "--ramp", "0s", "--prepare", "none")
+
+
+def test_sweep_finds_the_knee_and_the_best_configuration(disk_dir, data_dir):
+    # 256 KiB random reads are bandwidth-bound on this VM after 2-4 IOs in
+    # flight: a short sweep reaches the bend. The loose target is met everywhere.
+    proc = iofleet("saturate", "--target", disk_dir, "--bs", "256k", "--max-jobs", "2", "--max-iodepth", "8",
+                   "--slo", "p99<=1s", *SHORT, data_dir=data_dir)
+    out = proc.stdout
+    assert "Knee: jobs" in out and "Best configuration: jobs" in out
+    assert "Target p99<=1000ms: at most" in out and "no step of the sweep broke it" in out
+    assert "Little" in out and "Little's law holds in every cell" in out
+    assert "sweep: jobs 1: iodepth" in out  # why the row ended
+
+    run = show_json(1, data_dir)
+    assert run["status"] == "complete" and run["tests_planned"] == len(run["tests"]) >= 3
+    assert run["methodology"]["saturate"]["slo"] == "p99<=1000ms"
+    sat = saturation_of_run(run)
+    # The first row doubles iodepth from 1; every cell is a stored test.
+    assert [(c.jobs, c.iodepth) for c in sat.cells][:2] == [(1, 1), (1, 2)]
+    assert sat.knee is not None and sat.knee.outstanding > 1
+    assert sat.best.iops >= 0.95 * max(c.iops for c in sat.cells)
+    assert sat.slo_best.iops == max(c.iops for c in sat.cells)
+    for c in sat.cells:
+        assert 0.85 <= c.little <= 1.15, c
+
+    # The stored run shows the same analysis later.
+    shown = iofleet("results", "show", "1", data_dir=data_dir).stdout
+    assert "Saturation sweep of run 1" in shown and "Knee: jobs" in shown
+
+
+def test_latency_target_is_refined_by_bisection(disk_dir, data_dir):
+    # 4k random reads on this VM: mean latency ~0.2 ms at iodepth 32 and
+    # ~0.34 ms at 64, while IOPS still grow, so the target breaks between them.
+    iofleet("saturate", "--target", disk_dir, "--max-jobs", "1", "--max-iodepth", "64", "--bisect", "2",
+            "--slo", "mean<=0.25ms", *SHORT, data_dir=data_dir)
+    run = show_json(1, data_dir)
+    sat = saturation_of_run(run)
+    limit = 250.0
+    for c in sat.cells:
+        assert c.slo_ok == (c.slo_value_us <= limit)
+    answer = sat.slo_best
+    assert answer is not None and answer.slo_value_us <= limit
+    assert answer.iops == max(c.iops for c in sat.cells if c.slo_ok)
+    sweep = [c for c in sat.cells if c.iodepth & (c.iodepth - 1) == 0]  # the doubling steps
+    failed = [c for c in sweep if not c.slo_ok]
+    assert failed, "the target never broke: this VM is faster than the test assumes"
+    first_fail = min(c.iodepth for c in failed)
+    last_pass = max(c.iodepth for c in sweep if c.slo_ok and c.iodepth < first_fail)
+    # Bisection measured depths strictly between the last passing and first failing step.
+    between = [c.iodepth for c in sat.cells if last_pass < c.iodepth < first_fail]
+    assert len(between) == min(2, len(set(range(last_pass + 1, first_fail)))) and between
+    assert sweep[-1].iodepth == first_fail  # the sweep stopped where the target broke
+
+
+def test_bad_arguments_are_one_line_errors(disk_dir, data_dir):
+    for args, message in (
+        (("--slo", "p99=2ms"), "--slo 'p99=2ms': give a latency target like 'p99<=2ms'"),
+        (("--bs", "4q"), "--bs 4q:"),
+        (("--max-iodepth", "0"), "--max-iodepth 0:"),
+        (("--min-gain", "0"), "--min-gain 0.0: give a share above 0"),
+    ):
+        proc = iofleet("saturate", "--target", disk_dir, *args, data_dir=data_dir, check_rc=None)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+    proc = iofleet("saturate", data_dir=data_dir, check_rc=None)
+    assert proc.returncode == 2 and "saturate needs a place to test" in proc.stderr
