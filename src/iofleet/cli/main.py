@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -27,6 +28,7 @@ from ..plan.expand import data_per_target_set, expand_mixed
 from ..plan.imports import load_plan_source
 from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
+from ..analysis.diagnostics import RULES, SEVERITIES, Thresholds, diagnose
 from ..analysis.saturation import parse_slo, saturation_of_run
 from ..report.saturation import saturation_report
 from ..report.summary import methodology_notes, summary_table
@@ -494,6 +496,51 @@ def scale(
         raise typer.Exit(EXIT_INTERRUPTED)
     if not outcome.ok:
         raise typer.Exit(EXIT_FAILED)  # a step failed or lost a host
+
+
+@app.command("diagnose")
+@user_errors
+def diagnose_command(
+    run_id: Optional[int] = typer.Argument(None, metavar="RUN", help="Run number (default: latest)."),
+    threshold: Optional[List[str]] = typer.Option(None, "--threshold", help="Change a threshold: NAME=VALUE "
+                                                  "(repeatable), e.g. read_latency_ms=10; see --rules."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    rules: bool = typer.Option(False, "--rules", help="List the rules and their thresholds, and exit."),
+    data_dir: Optional[str] = DataDir,
+):
+    """Say what is wrong with a run's set-up or results, with the numbers and what to change."""
+    if fmt not in ("table", "json"):
+        raise IofleetError(f"--format {fmt!r}: use table or json")
+    limits = Thresholds().with_overrides(threshold or [])
+    if rules:
+        table = Table(title="Diagnostics rules (docs/diagnostics.md)", title_justify="left", box=box.SIMPLE_HEAD)
+        for col in ("rule", "severity", "fires when"):
+            table.add_column(col)
+        for rule in RULES:
+            table.add_row(rule.name, rule.severity, rule.describe(limits))
+        console.print(table)
+        return
+    with Store.open(default_data_dir(data_dir)) as store:
+        run = _load_run(store, run_id)
+    findings = diagnose(run_to_dict(run), limits)
+    if fmt == "json":
+        sys.stdout.write(json.dumps([f.to_dict() for f in findings], indent=2) + "\n")
+        return
+    if not findings:
+        console.print(f"Run {run['id']}: no findings ({len(RULES)} rules checked, {len(run['tests'])} tests).")
+        return
+    table = Table(title=f"Diagnostics of run {run['id']} · {run['plan_name']}", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    for col in ("severity", "test", "host", "finding", "evidence", "change"):
+        table.add_column(col, overflow="fold")
+    titles = {r.name: r.title for r in RULES}
+    colour = {"critical": "red", "warning": "yellow", "info": ""}
+    for f in findings:
+        table.add_row(Text(f.severity, style=colour[f.severity]), f.test or "(run)", f.host or "",
+                      titles[f.rule], f.evidence, f.change)
+    console.print(table)
+    counts = [f"{n} {s}" for s in SEVERITIES if (n := sum(1 for f in findings if f.severity == s))]
+    console.print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}: {', '.join(counts)}.")
 
 
 def _option(name: str, param, value):
