@@ -78,7 +78,8 @@ def test_zero_preparation_and_unprepared_reads_are_said(tmp_path, disk_dir, data
                       defaults={"size": "4m", "ramp": "0s", "runtime": "1s", "read_pct": 100},
                       workloads=[{"name": "rr"}])
     out = iofleet("run", plan, "--target", disk_dir, data_dir=data_dir).stdout
-    assert "Unprepared data (prepare: none): 4k-r100-rand-j1-qd1 read data iofleet never wrote" in out
+    assert "Preparation: none (prepare: none)" in out
+    assert "[critical] 4k-r100-rand-j1-qd1: unprepared reads" in " ".join(out.split())
 
 
 def test_caches_and_cache_or_capacity_test_are_stated(tmp_path, disk_dir, data_dir):

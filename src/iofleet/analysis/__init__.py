@@ -1,1 +1,1 @@
-"""What the numbers mean: stragglers (more with later issues)."""
+"""What the numbers mean: steady state, stragglers, skew, scaling, saturation, Little's law and the diagnostics."""

@@ -31,7 +31,7 @@ from ..plan.units import format_bytes, format_duration, format_size
 from ..analysis.diagnostics import RULES, SEVERITIES, Thresholds, diagnose
 from ..analysis.saturation import parse_slo, saturation_of_run
 from ..report.saturation import saturation_report
-from ..report.summary import methodology_notes, summary_table
+from ..report.summary import diagnostics_lines, methodology_notes, summary_table
 from ..results.export import run_to_csv, run_to_dict
 from ..results.ingest import import_outputs
 from ..results.store import Store, default_data_dir
@@ -535,9 +535,11 @@ def diagnose_command(
         table.add_column(col, overflow="fold")
     titles = {r.name: r.title for r in RULES}
     colour = {"critical": "red", "warning": "yellow", "info": ""}
+    rows: dict[tuple, list[str]] = {}  # the same finding for several tests is one row
     for f in findings:
-        table.add_row(Text(f.severity, style=colour[f.severity]), f.test or "(run)", f.host or "",
-                      titles[f.rule], f.evidence, f.change)
+        rows.setdefault((f.severity, f.host or "", f.rule, f.evidence, f.change), []).append(f.test or "(run)")
+    for (severity, host, rule, evidence, change), tests in rows.items():
+        table.add_row(Text(severity, style=colour[severity]), ", ".join(tests), host, titles[rule], evidence, change)
     console.print(table)
     counts = [f"{n} {s}" for s in SEVERITIES if (n := sum(1 for f in findings if f.severity == s))]
     console.print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}: {', '.join(counts)}.")
@@ -601,6 +603,11 @@ def saturate(
         console.print(f"  sweep: {line}", highlight=False, markup=False)
     for line, style in methodology_notes(run):
         console.print(Text(line, style=style or ""))
+    findings = diagnose(run_to_dict(run))
+    if findings:
+        console.print(Text("Diagnostics:", style="bold"))
+        for line, style in diagnostics_lines(findings):
+            console.print(Text(line, style=style or ""))
     _finish(outcome.run, db, fleet)
 
 

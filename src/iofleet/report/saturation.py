@@ -59,9 +59,12 @@ def verdict_lines(sat: Saturation, hosts: int) -> list[tuple[str, str | None]]:
                       f"mean {_ms(k.lat_mean_us)} ms, p99 {_ms(k.lat_p99_us)} ms; past it, more IOs in flight "
                       f"add latency faster than IOPS.", "bold"))
     else:
+        levels = len({c.outstanding for c in sat.cells})
         top = max(sat.cells, key=lambda c: c.outstanding)
-        lines.append((f"No knee{fleet}: IOPS did not bend up to {top.per_host} outstanding IOs per host; "
-                      f"raise --max-iodepth or --max-jobs (or the target stopped the sweep first).", "yellow"))
+        why = (f"{levels} level{'s' if levels != 1 else ''} of outstanding IO are too few to find one"
+               if levels < 3 else f"IOPS did not bend up to {top.per_host} outstanding IOs per host")
+        lines.append((f"No knee{fleet}: {why}; a wider sweep (--max-iodepth, --max-jobs, a looser --slo) "
+                      f"may find it.", "yellow"))
     if sat.best:
         b = sat.best
         top = max(c.iops for c in sat.cells if c.slo_ok is not False)
@@ -107,9 +110,7 @@ def iops_grid(sat: Saturation) -> Table:
     """IOPS by jobs (rows) and iodepth (columns); blank where not run."""
     jobs = sorted({c.jobs for c in sat.cells})
     depths = sorted({c.iodepth for c in sat.cells})
-    whose = "of the fleet " if any(c.hosts > 1 for c in sat.cells) else ""
-    table = Table(title=f"IOPS {whose}by jobs (rows) × iodepth (columns) per host", title_justify="left",
-                  box=box.SIMPLE_HEAD)
+    table = Table(box=box.SIMPLE_HEAD)
     table.add_column("jobs", justify="right")
     for d in depths:
         table.add_column(f"qd{d}", justify="right")
@@ -130,4 +131,6 @@ def saturation_report(sat: Saturation, hosts: int, title: str):
         table.add_column(col, justify="left" if col == "" else "right")
     for row in rows:
         table.add_row(*row.values())
-    return Group(table, iops_grid(sat), *(Text(line, style=style) for line, style in verdict_lines(sat, hosts)))
+    whose = "of the fleet " if hosts > 1 else ""
+    return Group(table, Text(f"IOPS {whose}by jobs (rows) × iodepth (columns) per host:"), iops_grid(sat),
+                 *(Text(line, style=style) for line, style in verdict_lines(sat, hosts)))

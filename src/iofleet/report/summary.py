@@ -6,13 +6,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.diagnostics import RULES, SEVERITIES, Finding, diagnose
 from ..analysis.skew import MIN_OVERLAP_PCT
 from ..analysis.steady import SteadyVerdict
 from ..analysis.stragglers import stragglers
 from ..fleet.metrics import mean_cpu
 from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host
-from ..results.export import jobs_by_group
+from ..results.export import jobs_by_group, run_to_dict
 
 MISSING = "n/a"  # unavailable, never shown as 0
 
@@ -84,12 +85,8 @@ def methodology_notes(run: dict) -> list[tuple[str, str | None]]:
         notes.append((f"Preparation: {prepared['mode']} data written sequentially over {' / '.join(sorted(sizes))} "
                       f"per host ({prepared['passes']} passes of {format_bytes(prepared['bs'])} writes) on "
                       f"{len(per_host)} host{'s' if len(per_host) > 1 else ''} in {prepared['seconds']:.1f} s.", None))
-    elif method:
-        reads = [t["id"] for t in tests if t["params"].get("read_pct", 0) > 0
-                 or any(g.get("read_pct", 0) > 0 for g in t["params"].get("groups", {}).values())]
-        if reads:
-            notes.append((f"Unprepared data (prepare: none): {', '.join(reads)} read data iofleet never wrote; "
-                          f"reads of never-written blocks can be unrealistically fast.", "yellow"))
+    elif method:  # reads of the unwritten data are a diagnostics finding (unprepared_reads)
+        notes.append(("Preparation: none (prepare: none); the data files were not written before the tests.", None))
     caches: dict[str, set[str]] = {}
     for t in tests:
         for host, text in (t["methodology"].get("cache") or {}).items():
@@ -122,12 +119,40 @@ def methodology_notes(run: dict) -> list[tuple[str, str | None]]:
     return notes
 
 
+# A collapsed diagnostics line names this many tests and counts the rest.
+MAX_NAMED_TESTS = 4
+_SEVERITY_STYLE = {"critical": "red", "warning": "yellow", "info": None}
+
+
+def diagnostics_lines(findings: list[Finding]) -> list[tuple[str, str | None]]:
+    """(line, style) pairs, one per finding, critical first; the same advice
+    (rule and change) for several tests is one line naming the tests, with
+    the first one's evidence."""
+    titles = {r.name: r.title for r in RULES}
+    same_advice: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        same_advice.setdefault((f.rule, f.change), []).append(f)
+    lines = []
+    for (rule, change), group in sorted(same_advice.items(), key=lambda kv: SEVERITIES.index(kv[1][0].severity)):
+        places = list(dict.fromkeys(" on ".join(filter(None, (f.test, f.host))) or "run" for f in group))
+        where = ", ".join(places[:MAX_NAMED_TESTS])
+        if len(places) > MAX_NAMED_TESTS:
+            where += f" and {len(places) - MAX_NAMED_TESTS} more"
+        first = group[0]
+        evidence = first.evidence if all(f.evidence == first.evidence for f in group) else \
+            f"e.g. {places[0]}: {first.evidence}"
+        lines.append((f"[{first.severity}] {where}: {titles[rule]} — {evidence} → {change}",
+                      _SEVERITY_STYLE[first.severity]))
+    return lines
+
+
 def _repeated(run: dict, test: dict) -> bool:
     return sum(1 for t in run["tests"] if t["id"] == test["id"]) > 1
 
 
 def summary_table(run: dict):
-    """A rich renderable: the table, then one line per failed test."""
+    """A rich renderable: the table, one line per failed test, notes on the
+    fleet and methodology, then the diagnostics."""
     host = run["host_facts"].get("hostname") or ", ".join(run["host_facts"].get("hosts", []))
     title = (f"Run {run['id']} · {run['plan_name']} · {run['status']} · "
              f"{run.get('fio_version') or 'fio ?'} · {host}")
@@ -166,4 +191,8 @@ def summary_table(run: dict):
     if run["status"] not in ("complete", "running"):
         notes.append(Text(f"This run is {run['status']}: {len(run['tests'])} of "
                           f"{run['tests_planned']} planned tests were stored.", style="yellow"))
+    findings = diagnose(run_to_dict(run))
+    if findings:
+        notes.append(Text("Diagnostics:", style="bold"))
+        notes += [Text(line, style=style) for line, style in diagnostics_lines(findings)]
     return Group(table, *notes)
