@@ -2,7 +2,7 @@
 
 Order (stable, documented in docs/plans.md): workloads in file order; within
 a workload, the cartesian product of its matrix with parameters varied in
-table order (bs outermost, then read_pct, random_pct, jobs, iodepth, size,
+table order (bs outermost, then read_pct, random_pct, iodepth, jobs, size,
 working_set_pct, runtime, ramp, engine, direct); repeats of one test run one
 after the other.
 """

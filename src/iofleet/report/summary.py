@@ -32,7 +32,7 @@ def _steady(test: dict) -> str:
     return SteadyVerdict.from_dict(verdict).short() if verdict else MISSING
 
 
-def _row(name: str, status: str, agg, cpu, steady: str = "", window: dict | None = None) -> dict:
+def _row(name: str, status: str, agg, cpu, steady: str = "", window: dict | None = None, tail: str = "p99") -> dict:
     a = agg.all if agg else None
     measured = agg is not None and a.ios > 0
     iops, bw = (window["iops"], window["bw_bytes_s"]) if window else (a.iops, a.bw_bytes_s) if a else (0, 0)
@@ -45,7 +45,7 @@ def _row(name: str, status: str, agg, cpu, steady: str = "", window: dict | None
         "read ms": _ms(agg.read.lat_mean_ns) if measured else MISSING,
         "write ms": _ms(agg.write.lat_mean_ns) if measured else MISSING,
         "p95 ms": _ms(a.percentiles_ns.get("p95")) if measured else MISSING,
-        "p99 ms": _ms(a.percentiles_ns.get("p99")) if measured else MISSING,
+        f"{tail} ms": _ms(a.percentiles_ns.get(tail)) if measured else MISSING,
         "CPU % avg/max": f"{cpu.avg_pct:.0f}/{cpu.max_pct:.0f}" if cpu and cpu.samples else MISSING,
         "steady (IOPS)": steady,
     }
@@ -55,20 +55,22 @@ def summary_rows(run: dict) -> list[dict]:
     """Plain rows (strings) for any front end: one per test and, under a
     fleet test of a few hosts, one per host."""
     rows = []
+    tail = (run.get("methodology") or {}).get("percentile") or "p99"  # the plan's `percentile`
     for t in run["tests"]:
         name = t["id"] if t.get("repeat", 1) == 1 and not _repeated(run, t) else f"{t['id']} #{t['repeat']}"
         window = (t.get("methodology") or {}).get("window")
-        rows.append(_row(name, t["status"], t["aggregate"], t["host_cpu"], _steady(t), window))
+        rows.append(_row(name, t["status"], t["aggregate"], t["host_cpu"], _steady(t), window, tail))
         cpu = {m.host: m.cpu for m in t.get("host_metrics", [])}
         for group, members in jobs_by_group(t).items():
             rows.append(_row(f"  {group}: {t['fleet']['groups'][group]['test']}", "group",
                              aggregate(members) if members else None,
-                             mean_cpu([cpu[h] for h in t["fleet"]["groups"][group]["hosts"] if h in cpu])))
+                             mean_cpu([cpu[h] for h in t["fleet"]["groups"][group]["hosts"] if h in cpu]),
+                             tail=tail))
         hosts = by_host(t["jobs"])
         if t.get("fleet") and 1 < len(hosts) <= MAX_HOST_ROWS:
             order = t["fleet"]["hosts"]
             for host in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order)):
-                rows.append(_row(f"  {host}", "host", hosts[host], cpu.get(host)))
+                rows.append(_row(f"  {host}", "host", hosts[host], cpu.get(host), tail=tail))
     return rows
 
 
@@ -157,7 +159,7 @@ def summary_table(run: dict):
     title = (f"Run {run['id']} · {run['plan_name']} · {run['status']} · "
              f"{run.get('fio_version') or 'fio ?'} · {host}")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption=(
-        "read/write ms: mean total latency (submit + complete); p95/p99: all IO, from merged "
+        "read/write ms: mean total latency (submit + complete); percentiles: all IO, from merged "
         "histograms; warm-up excluded; MB/s = 10^6 bytes/s; CPU: host, while measuring."), caption_justify="left")
     rows = summary_rows(run)
     columns = list(rows[0]) if rows else ["test"]

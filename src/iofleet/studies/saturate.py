@@ -151,10 +151,13 @@ def run_saturate(
                 on_cell(cell)
             return cell
 
-        best = 0.0
+        best: Cell | None = None  # the most IOPS so far (under the target)
         for jobs in jobs_axis:
+            # More jobs matter where fewer saturated: start one level of
+            # outstanding IO below the best so far, not at iodepth 1 again.
+            start = max((d for d in depth_axis if best and jobs * d <= best.per_host // 2), default=1)
             row: list[Cell] = []
-            for depth in depth_axis:
+            for depth in (d for d in depth_axis if d >= start):
                 if session.done or session.stop.is_set():
                     break
                 cell = measure(jobs, depth)
@@ -178,15 +181,18 @@ def run_saturate(
                 stopped.append(f"jobs {jobs}: reached --max-iodepth {sweep.max_iodepth}")
             if session.done or session.stop.is_set() or not row:
                 break
-            top = max(c.iops for c in row)
-            if row[0].slo_ok is False:
-                stopped.append(f"jobs {jobs} breaks the target even at iodepth 1: more jobs only add latency")
+            passing = [c for c in row if c.slo_ok is not False]
+            if not passing:
+                stopped.append(f"jobs {jobs} breaks the target already at iodepth {row[0].iodepth}: "
+                               f"more jobs only add latency")
                 break
-            if best and top < best * gain:
-                stopped.append(f"jobs {jobs}: at most {top:,.0f} IOPS, not {sweep.min_gain_pct:g}% above "
-                               f"the {best:,.0f} of fewer jobs: more jobs do not help")
+            top = max(passing, key=lambda c: c.iops)
+            if best and top.iops < best.iops * gain:
+                stopped.append(f"jobs {jobs}: at most {top.iops:,.0f} IOPS, not {sweep.min_gain_pct:g}% above "
+                               f"the {best.iops:,.0f} of fewer jobs: more jobs do not help")
                 break
-            best = max(best, top)
+            if best is None or top.iops > best.iops:
+                best = top
         else:
             stopped.append(f"reached --max-jobs {jobs_axis[-1]}")
 
