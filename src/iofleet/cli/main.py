@@ -569,7 +569,7 @@ def saturate(
     max_iodepth: int = typer.Option(256, "--max-iodepth", help="Most outstanding IOs per job."),
     min_gain: float = typer.Option(10.0, "--min-gain", help="A doubling gaining fewer % IOPS has stopped growing."),
     bisect: int = typer.Option(3, "--bisect", help="Most bisection steps toward the target."),
-    engine: str = typer.Option("auto", "--engine", help="fio IO engine (auto picks io_uring, libaio or psync)."),
+    engine: str = typer.Option("libaio", "--engine", help="fio IO engine (see docs/saturate.md for why not io_uring)."),
     prepare: str = typer.Option("random", "--prepare", help="Write the files first: random, zero or none."),
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (default saturate)."),
