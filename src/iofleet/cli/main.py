@@ -23,7 +23,7 @@ from ..errors import IofleetError
 from ..fio.command import fio_version
 from ..fleet.check import check_hosts, problem_lines
 from ..fleet.inventory import load_inventory
-from ..plan import expand, load_plan, parse_plan
+from ..plan import expand, parse_plan
 from ..plan.expand import data_per_target_set, expand_mixed
 from ..plan.imports import load_plan_source
 from ..plan.params import PARAMS, RUN_PARAMS

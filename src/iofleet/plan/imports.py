@@ -33,7 +33,7 @@ from .expand import expand
 from .load import load_plan, parse_plan
 from .model import NAME_RE, Plan, check_target_path
 from .params import ENGINES, PARAMS
-from .units import format_size, parse_duration, parse_size
+from .units import format_size, parse_duration
 
 KINDS = ("vdbench", "fio")
 FIO_SUFFIXES = (".fio", ".job", ".ini")

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
 from .params import MATRIX_PARAMS, PARAMS, RUN_PARAMS
 

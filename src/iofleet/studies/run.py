@@ -93,7 +93,7 @@ class RunSession:
     """
 
     def __init__(self, plan: Plan, plan_text: str, store: Store, *, specs: list, hosts: list[Host] | None = None,
-                 label: str | None = None, source: str = "run", observer: RunObserver | None = None,
+                 label: str | None = None, observer: RunObserver | None = None,
                  stop: threading.Event | None = None, place=None):
         self.plan, self.store = plan, store
         self.observer = observer or RunObserver()
@@ -102,7 +102,7 @@ class RunSession:
         self.specs = specs  # planned, or (a sweep) what preparation must cover
         self.place.prepare()
         self.run_id = store.create_run(
-            plan_name=plan.name, plan_text=plan_text, label=label, source=source,
+            plan_name=plan.name, plan_text=plan_text, label=label, source="run",
             fio_version=fio_version(), host_facts=host_facts() | self.place.describe(), tests_planned=len(specs),
         )
         self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(specs))

@@ -5,7 +5,6 @@ a test of one stored run, so the sweep is a run like any other."""
 
 import os
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,8 +59,6 @@ class Sweep:
 class SaturateOutcome:
     run: RunOutcome
     result: Saturation
-    jobs: list[int]  # the axes swept
-    iodepths: list[int]
     hosts: int
     stopped: list[str] = field(default_factory=list)  # why each row, and the sweep, ended
 
@@ -113,8 +110,9 @@ def run_saturate(
     label: str | None = None,
     observer: RunObserver | None = None,
     stop: threading.Event | None = None,
-    on_cell: Callable[[Cell], None] | None = None,
 ) -> SaturateOutcome:
+    """Sweep outstanding IO on `targets` here or on every host of `hosts`,
+    one stored run whose tests are the cells, then analyse it."""
     if hosts:
         require_ready(hosts, what="sweep")
         names = []
@@ -122,8 +120,6 @@ def run_saturate(
         names = [str(Path(t).resolve()) for t in targets]
     else:
         raise IofleetError("saturate needs a place to test: --target DIR (or --hosts INVENTORY)")
-    if sweep.max_iodepth < 1:
-        raise IofleetError("--max-iodepth: give at least 1")
     jobs_axis = doubling(_max_jobs(sweep, hosts))
     depth_axis = doubling(sweep.max_iodepth)
     data, text = sweep_plan(sweep, jobs_axis, depth_axis, names)
@@ -148,10 +144,7 @@ def run_saturate(
                 return None
             doc = run_to_dict(store.get_run(session.run_id))
             engine = doc["tests"][-1]["params"].get("engine_used")
-            cell = cells_of(doc, sweep.slo)[-1]
-            if on_cell:
-                on_cell(cell)
-            return cell
+            return cells_of(doc, sweep.slo)[-1]
 
         best: Cell | None = None  # the most IOPS so far (under the target)
         for jobs in jobs_axis:
@@ -213,8 +206,8 @@ def run_saturate(
             "saturate": sweep.to_dict() | {"stopped": stopped}})
 
     doc = run_to_dict(store.get_run(session.run_id))
-    return SaturateOutcome(run=session.outcome, result=saturation(doc, sweep.slo), jobs=jobs_axis,
-                           iodepths=depth_axis, hosts=len(hosts) if hosts else 1, stopped=stopped)
+    return SaturateOutcome(run=session.outcome, result=saturation(doc, sweep.slo),
+                           hosts=len(hosts) if hosts else 1, stopped=stopped)
 
 
 def _ms(us: float | None) -> str:
