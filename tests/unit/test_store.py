@@ -195,6 +195,9 @@ def test_round_trip_two_tests_exactly(st):
     assert t1["id"] == "8k-r0-seq-j1-qd1" and t1["params"]["direct"] is False
     assert t1["host_cpu"] == HostCpu(0, None, None)
     assert t1["jobs"] == jobs1 and t1["aggregate"] == aggregate(jobs1)
+    # A study reading the test that just ended gets it alone, the same as in the whole run.
+    (only,) = st.get_run(run_id, from_seq=1)["tests"]
+    assert only == t1
 
 
 def test_failed_test_without_measurements(st):

@@ -13,7 +13,7 @@ from ..analysis.saturation import BEST_SHARE, Cell, Saturation
 MISSING = "n/a"
 
 
-def _ms(us) -> str:
+def fmt_ms(us) -> str:
     return MISSING if us is None else f"{us / 1000:.3f}"
 
 
@@ -38,9 +38,9 @@ def cell_rows(sat: Saturation) -> list[dict]:
         if fleet:
             row["OIO fleet"] = str(c.outstanding)
         row |= {"IOPS": f"{c.iops:,.0f}", "MB/s": f"{c.mb_s:,.1f}",
-               "mean ms": _ms(c.lat_mean_us), "p99 ms": _ms(c.lat_p99_us), "Little": _little(c)}
+               "mean ms": fmt_ms(c.lat_mean_us), "p99 ms": fmt_ms(c.lat_p99_us), "Little": _little(c)}
         if sat.slo:
-            row[sat.slo.text] = ("ok" if c.slo_ok else "over") + f" ({_ms(c.slo_value_us)})"
+            row[sat.slo.text] = ("ok" if c.slo_ok else "over") + f" ({fmt_ms(c.slo_value_us)})"
         row[""] = " ".join(f"◀ {m}" for m in marks)
         rows.append(row)
     return rows
@@ -56,7 +56,7 @@ def verdict_lines(sat: Saturation, hosts: int) -> list[tuple[str, str | None]]:
     if sat.knee:
         k = sat.knee
         lines.append((f"Knee{fleet}: {_config(k)} ({k.per_host} outstanding IOs per host): {k.iops:,.0f} IOPS, "
-                      f"mean {_ms(k.lat_mean_us)} ms, p99 {_ms(k.lat_p99_us)} ms; past it, more IOs in flight "
+                      f"mean {fmt_ms(k.lat_mean_us)} ms, p99 {fmt_ms(k.lat_p99_us)} ms; past it, more IOs in flight "
                       f"add latency faster than IOPS.", "bold"))
     else:
         levels = len({c.outstanding for c in sat.cells})
@@ -70,7 +70,7 @@ def verdict_lines(sat: Saturation, hosts: int) -> list[tuple[str, str | None]]:
         top = max(c.iops for c in sat.cells if c.slo_ok is not False)
         lines.append((f"Best configuration: {_config(b)} ({b.per_host} per host): {b.iops:,.0f} IOPS "
                       f"({b.iops / top:.0%} of the highest{' under the target' if sat.slo else ''}), "
-                      f"mean {_ms(b.lat_mean_us)} ms, p99 {_ms(b.lat_p99_us)} ms — the least outstanding IO "
+                      f"mean {fmt_ms(b.lat_mean_us)} ms, p99 {fmt_ms(b.lat_p99_us)} ms — the least outstanding IO "
                       f"within {1 - BEST_SHARE:.0%} of the most IOPS.", "bold"))
     if sat.slo:
         lines.append(_target_line(sat))
@@ -95,15 +95,15 @@ def _target_line(sat: Saturation) -> tuple[str, str | None]:
     if best is None:
         first = min(sat.cells, key=lambda c: c.outstanding)
         return (f"Target {slo.text}: no cell met it; even {_config(first)} had {slo.metric} "
-                f"{_ms(first.slo_value_us)} ms.", "red")
+                f"{fmt_ms(first.slo_value_us)} ms.", "red")
     over = [c for c in sat.cells if c.slo_ok is False and c.jobs == best.jobs and c.iodepth > best.iodepth]
     if not over:
         return (f"Target {slo.text}: at most {best.iops:,.0f} IOPS, at {_config(best)} "
-                f"({slo.metric} {_ms(best.slo_value_us)} ms); no step of the sweep broke it.", "bold")
+                f"({slo.metric} {fmt_ms(best.slo_value_us)} ms); no step of the sweep broke it.", "bold")
     nxt = min(over, key=lambda c: c.iodepth)
     return (f"Target {slo.text}: at most {best.iops:,.0f} IOPS, at {_config(best)} ({slo.metric} "
-            f"{_ms(best.slo_value_us)} ms); iodepth {nxt.iodepth} broke it ({slo.metric} "
-            f"{_ms(nxt.slo_value_us)} ms).", "bold")
+            f"{fmt_ms(best.slo_value_us)} ms); iodepth {nxt.iodepth} broke it ({slo.metric} "
+            f"{fmt_ms(nxt.slo_value_us)} ms).", "bold")
 
 
 def iops_grid(sat: Saturation) -> Table:

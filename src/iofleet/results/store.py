@@ -406,8 +406,9 @@ class Store:
     def latest_run_id(self) -> int | None:
         return self._conn.execute("SELECT max(id) FROM runs").fetchone()[0]
 
-    def get_run(self, run_id: int) -> dict:
-        """A run with all its tests (seq order), each with aggregate, jobs and disks."""
+    def get_run(self, run_id: int, from_seq: int = 0) -> dict:
+        """A run with its tests (seq order; those from `from_seq` on, for a
+        study that reads each test as it ends), each with aggregate, jobs and disks."""
         row = self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise self._no_run(run_id)
@@ -417,23 +418,23 @@ class Store:
         directions: dict[int, dict[str, DirectionStats]] = {}
         for r in self._conn.execute(
             f"SELECT d.test_pk, d.direction, {_DIR_SELECT} FROM test_directions d"
-            " JOIN tests t ON t.id = d.test_pk WHERE t.run_id = ?",
-            (run_id,),
+            " JOIN tests t ON t.id = d.test_pk WHERE t.run_id = ? AND t.seq >= ?",
+            (run_id, from_seq),
         ):
             directions.setdefault(r[0], {})[r[1]] = _dir_from_values(r[2:])
 
         job_dirs: dict[int, dict[str, DirectionStats]] = {}
         for r in self._conn.execute(
             f"SELECT d.job_pk, d.direction, {_DIR_SELECT} FROM job_directions d"
-            " JOIN jobs j ON j.id = d.job_pk JOIN tests t ON t.id = j.test_pk WHERE t.run_id = ?",
-            (run_id,),
+            " JOIN jobs j ON j.id = d.job_pk JOIN tests t ON t.id = j.test_pk WHERE t.run_id = ? AND t.seq >= ?",
+            (run_id, from_seq),
         ):
             job_dirs.setdefault(r[0], {})[r[1]] = _dir_from_values(r[2:])
 
         jobs: dict[int, list[JobResult]] = {}
         for r in self._conn.execute(
-            "SELECT j.* FROM jobs j JOIN tests t ON t.id = j.test_pk WHERE t.run_id = ? ORDER BY j.id",
-            (run_id,),
+            "SELECT j.* FROM jobs j JOIN tests t ON t.id = j.test_pk WHERE t.run_id = ? AND t.seq >= ? ORDER BY j.id",
+            (run_id, from_seq),
         ):
             jobs.setdefault(r["test_pk"], []).append(JobResult(
                 host=r["host"], job=r["job"], index=r["job_index"], error=r["error"],
@@ -443,8 +444,8 @@ class Store:
 
         disks: dict[int, list[DiskUtil]] = {}
         for r in self._conn.execute(
-            "SELECT d.* FROM disks d JOIN tests t ON t.id = d.test_pk WHERE t.run_id = ? ORDER BY d.id",
-            (run_id,),
+            "SELECT d.* FROM disks d JOIN tests t ON t.id = d.test_pk WHERE t.run_id = ? AND t.seq >= ? ORDER BY d.id",
+            (run_id, from_seq),
         ):
             disks.setdefault(r["test_pk"], []).append(DiskUtil(
                 host=r["host"], name=r["name"], util_pct=r["util_pct"],
@@ -454,21 +455,22 @@ class Store:
         artifacts: dict[int, list[str]] = {}
         for r in self._conn.execute(
             "SELECT a.test_pk, a.name FROM artifacts a JOIN tests t ON t.id = a.test_pk"
-            " WHERE t.run_id = ? ORDER BY a.name",
-            (run_id,),
+            " WHERE t.run_id = ? AND t.seq >= ? ORDER BY a.name",
+            (run_id, from_seq),
         ):
             artifacts.setdefault(r[0], []).append(r[1])
 
         metrics: dict[int, dict[str, list[HostMetrics]]] = {}
         for r in self._conn.execute(
             f"SELECT m.test_pk, m.role, {', '.join('m.' + c for c in _HOST_METRIC_COLS)} FROM host_metrics m"
-            " JOIN tests t ON t.id = m.test_pk WHERE t.run_id = ? ORDER BY m.rowid",
-            (run_id,),
+            " JOIN tests t ON t.id = m.test_pk WHERE t.run_id = ? AND t.seq >= ? ORDER BY m.rowid",
+            (run_id, from_seq),
         ):
             metrics.setdefault(r["test_pk"], {}).setdefault(r["role"], []).append(_host_metrics_from_row(r))
 
         tests = []
-        for t in self._conn.execute("SELECT * FROM tests WHERE run_id = ? ORDER BY seq", (run_id,)):
+        for t in self._conn.execute("SELECT * FROM tests WHERE run_id = ? AND seq >= ? ORDER BY seq",
+                                    (run_id, from_seq)):
             pk = t["id"]
             aggregate = None
             if t["agg_jobs"] is not None:

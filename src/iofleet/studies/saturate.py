@@ -18,6 +18,7 @@ from ..fleet.inventory import Host
 from ..plan import parse_plan
 from ..plan.expand import expand, with_load
 from ..plan.units import format_duration, format_size
+from ..report.saturation import fmt_ms
 from ..results.export import run_to_dict
 from ..results.store import Store
 from .easy_run import remote_facts
@@ -134,6 +135,7 @@ def run_saturate(
         store.set_run_methodology(session.run_id, session.methodology | {"saturate": sweep.to_dict()})
 
         engine = None
+        cells: list[Cell] = []  # every cell measured, as the analysis sees it
 
         def measure(jobs: int, depth: int) -> Cell | None:
             nonlocal engine
@@ -142,9 +144,16 @@ def run_saturate(
                 stopped.append(f"{result.spec.id} {result.status}: {result.error}; the sweep stopped there")
                 session.done = True
                 return None
-            doc = run_to_dict(store.get_run(session.run_id))
+            # Only the test just stored: the run's earlier tests are in `cells`.
+            doc = run_to_dict(store.get_run(session.run_id, from_seq=len(session.outcome.tests) - 1))
             engine = doc["tests"][-1]["params"].get("engine_used")
-            return cells_of(doc, sweep.slo)[-1]
+            new = cells_of(doc, sweep.slo)
+            if not new:
+                stopped.append(f"{result.spec.id} measured no IO; the sweep stopped there")
+                session.done = True
+                return None
+            cells.extend(new)
+            return new[0]
 
         best: Cell | None = None  # the most IOPS so far (under the target)
         for jobs in jobs_axis:
@@ -161,7 +170,7 @@ def run_saturate(
                 row.append(cell)
                 if cell.slo_ok is False:
                     stopped.append(f"jobs {jobs}: iodepth {depth} broke the target "
-                                   f"({sweep.slo.metric} {_ms(cell.slo_value_us)} ms)")
+                                   f"({sweep.slo.metric} {fmt_ms(cell.slo_value_us)} ms)")
                     break
                 if len(row) > 1 and cell.iops < row[-2].iops * gain:
                     stopped.append(f"jobs {jobs}: iodepth {row[-2].iodepth}→{depth} gained "
@@ -195,7 +204,7 @@ def run_saturate(
         for _ in range(sweep.bisect if sweep.slo else 0):
             if session.done or session.stop.is_set():
                 break
-            bracket = bisect_bracket(cells_of(run_to_dict(store.get_run(session.run_id)), sweep.slo))
+            bracket = bisect_bracket(cells)
             if bracket is None:
                 break
             low, high = bracket
@@ -209,6 +218,3 @@ def run_saturate(
     return SaturateOutcome(run=session.outcome, result=saturation(doc, sweep.slo),
                            hosts=len(hosts) if hosts else 1, stopped=stopped)
 
-
-def _ms(us: float | None) -> str:
-    return "n/a" if us is None else f"{us / 1000:.3f}"
