@@ -8,8 +8,8 @@ STAMP   := $(VENV)/.installed
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH ?= $(CURDIR)/scratch
 # Debian packages needed: fio (the engine), python3-venv (for .venv),
-# iproute2 and prometheus-node-exporter (the fleet tests' test hosts).
-APT_PKGS := fio python3-venv iproute2 prometheus-node-exporter
+# iproute2 and prometheus-node-exporter (the fleet tests' test hosts),
+# chromium (the browser tests open the HTML report in it, headless).
 
 .PHONY: run test test-scale bench system clean
 
@@ -23,6 +23,7 @@ system:
 	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v prometheus-node-exporter >/dev/null 2>&1 || missing="$$missing prometheus-node-exporter"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing from the distribution:$$missing"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \

@@ -10,15 +10,16 @@ from ..plan.params import STEADY_DATA_PCT, STEADY_SLOPE_PCT, STEADY_WINDOW_ROUND
 from .steady import SteadyVerdict, rounds_of, steady_state
 
 
-def test_totals(series: list[Series]) -> dict[str, list]:
+def test_totals(series: list[Series], phase: str = "measured") -> dict[str, list]:
     """The test's per-second totals over every job and host of the measured
-    part: IOPS and bytes/s summed, mean latency weighted by IOPS. `t_ms` is
-    each second's end from the start of the measured part. A fleet test is
-    cut where its first host stopped (with until: steady hosts stop on
-    their own), so every second holds every host."""
-    measured = [s for s in series if s.phase == "measured" and s.t_ms]
+    part (or of the warm-up, for plots): IOPS and bytes/s summed, mean
+    latency weighted by IOPS. `t_ms` is each second's end from the start of
+    the part, `origin_ms` that start in the logs' clock. A fleet test is cut
+    where its first host stopped (with until: steady hosts stop on their
+    own), so every second holds every host."""
+    measured = [s for s in series if s.phase == phase and s.t_ms]
     if not measured:
-        return {"t_ms": [], "iops": [], "bw_bytes_s": [], "lat_mean_ns": []}
+        return {"t_ms": [], "iops": [], "bw_bytes_s": [], "lat_mean_ns": [], "origin_ms": None}
     origin = min(s.t_ms[0] for s in measured) - LOG_INTERVAL_MS
     last = {}
     for s in measured:
@@ -53,6 +54,7 @@ def test_totals(series: list[Series]) -> dict[str, list]:
         "iops": [iops[k] for k in seconds],
         "bw_bytes_s": [bw.get(k, 0.0) for k in seconds],
         "lat_mean_ns": [lat_weighted[k] / lat_ios[k] if lat_ios.get(k) else None for k in seconds],
+        "origin_ms": origin,
     }
 
 

@@ -30,6 +30,7 @@ from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
 from ..analysis.diagnostics import RULES, SEVERITIES, Thresholds, diagnose
 from ..analysis.saturation import parse_slo, saturation_of_run
+from ..report.html import run_report_html, run_report_md
 from ..report.saturation import saturation_report
 from ..report.summary import diagnostics_lines, methodology_notes, summary_table
 from ..results.export import run_to_csv, run_to_dict
@@ -42,6 +43,7 @@ from ..studies.saturate import Sweep, run_saturate
 from ..studies.scale import ScaleStep, parse_steps, run_scale
 from .progress import TerminalProgress, fmt_lat_ms
 from .importing import import_command
+from .model import model_command
 from .server import DEFAULT_BIND, serve_fio
 
 app = typer.Typer(
@@ -283,6 +285,7 @@ def hosts_check(
 
 
 app.command("import")(user_errors(import_command))
+app.command("model")(user_errors(model_command))
 
 
 @app.command()
@@ -357,6 +360,36 @@ def _print_saturation(run: dict) -> None:
     if sat is not None:
         hosts = max((len(t["hosts"]) for t in doc["tests"]), default=1) or 1
         console.print(saturation_report(sat, hosts, f"Saturation sweep of run {run['id']}"))
+
+
+@app.command("report")
+@user_errors
+def report_command(
+    run_id: Optional[int] = typer.Argument(None, metavar="RUN", help="Run number (default: latest)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="File to write (default: report-RUN.html, or stdout for md)."),
+    fmt: str = typer.Option("html", "--format", "-f", help="html (self-contained, with charts) or md (Markdown)."),
+    data_dir: Optional[str] = DataDir,
+):
+    """Write a run's report: one HTML file with the tables and charts (opens offline), or Markdown for tickets."""
+    if fmt not in ("html", "md"):
+        raise IofleetError(f"--format {fmt!r}: use html or md")
+    with Store.open(default_data_dir(data_dir)) as store:
+        run = _load_run(store, run_id)
+        text = run_report_html(run, store.run_series(run)) if fmt == "html" else run_report_md(run)
+    if fmt == "md" and output is None:
+        sys.stdout.write(text)
+        return
+    output = output or Path(f"report-{run['id']}.html")
+    _write_output(output, text)
+    err_console.print(f"Wrote {output} ({len(text.encode()) / 1e6:.1f} MB)")
+
+
+def _write_output(path: Path, data: str | bytes) -> None:
+    try:
+        path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data)
+    except OSError as exc:
+        raise IofleetError(f"{path}: cannot write: {exc.strerror}; choose another file with -o") from None
 
 
 @results_app.command("export")
@@ -609,6 +642,10 @@ def saturate(
         for line, style in diagnostics_lines(findings):
             console.print(Text(line, style=style or ""))
     _finish(outcome.run, db, fleet)
+
+
+from .compare import compare_command  # noqa: E402  (beside its registration)
+app.command("compare")(user_errors(compare_command))
 
 
 def main():  # pragma: no cover

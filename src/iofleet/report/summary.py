@@ -152,15 +152,52 @@ def _repeated(run: dict, test: dict) -> bool:
     return sum(1 for t in run["tests"] if t["id"] == test["id"]) > 1
 
 
+def summary_notes(run: dict) -> list[tuple[str, str | None]]:
+    """(line, style) pairs under the table: failed tests, start skew,
+    stragglers, hosts without metrics, methodology, a partial run."""
+    notes = [(f"{t['id']}: {t['status']}: {t['error']}", "red")
+             for t in run["tests"] if t["status"] != "ok" and t.get("error")]
+    for t in run["tests"]:
+        skew = (t.get("fleet") or {}).get("skew")
+        if skew and skew["overlap_pct"] < MIN_OVERLAP_PCT:
+            notes.append((
+                f"{t['id']}: hosts measured at different times: starts {skew['start_spread_ms'] / 1000:.1f} s "
+                f"apart, ends {skew['end_spread_ms'] / 1000:.1f} s apart; their windows overlap "
+                f"{skew['overlap_pct']:.0f}% (< {MIN_OVERLAP_PCT:.0f}%), so the fleet figures are not a "
+                f"sum over one period", "yellow"))
+        # Hosts are only comparable when they ran the same workload: per group in a mixed test.
+        for group, jobs in (jobs_by_group(t) or {None: t["jobs"]}).items():
+            slow = stragglers(by_host(jobs))
+            if slow:
+                names = ", ".join(f"{h} ({share:.0%} of the median host)" for h, share in slow)
+                where = f"{t['id']}" + (f" (group {group})" if group else "")
+                notes.append((f"{where}: straggler{'s' if len(slow) > 1 else ''}: {names}", "yellow"))
+    blind = sorted({m.host for t in run["tests"] for m in t.get("host_metrics", []) if m.source == "none"})
+    if blind and any(t.get("fleet") for t in run["tests"]):
+        notes.append((f"Host CPU: n/a for {', '.join(blind)} (no `metrics:` endpoint in the inventory)"
+                      f"; a test's CPU covers the hosts with metrics.", None))
+    notes += methodology_notes(run)
+    if run["status"] not in ("complete", "running"):
+        notes.append((f"This run is {run['status']}: {len(run['tests'])} of "
+                      f"{run['tests_planned']} planned tests were stored.", "yellow"))
+    return notes
+
+
+SUMMARY_CAPTION = ("read/write ms: mean total latency (submit + complete); percentiles: all IO, from merged "
+                   "histograms; warm-up excluded; MB/s = 10^6 bytes/s; CPU: host, while measuring.")
+
+
+def run_title(run: dict) -> str:
+    host = run["host_facts"].get("hostname") or ", ".join(run["host_facts"].get("hosts", []))
+    return (f"Run {run['id']} · {run['plan_name']} · {run['status']} · "
+            f"{run.get('fio_version') or 'fio ?'} · {host}")
+
+
 def summary_table(run: dict):
     """A rich renderable: the table, one line per failed test, notes on the
     fleet and methodology, then the diagnostics."""
-    host = run["host_facts"].get("hostname") or ", ".join(run["host_facts"].get("hosts", []))
-    title = (f"Run {run['id']} · {run['plan_name']} · {run['status']} · "
-             f"{run.get('fio_version') or 'fio ?'} · {host}")
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption=(
-        "read/write ms: mean total latency (submit + complete); percentiles: all IO, from merged "
-        "histograms; warm-up excluded; MB/s = 10^6 bytes/s; CPU: host, while measuring."), caption_justify="left")
+    table = Table(title=run_title(run), title_justify="left", box=box.SIMPLE_HEAD, caption=SUMMARY_CAPTION,
+                  caption_justify="left")
     rows = summary_rows(run)
     columns = list(rows[0]) if rows else ["test"]
     for col in columns:
@@ -168,31 +205,7 @@ def summary_table(run: dict):
     for row in rows:
         style = None if row["status"] in ("ok", "host", "group") else "yellow" if row["status"] in ("interrupted", "partial") else "red"
         table.add_row(*row.values(), style=style)
-    notes = [Text(f"{t['id']}: {t['status']}: {t['error']}", style="red")
-             for t in run["tests"] if t["status"] != "ok" and t.get("error")]
-    for t in run["tests"]:
-        skew = (t.get("fleet") or {}).get("skew")
-        if skew and skew["overlap_pct"] < MIN_OVERLAP_PCT:
-            notes.append(Text(
-                f"{t['id']}: hosts measured at different times: starts {skew['start_spread_ms'] / 1000:.1f} s "
-                f"apart, ends {skew['end_spread_ms'] / 1000:.1f} s apart; their windows overlap "
-                f"{skew['overlap_pct']:.0f}% (< {MIN_OVERLAP_PCT:.0f}%), so the fleet figures are not a "
-                f"sum over one period", style="yellow"))
-        # Hosts are only comparable when they ran the same workload: per group in a mixed test.
-        for group, jobs in (jobs_by_group(t) or {None: t["jobs"]}).items():
-            slow = stragglers(by_host(jobs))
-            if slow:
-                names = ", ".join(f"{h} ({share:.0%} of the median host)" for h, share in slow)
-                where = f"{t['id']}" + (f" (group {group})" if group else "")
-                notes.append(Text(f"{where}: straggler{'s' if len(slow) > 1 else ''}: {names}", style="yellow"))
-    blind = sorted({m.host for t in run["tests"] for m in t.get("host_metrics", []) if m.source == "none"})
-    if blind and any(t.get("fleet") for t in run["tests"]):
-        notes.append(Text(f"Host CPU: n/a for {', '.join(blind)} (no `metrics:` endpoint in the inventory)"
-                          f"; a test's CPU covers the hosts with metrics."))
-    notes += [Text(line, style=style) for line, style in methodology_notes(run)]
-    if run["status"] not in ("complete", "running"):
-        notes.append(Text(f"This run is {run['status']}: {len(run['tests'])} of "
-                          f"{run['tests_planned']} planned tests were stored.", style="yellow"))
+    notes = [Text(line, style=style or "") for line, style in summary_notes(run)]
     findings = diagnose(run_to_dict(run))
     if findings:
         notes.append(Text("Diagnostics:", style="bold"))

@@ -665,6 +665,10 @@ class Store:
             for r in self._conn.execute("SELECT * FROM series WHERE test_pk = ? ORDER BY id", (test_pk,))
         ]
 
+    def run_series(self, run: dict) -> dict[int, list[Series]]:
+        """Every test's per-second series of a run from get_run, by test seq."""
+        return {t["seq"]: self.get_series(t["pk"]) for t in run["tests"]}
+
     def read_artifact(self, test_pk: int, name: str) -> bytes:
         """One artifact of a test, decompressed."""
         t = self._conn.execute("SELECT artifact_dir FROM tests WHERE id = ?", (test_pk,)).fetchone()

@@ -1,0 +1,234 @@
+"""Charts of a run as plotly figures: IOPS and MB/s by block size per read
+mix, latency per test, per-second series with the warm-up and the steady
+window marked, per-host bars, and the latency percentile curve from the
+merged histogram bins. Every front end (HTML report, web UI) draws these.
+
+Colours are the Okabe-Ito palette, which stays distinguishable with the
+common colour-vision deficiencies; read and write also differ by marker
+pattern or line dash, so no chart relies on colour alone.
+"""
+
+import math
+import statistics
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..analysis.methodology import test_totals
+from ..analysis.stragglers import STRAGGLER_SHARE
+from ..fio.records import Series
+from ..plan.units import format_size
+
+# Okabe & Ito (2008), "Color Universal Design".
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+READ, WRITE, NEUTRAL = "#0072B2", "#D55E00", "#999999"
+# Bar patterns for mean / p95 / tail: the statistic is readable without colour.
+PATTERNS = ("", "/", "x")
+
+_LAYOUT = dict(
+    template="plotly_white",
+    colorway=list(PALETTE),
+    font=dict(family="system-ui, -apple-system, 'Segoe UI', sans-serif", size=13),
+    margin=dict(l=70, r=70, t=60, b=60),
+    legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
+    height=380,
+)
+
+
+def _figure(title: str, secondary_y: bool = False) -> go.Figure:
+    fig = make_subplots(specs=[[{"secondary_y": True}]]) if secondary_y else go.Figure()
+    fig.update_layout(**_LAYOUT, title=dict(text=title, x=0, xanchor="left", y=0.98))
+    return fig
+
+
+def _ok(doc: dict) -> list[dict]:
+    return [t for t in doc["tests"] if t["status"] == "ok" and (t["all"]["ios"] or 0) > 0]
+
+
+def _mix_name(read_pct: int, random_pct: int) -> str:
+    pattern = "random" if random_pct == 100 else "sequential" if random_pct == 0 else f"{random_pct}% random"
+    return f"{read_pct}% read, {pattern}"
+
+
+def _tail(doc: dict) -> str:
+    return (doc.get("methodology") or {}).get("percentile") or "p99"
+
+
+def _ms(us):
+    return None if us is None else us / 1000
+
+
+def block_size_charts(doc: dict) -> list[go.Figure]:
+    """One chart per read mix: IOPS (left) and MB/s (right) by block size,
+    one colour per load (jobs × iodepth). Repeats of a test are averaged."""
+    mixes: dict[tuple, dict[tuple, dict[int, list[dict]]]] = {}
+    for t in _ok(doc):
+        p = t["params"]
+        mix = (p["read_pct"], p["random_pct"])
+        load = (p["jobs"], p["iodepth"])
+        mixes.setdefault(mix, {}).setdefault(load, {}).setdefault(p["bs"], []).append(t)
+    figures = []
+    for (read_pct, random_pct), loads in sorted(mixes.items(), key=lambda kv: (-kv[0][0], -kv[0][1])):
+        fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+        fig.update_layout(**_LAYOUT, title=dict(text=f"IOPS and MB/s by block size · {_mix_name(read_pct, random_pct)}",
+                                                x=0, xanchor="left", y=0.98), barmode="group")
+        for i, ((jobs, iodepth), by_bs) in enumerate(sorted(loads.items())):
+            sizes = sorted(by_bs)
+            x = [format_size(b) for b in sizes]
+            name = f"{jobs} job{'s' if jobs > 1 else ''} × qd {iodepth}"
+            for col, field in ((1, "iops"), (2, "bw_mb_s")):
+                fig.add_trace(go.Bar(x=x, y=[statistics.fmean(t["all"][field] for t in by_bs[b]) for b in sizes],
+                                     name=name, legendgroup=name, showlegend=col == 1,
+                                     marker_color=PALETTE[i % len(PALETTE)]), row=1, col=col)
+        fig.update_xaxes(title_text="block size", type="category")
+        fig.update_yaxes(title_text="IOPS", rangemode="tozero", row=1, col=1)
+        fig.update_yaxes(title_text="MB/s (10^6 bytes/s)", rangemode="tozero", row=1, col=2)
+        figures.append(fig)
+    return figures
+
+
+def test_names(doc: dict) -> dict[int, str]:
+    """seq → the name the summary uses (id, plus #repeat where repeated)."""
+    counts: dict[str, int] = {}
+    for t in doc["tests"]:
+        counts[t["id"]] = counts.get(t["id"], 0) + 1
+    return {t["seq"]: t["id"] if counts[t["id"]] == 1 else f"{t['id']} #{t['repeat']}" for t in doc["tests"]}
+
+
+def latency_chart(doc: dict) -> go.Figure | None:
+    """Mean, p95 and the run's tail percentile of reads and writes per test, in ms."""
+    tests = _ok(doc)
+    if not tests:
+        return None
+    names = test_names(doc)
+    tail = _tail(doc)
+    key = f"lat_{tail.replace('.', '_')}_us"
+    fig = _figure(f"Latency per test · mean, p95 and {tail}")
+    x = [names[t["seq"]] for t in tests]
+    for direction, colour in (("read", READ), ("write", WRITE)):
+        if not any(t[direction]["ios"] for t in tests):
+            continue
+        for (label, field), pattern in zip((("mean", "lat_mean_us"), ("p95", "lat_p95_us"), (tail, key)), PATTERNS):
+            fig.add_trace(go.Bar(
+                x=x, y=[_ms(t[direction][field]) if t[direction]["ios"] else None for t in tests],
+                name=f"{direction} {label}", marker=dict(color=colour, pattern=dict(shape=pattern)),
+                opacity=1.0 if label == "mean" else 0.75))
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title_text="test", type="category")
+    fig.update_yaxes(title_text="latency, ms", rangemode="tozero")
+    return fig
+
+
+def series_chart(test: dict, series: list[Series], name: str | None = None) -> go.Figure | None:
+    """IOPS (all hosts and jobs) and mean latency per second from the start
+    of the warm-up; the warm-up and the steady-state (or measurement) window
+    are shaded."""
+    measured = test_totals(series)
+    if not measured["t_ms"]:
+        return None
+    warmup = test_totals(series, phase="warmup")
+    start = min(o for o in (warmup["origin_ms"], measured["origin_ms"]) if o is not None)
+
+    def seconds(totals):
+        return [(totals["origin_ms"] - start + t) / 1000 for t in totals["t_ms"]]
+
+    fig = _figure(f"Per second · {name or test['id']}", secondary_y=True)
+    for totals, phase in ((warmup, "warm-up"), (measured, "measured")):
+        if not totals["t_ms"]:
+            continue
+        x = seconds(totals)
+        fig.add_trace(go.Scatter(x=x, y=totals["iops"], name=f"IOPS ({phase})", mode="lines+markers",
+                                 line=dict(color=NEUTRAL if phase == "warm-up" else READ)), secondary_y=False)
+        fig.add_trace(go.Scatter(x=x, y=[None if v is None else v / 1e6 for v in totals["lat_mean_ns"]],
+                                 name=f"mean latency ({phase})", mode="lines",
+                                 line=dict(color=NEUTRAL if phase == "warm-up" else WRITE, dash="dash")),
+                      secondary_y=True)
+    if warmup["origin_ms"] is not None:  # a short warm-up may have logged latency only
+        fig.add_vrect(x0=0, x1=(measured["origin_ms"] - start) / 1000, fillcolor=NEUTRAL, opacity=0.15,
+                      line_width=0, annotation_text="warm-up (in no figure)", annotation_position="top left")
+    offset = (measured["origin_ms"] - start) / 1000
+    method = test.get("methodology") or {}
+    verdict = (method.get("steady") or {}).get("iops") or {}
+    window = method.get("window")
+    if verdict.get("steady"):
+        span, label = (verdict["start_s"], verdict["end_s"]), "steady window (SNIA)"
+    elif window:
+        span, label = (window["start_s"], window["end_s"]), "last 5 rounds (not steady)"
+    else:
+        span = None
+    if span:
+        fig.add_vrect(x0=offset + span[0], x1=offset + span[1], fillcolor=PALETTE[2], opacity=0.15, line_width=0,
+                      annotation_text=label, annotation_position="top right")
+    fig.update_xaxes(title_text="seconds from the start of the test", rangemode="tozero")
+    fig.update_yaxes(title_text="IOPS", secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text="mean latency, ms", secondary_y=True, rangemode="tozero", showgrid=False)
+    return fig
+
+
+def host_chart(test: dict, name: str | None = None) -> go.Figure | None:
+    """IOPS per host of a fleet test; hosts below the straggler share of the
+    median host are drawn hatched in another colour."""
+    hosts = {h: f["all"]["iops"] for h, f in test["hosts"].items() if f["all"]["iops"] is not None}
+    if len(hosts) < 2:
+        return None
+    median = statistics.median(hosts.values())
+    slow = {h for h, v in hosts.items() if v < STRAGGLER_SHARE * median}
+    x = list(hosts)
+    fig = _figure(f"IOPS per host · {name or test['id']}")
+    fig.add_trace(go.Bar(
+        x=x, y=[hosts[h] for h in x], name="IOPS",
+        marker=dict(color=[WRITE if h in slow else READ for h in x],
+                    pattern=dict(shape=["/" if h in slow else "" for h in x])),
+        text=["straggler" if h in slow else "" for h in x], textposition="outside"))
+    fig.add_hline(y=median, line_dash="dash", line_color=NEUTRAL, annotation_text="median host")
+    fig.add_hline(y=STRAGGLER_SHARE * median, line_dash="dot", line_color=WRITE,
+                  annotation_text=f"{STRAGGLER_SHARE:.0%} of median (straggler below)")
+    fig.update_xaxes(title_text="host", type="category")
+    fig.update_yaxes(title_text="IOPS", rangemode="tozero")
+    fig.update_layout(showlegend=False)
+    return fig
+
+
+# Percentile axis: x = -log10(1 - p), so 90, 99, 99.9 … are evenly spaced.
+_NINES = (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999)
+
+
+def _nines(p: float) -> float:
+    return -math.log10(1 - p)
+
+
+def percentile_curve(bins: dict | None) -> tuple[list[float], list[float]]:
+    """(percentile on the nines axis, latency ms) at each bin of a merged
+    histogram; the last bin (p = 100) has no place on that axis."""
+    if not bins:
+        return [], []
+    items = sorted((int(k), n) for k, n in bins.items())
+    total = sum(n for _, n in items)
+    x, y, seen = [], [], 0
+    for value_ns, n in items:
+        seen += n
+        p = seen / total
+        if p >= 1:
+            break
+        x.append(_nines(p))
+        y.append(value_ns / 1e6)
+    return x, y
+
+
+def percentile_chart(test: dict, name: str | None = None) -> go.Figure | None:
+    """Latency by percentile from the test's merged histogram bins, reads and writes."""
+    fig = _figure(f"Latency percentiles · {name or test['id']}")
+    drawn = False
+    for direction, colour, dash in (("read", READ, "solid"), ("write", WRITE, "dash")):
+        x, y = percentile_curve(test[direction].get("lat_bins_ns"))
+        if x:
+            fig.add_trace(go.Scatter(x=x, y=y, name=direction, mode="lines", line=dict(color=colour, dash=dash),
+                                     hovertemplate="p%{customdata:.4g}: %{y:.3f} ms<extra>" + direction + "</extra>",
+                                     customdata=[100 * (1 - 10 ** -v) for v in x]))
+            drawn = True
+    if not drawn:
+        return None
+    fig.update_xaxes(title_text="percentile", tickvals=[_nines(p) for p in _NINES],
+                     ticktext=[f"{100 * p:g}" for p in _NINES], range=[0, _nines(0.99999)])
+    fig.update_yaxes(title_text="latency, ms (log)", type="log")
+    return fig

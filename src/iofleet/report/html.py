@@ -1,0 +1,150 @@
+"""The self-contained HTML report of a run (plotly.js embedded: it opens
+offline and makes no network request), and its Markdown summary for tickets.
+
+Every user-supplied text (plan, test names, errors) goes through Jinja2's
+autoescaping; chart data is JSON in non-executed script blocks, and a
+Content-Security-Policy forbids any fetch, so a report cannot call out.
+"""
+
+import datetime
+import functools
+import json
+from pathlib import Path
+
+import plotly.graph_objects as go
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from plotly.offline import get_plotlyjs
+
+from .. import __version__
+from ..analysis.diagnostics import RULES, diagnose
+from ..analysis.steady import SteadyVerdict
+from ..fio.records import Series
+from ..plan.units import format_bytes
+from ..results.export import run_to_dict
+from . import charts
+from .summary import SUMMARY_CAPTION, diagnostics_lines, run_title, summary_notes, summary_rows
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@functools.cache
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["figure"] = figure_json
+    return env
+
+
+def figure_json(fig: go.Figure) -> str:
+    """A figure as JSON safe inside a <script> block ('</' cannot end it)."""
+    return fig.to_json().replace("</", "<\\/")
+
+
+def page(template: str, title: str, **context) -> str:
+    """A whole HTML page from a template, with plotly.js inline."""
+    return _environment().get_template(template).render(
+        title=title, plotly_js=get_plotlyjs(), version=__version__,
+        generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **context)
+
+
+def environment_rows(run: dict) -> list[tuple[str, str]]:
+    """(what, value) pairs: where and how the run was measured."""
+    facts = run["host_facts"]
+    rows = [("plan", run["plan_name"]), ("label", run.get("label") or "—"), ("status", run["status"]),
+            ("started / ended (UTC)", f"{run['created_at']} / {run.get('ended_at') or '—'}"),
+            ("fio", run.get("fio_version") or "unknown"), ("source", run["source"])]
+    if facts.get("hostname"):
+        rows.append(("controller host", f"{facts['hostname']} · {facts.get('cpus', '?')} CPUs · "
+                     f"{format_bytes(facts['memory_bytes']) if facts.get('memory_bytes') else '? '} RAM"))
+    if facts.get("kernel"):
+        rows.append(("kernel", facts["kernel"]))
+    if facts.get("targets"):
+        rows.append(("targets", ", ".join(facts["targets"])))
+    for h in facts.get("hosts") or []:
+        if isinstance(h, dict):
+            nic = f" · NIC {h['nic_gbps']:g} Gbit/s" if h.get("nic_gbps") else ""
+            rows.append((f"host {h['name']}", f"{h['address']} · targets {', '.join(h.get('targets') or [])}{nic}"))
+    return rows
+
+
+def steady_rows(doc: dict, names: dict[int, str]) -> list[dict]:
+    rows = []
+    for t in doc["tests"]:
+        steady = (t.get("methodology") or {}).get("steady") or {}
+        if not steady:
+            continue
+        row = {"test": names[t["seq"]]}
+        for key, label in (("iops", "IOPS"), ("lat", "latency")):
+            v = steady.get(key)
+            row[label] = SteadyVerdict.from_dict(v).short() if v else "n/a"
+            row[f"{label} why"] = (v or {}).get("reason") or ""
+        rows.append(row)
+    return rows
+
+
+def finding_rows(doc: dict) -> list[dict]:
+    titles = {r.name: r.title for r in RULES}
+    return [{"severity": f.severity, "test": f.test or "(run)", "host": f.host or "", "finding": titles[f.rule],
+             "evidence": f.evidence, "change": f.change} for f in diagnose(doc)]
+
+
+def run_report_html(run: dict, series: dict[int, list[Series]]) -> str:
+    """The report of a stored run (Store.get_run) and its per-second series by test seq."""
+    doc = run_to_dict(run, include_bins=True)
+    names = charts.test_names(doc)
+    overview = charts.block_size_charts(doc)
+    latency = charts.latency_chart(doc)
+    if latency:
+        overview.append(latency)
+    tests = []
+    for t in doc["tests"]:
+        name = names[t["seq"]]
+        figures = [f for f in (charts.series_chart(t, series.get(t["seq"], []), name),
+                               charts.host_chart(t, name), charts.percentile_chart(t, name)) if f]
+        tests.append({"name": name, "status": t["status"], "error": t["error"], "figures": figures,
+                      "params": t["params"]})
+    return page("report.html.j2", run_title(run), run=run, environment=environment_rows(run),
+                rows=summary_rows(run), caption=SUMMARY_CAPTION, notes=summary_notes(run),
+                overview=overview, tests=tests, steady=steady_rows(doc, names), findings=finding_rows(doc))
+
+
+def _md_cell(value) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(rows: list[dict]) -> str:
+    if not rows:
+        return "_none_\n"
+    head = list(rows[0])
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(_md_cell(r[k]) for k in head) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def run_report_md(run: dict) -> str:
+    """A Markdown summary for tickets: environment, summary table, notes,
+    steady-state verdicts and diagnostics."""
+    doc = run_to_dict(run)
+    out = [f"# {run_title(run)}\n",
+           md_table([{"": what, "value": value} for what, value in environment_rows(run)]),
+           "## Summary\n", md_table(summary_rows(run)), f"_{SUMMARY_CAPTION}_\n"]
+    out += [f"- {line}" for line, _ in summary_notes(run)]
+    steady = steady_rows(doc, charts.test_names(doc))
+    if steady:
+        out += ["\n## Steady state (SNIA PTS)\n", md_table([{k: v for k, v in r.items() if not k.endswith("why")}
+                                                           for r in steady])]
+    findings = diagnose(doc)
+    out.append("\n## Diagnostics\n")
+    out += [f"- {line}" for line, _ in diagnostics_lines(findings)] or ["No findings."]
+    return "\n".join(out) + "\n"
+
+
+def tables_json(run: dict) -> dict[str, list[dict]]:
+    """The report's tables as plain rows (for the bundle's CSV/JSON files)."""
+    doc = run_to_dict(run)
+    return {"summary": summary_rows(run), "steady": steady_rows(doc, charts.test_names(doc)),
+            "diagnostics": finding_rows(doc)}
+
+
+def dumps(rows) -> str:
+    return json.dumps(rows, indent=2) + "\n"
