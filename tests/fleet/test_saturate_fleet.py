@@ -3,6 +3,7 @@ every cell runs on all hosts at once and reports fleet figures."""
 
 from iofleet.analysis.saturation import saturation_of_run
 
+from ..browser import open_page
 from ..cli import iofleet, show_json
 
 
@@ -26,3 +27,22 @@ def test_saturate_on_the_fleet_reports_fleet_figures(tmp_path, fleet4, data_dir)
         assert abs(c.iops - sum(h["all"]["iops"] for h in t["hosts"].values())) < 1e-6 * c.iops
         assert c.little is not None
     assert sat.best is not None and sat.slo_best is not None
+
+    # Its report, in a real browser: the sweep chart, and per cell a host
+    # chart with every host's IOPS as stored.
+    report = tmp_path / "report.html"
+    iofleet("report", "1", "-o", report, data_dir=data_dir)
+    seen = open_page(report, "report-fleet-saturate.png", evaluate={"hosts": HOST_BARS})
+    assert seen.errors == [] and seen.requests == [report.resolve().as_uri()]
+    assert seen.empty_charts == []
+    assert "Saturation sweep" in seen.text and "IOPS per host" in seen.text
+    assert len(seen.values["hosts"]) == len(run["tests"])
+    for bars, t in zip(seen.values["hosts"], run["tests"]):
+        assert bars["x"] == ["h1", "h2", "h3", "h4"]
+        assert bars["y"] == [t["hosts"][h]["all"]["iops"] for h in bars["x"]]
+
+
+# The data of each host chart as plotly holds it in the page.
+HOST_BARS = ("[...document.querySelectorAll('.js-plotly-plot')]"
+             ".filter(c => c.layout.title.text.startsWith('IOPS per host'))"
+             ".map(c => ({x: [...c.data[0].x], y: [...c.data[0].y]}))")

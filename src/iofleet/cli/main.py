@@ -29,9 +29,10 @@ from ..plan.imports import load_plan_source
 from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
 from ..analysis.diagnostics import RULES, SEVERITIES, Thresholds, diagnose
-from ..analysis.saturation import parse_slo, saturation_of_run
+from ..analysis.saturation import parse_slo
+from ..report.bundle import run_bundle
 from ..report.html import run_report_html, run_report_md
-from ..report.saturation import saturation_report
+from ..report.saturation import saturation_report, sweep_of_run
 from ..report.summary import diagnostics_lines, methodology_notes, summary_table
 from ..results.export import run_to_csv, run_to_dict
 from ..results.ingest import import_outputs
@@ -355,11 +356,9 @@ def results_show(
 
 def _print_saturation(run: dict) -> None:
     """A saturate sweep's cells, grid and verdicts (other runs: nothing)."""
-    doc = run_to_dict(run)
-    sat = saturation_of_run(doc)
-    if sat is not None:
-        hosts = max((len(t["hosts"]) for t in doc["tests"]), default=1) or 1
-        console.print(saturation_report(sat, hosts, f"Saturation sweep of run {run['id']}"))
+    sweep = sweep_of_run(run)
+    if sweep is not None:
+        console.print(saturation_report(*sweep, f"Saturation sweep of run {run['id']}"))
 
 
 @app.command("report")
@@ -396,18 +395,26 @@ def _write_output(path: Path, data: str | bytes) -> None:
 @user_errors
 def results_export(
     run_id: Optional[int] = typer.Argument(None, metavar="RUN", help="Run number (default: latest)."),
-    fmt: str = typer.Option("csv", "--format", "-f", help="csv or json."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
+    fmt: str = typer.Option("csv", "--format", "-f", help="csv, json, or zip (report, summary, tables, raw fio "
+                                                          "outputs, job files and logs in one file)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="File to write (default: stdout; zip: iofleet-run-RUN.zip)."),
     data_dir: Optional[str] = DataDir,
 ):
-    """Export a run's figures as CSV (one row per test) or JSON."""
-    if fmt not in ("csv", "json"):
-        raise IofleetError(f"--format {fmt!r}: use csv or json")
+    """Export a run's figures as CSV (one row per test) or JSON, or everything as a zip bundle."""
+    if fmt not in ("csv", "json", "zip"):
+        raise IofleetError(f"--format {fmt!r}: use csv, json or zip")
     with Store.open(default_data_dir(data_dir)) as store:
         run = _load_run(store, run_id)
+        if fmt == "zip":
+            output = output or Path(f"iofleet-run-{run['id']}.zip")
+            data = run_bundle(store, run)
+            _write_output(output, data)
+            err_console.print(f"Wrote {output} ({len(data) / 1e6:.1f} MB)")
+            return
     text = run_to_csv(run) if fmt == "csv" else json.dumps(run_to_dict(run), indent=2) + "\n"
     if output:
-        output.write_text(text)
+        _write_output(output, text)
         err_console.print(f"Wrote {output}")
     else:
         sys.stdout.write(text)

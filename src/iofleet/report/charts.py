@@ -173,7 +173,8 @@ def host_chart(test: dict, name: str | None = None) -> go.Figure | None:
         return None
     median = statistics.median(hosts.values())
     slow = {h for h, v in hosts.items() if v < STRAGGLER_SHARE * median}
-    x = list(hosts)
+    order = (test.get("fleet") or {}).get("hosts") or sorted(hosts)  # the inventory's order
+    x = sorted(hosts, key=lambda h: order.index(h) if h in order else len(order))
     fig = _figure(f"IOPS per host · {name or test['id']}")
     fig.add_trace(go.Bar(
         x=x, y=[hosts[h] for h in x], name="IOPS",
@@ -231,4 +232,38 @@ def percentile_chart(test: dict, name: str | None = None) -> go.Figure | None:
     fig.update_xaxes(title_text="percentile", tickvals=[_nines(p) for p in _NINES],
                      ticktext=[f"{100 * p:g}" for p in _NINES], range=[0, _nines(0.99999)])
     fig.update_yaxes(title_text="latency, ms (log)", type="log")
+    return fig
+
+
+def saturation_chart(sat) -> go.Figure:
+    """A saturate sweep: IOPS (left) and p99 latency (right) by outstanding
+    IO, one line per jobs row; the knee, the best configuration and the most
+    IOPS under the latency target are marked."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    fig.update_layout(**_LAYOUT, title=dict(text="Saturation sweep · IOPS and p99 latency by outstanding IO",
+                                            x=0, xanchor="left", y=0.98))
+    rows = sorted({c.jobs for c in sat.cells})
+    for i, jobs in enumerate(rows):
+        cells = sorted((c for c in sat.cells if c.jobs == jobs), key=lambda c: c.outstanding)
+        name = f"{jobs} job{'s' if jobs > 1 else ''}"
+        style = dict(color=PALETTE[i % len(PALETTE)], dash=("solid", "dash", "dot", "dashdot")[i % 4])
+        fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[c.iops for c in cells], name=name,
+                                 legendgroup=name, mode="lines+markers", line=style,
+                                 text=[f"{c.jobs} × qd {c.iodepth}" for c in cells]), row=1, col=1)
+        fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[_ms(c.lat_p99_us) for c in cells], name=name,
+                                 legendgroup=name, showlegend=False, mode="lines+markers", line=style,
+                                 text=[f"{c.jobs} × qd {c.iodepth}" for c in cells]), row=1, col=2)
+    marks = [(sat.knee, "knee", "star"), (sat.best, "best configuration", "diamond-open"),
+             (sat.slo_best, "most IOPS under the target", "square-open")]
+    for cell, label, symbol in marks:
+        if cell is not None:
+            fig.add_trace(go.Scatter(x=[cell.outstanding], y=[cell.iops], name=label, mode="markers",
+                                     marker=dict(symbol=symbol, size=16, color="#000000", line=dict(width=2))),
+                          row=1, col=1)
+    if sat.slo is not None and sat.slo.metric == "p99":
+        fig.add_hline(y=sat.slo.limit_us / 1000, line_dash="dot", line_color=WRITE,
+                      annotation_text=f"target {sat.slo.text}", row=1, col=2)
+    fig.update_xaxes(title_text="outstanding IO (fleet), log scale", type="log", dtick=math.log10(2))
+    fig.update_yaxes(title_text="IOPS", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="p99 latency, ms", rangemode="tozero", row=1, col=2)
     return fig

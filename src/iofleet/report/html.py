@@ -8,7 +8,6 @@ Content-Security-Policy forbids any fetch, so a report cannot call out.
 
 import datetime
 import functools
-import json
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -22,6 +21,7 @@ from ..fio.records import Series
 from ..plan.units import format_bytes
 from ..results.export import run_to_dict
 from . import charts
+from .saturation import cell_rows, sweep_of_run, verdict_lines
 from .summary import SUMMARY_CAPTION, diagnostics_lines, run_title, summary_notes, summary_rows
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -103,8 +103,12 @@ def run_report_html(run: dict, series: dict[int, list[Series]]) -> str:
                                charts.host_chart(t, name), charts.percentile_chart(t, name)) if f]
         tests.append({"name": name, "status": t["status"], "error": t["error"], "figures": figures,
                       "params": t["params"]})
+    sweep = sweep_of_run(run)
+    if sweep is not None:
+        sat, hosts = sweep
+        sweep = {"chart": charts.saturation_chart(sat), "rows": cell_rows(sat), "lines": verdict_lines(sat, hosts)}
     return page("report.html.j2", run_title(run), run=run, environment=environment_rows(run),
-                rows=summary_rows(run), caption=SUMMARY_CAPTION, notes=summary_notes(run),
+                rows=summary_rows(run), caption=SUMMARY_CAPTION, notes=summary_notes(run), sweep=sweep,
                 overview=overview, tests=tests, steady=steady_rows(doc, names), findings=finding_rows(doc))
 
 
@@ -139,12 +143,8 @@ def run_report_md(run: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def tables_json(run: dict) -> dict[str, list[dict]]:
+def tables_of_run(run: dict) -> dict[str, list[dict]]:
     """The report's tables as plain rows (for the bundle's CSV/JSON files)."""
     doc = run_to_dict(run)
     return {"summary": summary_rows(run), "steady": steady_rows(doc, charts.test_names(doc)),
             "diagnostics": finding_rows(doc)}
-
-
-def dumps(rows) -> str:
-    return json.dumps(rows, indent=2) + "\n"

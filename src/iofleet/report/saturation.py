@@ -8,7 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.little import LITTLE_TOLERANCE
-from ..analysis.saturation import BEST_SHARE, Cell, Saturation
+from ..analysis.saturation import BEST_SHARE, Cell, Saturation, saturation_of_run
+from ..results.export import run_to_dict
 
 MISSING = "n/a"
 
@@ -134,3 +135,12 @@ def saturation_report(sat: Saturation, hosts: int, title: str):
     whose = "of the fleet " if hosts > 1 else ""
     return Group(table, Text(f"IOPS {whose}by jobs (rows) × iodepth (columns) per host:"), iops_grid(sat),
                  *(Text(line, style=style) for line, style in verdict_lines(sat, hosts)))
+
+
+def sweep_of_run(run: dict) -> tuple[Saturation, int] | None:
+    """A saturate run's analysis and its host count; None for other runs."""
+    doc = run_to_dict(run)
+    sat = saturation_of_run(doc)
+    if sat is None:
+        return None
+    return sat, max((len(t["hosts"]) for t in doc["tests"]), default=1) or 1

@@ -16,9 +16,10 @@ from ..plan.hardware import HardwareModel
 from ..plan.units import format_size
 
 MISSING = "n/a"
-UNITS = ("IOPS: client IOs/s of the whole system; MB/s = 10^6 bytes/s; penalty: device IOs per client write "
-         "(reads + writes); bound: what limits the expected figure (devices: their IO budget; network: the "
-         "hosts' NICs).")
+UNITS = ["Units: IOPS = client IOs/s of the whole system; MB/s = 10^6 bytes/s; write penalty = device IOs per "
+         "client write (r reads + w writes).",
+         "bound: what limits the expected figure: devices (their IO budget after the write penalty) or network "
+         "(the hosts' NICs, full duplex)."]
 ONE_SET = ("One set of device figures serves random and sequential IO: IOPS limit small blocks, MB/s large "
            "ones (min of the two at each block size).")
 
@@ -73,6 +74,8 @@ def _mb(x) -> str:
 
 
 def _penalty(w: dict) -> str:
+    if w["read_pct"] == 100:
+        return MISSING  # no writes: the penalty plays no part
     total = w["penalty"]
     return f"{total:g}" if not w["penalty_reads"] else f"{total:g} ({w['penalty_reads']:g}r+{w['penalty_writes']:g}w)"
 
@@ -95,7 +98,7 @@ def comparison_rows(data: dict) -> list[dict]:
 def header_lines(data: dict) -> list[str]:
     m, d = data["model"], data["device"]
     nic = f"NIC {m['nic_gbps']:g} Gbit/s per host" if m["nic_gbps"] else "no NIC speed (no network cap)"
-    lines = [f"Model {m['name']}: {m['devices']} devices ({m['devices_per_host']} per host × {m['hosts']} "
+    lines = [f"Model {m['name']}: {m['devices']} device{'s' if m['devices'] > 1 else ''} ({m['devices_per_host']} per host × {m['hosts']} "
              f"host{'s' if m['hosts'] > 1 else ''}), {m['layout_text']}, {nic}",
              f"Device: read {_int(d['read_iops'])} IOPS at {format_size(d['read_bs'])}, {_mb(d['read_mb_s'])} MB/s; "
              f"write {_int(d['write_iops'])} IOPS at {format_size(d['write_bs'])}, {_mb(d['write_mb_s'])} MB/s"]
@@ -105,7 +108,7 @@ def header_lines(data: dict) -> list[str]:
 
 
 def footer_lines(data: dict) -> list[str]:
-    lines = [UNITS] + data["notes"]
+    lines = UNITS + data["notes"]
     whys = dict.fromkeys(w["penalty_why"] for w in data["workloads"])
     lines += [f"Write penalty: {why}." for why in whys]
     run = data.get("run")
