@@ -24,7 +24,7 @@ def stored_run(tmp_path_factory):
     disk = ROOT / "scratch" / "tests" / tmp.name  # a real disk, not tmpfs
     disk.mkdir(parents=True, exist_ok=True)
     data = tmp / "data"
-    plan = write_plan(tmp / "plan.yaml", name="report-demo", defaults={"size": "32m", "runtime": "2s", "ramp": "1s"},
+    plan = write_plan(tmp / "plan.yaml", name="report-demo", label="vm-disk", defaults={"size": "32m", "runtime": "2s", "ramp": "1s"},
                       workloads=[{"name": "rand", "matrix": {"bs": ["4k", "64k"], "read_pct": [100, 70]}},
                                  {"name": "seq", "bs": "128k", "read_pct": 0, "random_pct": 0,
                                   "until": "steady", "round": "1s", "max_runtime": "8s"}])
@@ -48,7 +48,7 @@ def test_report_opens_offline_with_every_chart_drawn(stored_run):
     # per test: the per-second series and the percentile curve (one host: no host chart).
     assert seen.charts == 3 + 1 + 2 * len(run["tests"])
     assert seen.empty_charts == []
-    for text in ("Plan and environment", "fio-3.33", "Steady state (SNIA PTS)", "Diagnostics",
+    for text in ("Plan and environment", "fio-3.33", "vm-disk", "Steady state (SNIA PTS)", "Diagnostics",
                  "warm-up (in no figure)", "4k-r70-rand-j1-qd1", "block size", "latency, ms"):
         assert text in seen.text
     assert seen.values["pwned"] is None, "plan text is shown as text, never run"
@@ -99,3 +99,14 @@ def test_report_errors_are_one_line(stored_run, tmp_path):
     assert proc.returncode != 0 and "use html or md" in proc.stderr
     proc = iofleet("report", "1", "-o", tmp_path / "missing" / "r.html", data_dir=data, check_rc=None)
     assert proc.returncode != 0 and "cannot write" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_plans_label_is_stored_and_a_run_can_be_relabelled(stored_run):
+    _, data = stored_run
+    assert show_json(1, data)["label"] == "vm-disk"
+    assert "Run 1 is labelled raid1-vm-encryption." in iofleet("results", "label", "1", "raid1-vm-encryption",
+                                                                data_dir=data).stdout
+    assert show_json(1, data)["label"] == "raid1-vm-encryption"
+    proc = iofleet("results", "label", "1", "no spaces", data_dir=data, check_rc=None)
+    assert proc.returncode != 0 and "label 'no spaces': use 1-64 letters" in proc.stderr
+    iofleet("results", "label", "1", "vm-disk", data_dir=data)

@@ -26,6 +26,7 @@ from ..fleet.inventory import load_inventory
 from ..plan import expand, parse_plan
 from ..plan.expand import data_per_target_set, expand_mixed
 from ..plan.imports import load_plan_source
+from ..plan.model import check_name
 from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
 from ..analysis.diagnostics import RULES, SEVERITIES, Thresholds, diagnose
@@ -305,6 +306,25 @@ def params():
                 "true/false" if p.kind == "bool" else p.allowed().removeprefix("allowed: "))
             table.add_row(p.name, "none" if p.default is None else p.format(p.default), allowed, p.fio, p.help)
         console.print(table)
+
+
+@results_app.command("label")
+@user_errors
+def results_label(
+    run_id: int = typer.Argument(..., metavar="RUN", help="Run number."),
+    label: str = typer.Argument(..., metavar="LABEL", help="e.g. raid1-vm-encryption; runs sharing a label are "
+                                                           "the repeats of one configuration for `compare`."),
+    data_dir: Optional[str] = DataDir,
+):
+    """Label a stored run (replacing its label)."""
+    try:
+        check_name(label)
+    except ValueError as exc:
+        raise IofleetError(f"label {label!r}: {exc}") from None
+    with Store.open(default_data_dir(data_dir)) as store:
+        store.get_run(run_id, from_seq=1 << 30)  # names a missing run in one line
+        store.update_run(run_id, label=label)
+    console.print(f"Run {run_id} is labelled {label}.")
 
 
 @results_app.command("list")

@@ -82,6 +82,9 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
 
     name: Annotated[str, BeforeValidator(check_name)]
     description: str = ""
+    # Stored with the run: runs of one configuration share a label, and
+    # `iofleet compare` takes a label for all of them (--label overrides).
+    label: Optional[Annotated[str, BeforeValidator(check_name)]] = None
     # Directories on the storage under test. iofleet writes only inside an
     # `iofleet/` sub-directory of each. `--target` on the command line
     # replaces this list.

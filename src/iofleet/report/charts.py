@@ -161,7 +161,8 @@ def series_chart(test: dict, series: list[Series], name: str | None = None) -> g
                       annotation_text=label, annotation_position="top right")
     fig.update_xaxes(title_text="seconds from the start of the test", rangemode="tozero")
     fig.update_yaxes(title_text="IOPS", secondary_y=False, rangemode="tozero")
-    fig.update_yaxes(title_text="mean latency, ms", secondary_y=True, rangemode="tozero", showgrid=False)
+    fig.update_yaxes(title_text="mean latency, ms", secondary_y=True, rangemode="tozero", showgrid=False,
+                     tickmode="auto")  # its own round ticks, not the IOPS axis's grid
     return fig
 
 
@@ -231,7 +232,7 @@ def percentile_chart(test: dict, name: str | None = None) -> go.Figure | None:
         return None
     fig.update_xaxes(title_text="percentile", tickvals=[_nines(p) for p in _NINES],
                      ticktext=[f"{100 * p:g}" for p in _NINES], range=[0, _nines(0.99999)])
-    fig.update_yaxes(title_text="latency, ms (log)", type="log")
+    fig.update_yaxes(title_text="latency, ms (log)", type="log", dtick=1, tickformat="~g")  # 0.01, 0.1, 1, 10
     return fig
 
 

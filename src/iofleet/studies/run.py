@@ -102,7 +102,7 @@ class RunSession:
         self.specs = specs  # planned, or (a sweep) what preparation must cover
         self.place.prepare()
         self.run_id = store.create_run(
-            plan_name=plan.name, plan_text=plan_text, label=label, source="run",
+            plan_name=plan.name, plan_text=plan_text, label=label or plan.label, source="run",
             fio_version=fio_version(), host_facts=host_facts() | self.place.describe(), tests_planned=len(specs),
         )
         self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(specs))
