@@ -39,6 +39,7 @@ $(STAMP): pyproject.toml
 run: system $(STAMP)
 	mkdir -p $(SCRATCH)
 	$(BIN)/iofleet easy-run --target $(SCRATCH) --size 256m --ramp 2s --round 2s --max-runtime 30s
+	$(BIN)/iofleet report -o $(SCRATCH)/report.html
 
 # The whole suite: unit tests, real fio integration tests, fleet tests (real
 # fio servers in network namespaces; skipped when not root). Not the scale tests.

@@ -59,7 +59,11 @@ def header_lines(cmp: Comparison) -> list[str]:
     for c in cmp.configs:
         runs = ", ".join(f"{r['id']}" + ("" if r["status"] == "complete" else f" ({r['status']})") for r in c.to_dict()["runs"])
         role = " — baseline" if c.name == cmp.baseline else ""
-        lines.append(f"{_config_name(c)}{role}: run{'s' if len(c.runs) > 1 else ''} {runs}")
+        labels = sorted({r.get("label") for r in c.runs if r.get("label") and r.get("label") != c.name})
+        plans = sorted({r.get("plan_name") or "?" for r in c.runs})
+        extra = f", label {', '.join(labels)}" if labels else ""
+        lines.append(f"{_config_name(c)}{role}: run{'s' if len(c.runs) > 1 else ''} {runs} "
+                     f"(plan {', '.join(plans)}{extra})")
     lines.append(f"Tests matched by {', '.join(cmp.match)}; noise threshold ±{cmp.noise_pct:g} %.")
     if any(c.partial for c in cmp.configs):
         lines.append("partial: a run marked partial did not complete; only its ok tests are compared.")
@@ -103,12 +107,15 @@ def ranking_lines(cmp: Comparison) -> list[str]:
 def winners_table(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
     labels = {m.name: m.label for m in cmp.metrics}
     winners = cmp.winners()
-    width = max((len(w["places"]) for w in winners), default=1)
+    # Competition ranking: a place shared by k configurations leaves k − 1 columns empty.
+    width = len(cmp.configs)
     cols = ["test", "metric"] + [_ordinal(i + 1) for i in range(width)]
     rows = []
     for w in winners:
-        places = [" = ".join(p["configs"]) + (" ?" if p["order_not_established"] else "") for p in w["places"]]
-        rows.append([w["test"], labels[w["metric"]]] + places + [""] * (width - len(places)))
+        cells = [""] * width
+        for p in w["places"]:
+            cells[p["rank"] - 1] = " = ".join(p["configs"]) + (" ?" if p["order_not_established"] else "")
+        rows.append([w["test"], labels[w["metric"]]] + cells)
     return cols, rows
 
 
@@ -128,8 +135,8 @@ def note_lines(cmp: Comparison) -> list[str]:
                      f"only in {', '.join(u['configs'])}; not in {', '.join(missing)}")
     for e in cmp.excluded:
         lines.append(f"excluded: {e['config']} run {e['run']} {e['test']} #{e['repeat']}: {e['status']}")
-    lines.append("Rankings: =N shares place N (within noise of the one above); N? ranked by means only "
-                 "(fewer than 3 samples on a side: not enough repeats to tell it from the one above).")
+    lines.append("Rankings: =N shares place N (within noise of that place's best); N? ranked by means only "
+                 "(fewer than 3 samples on a side: not enough repeats to tell it from the place above).")
     lines.append(cmp.method)
     return lines
 
@@ -207,6 +214,14 @@ CSV_COLUMNS = ("test", "metric", "unit", "config", "baseline", "partial", "mean"
                "pct_change", "ci_low_pct", "ci_high_pct", "p_value", "verdict", "rank", "tie")
 
 
+def _csv(value):
+    if value is None:
+        return ""  # unavailable: empty, never 0
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as in the run exports
+    return value
+
+
 def comparison_csv(cmp: Comparison) -> str:
     """One row per matched test, metric and configuration (values in the
     stored units: µs for latency); rank and tie carry the rankings and
@@ -221,13 +236,13 @@ def comparison_csv(cmp: Comparison) -> str:
             places = {p.config: p for p in r.ranking}
             for c in r.cells:
                 p = places.get(c.config)
-                w.writerow(["" if v is None else v for v in (
+                w.writerow([_csv(v) for v in (
                     t.label, r.metric, units[r.metric], c.config, c.config == cmp.baseline, partial[c.config],
                     c.mean, c.n, " ".join(repr(s) for s in c.samples), c.pct_change, c.ci_low, c.ci_high,
                     c.p_value, c.verdict, p.rank if p else None, p.tie if p else None)])
     for u in cmp.unmatched:
         for name in u["configs"]:
-            w.writerow([u["label"], "", "", name, name == cmp.baseline, partial[name]] + [""] * 7
+            w.writerow([u["label"], "", "", name, _csv(name == cmp.baseline), _csv(partial[name])] + [""] * 7
                        + ["unmatched", "", ""])
     return buf.getvalue()
 

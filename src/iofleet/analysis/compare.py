@@ -1,0 +1,395 @@
+"""Compare configurations (groups of runs) test by test: % change against a
+baseline, a bootstrap confidence interval and a Welch t-test where there are
+repeats, a noise rule for what counts as a real difference, rankings and a
+winners table. Pure logic on exported run documents (run_to_dict).
+
+Samples are whole tests: one figure per run and per repeat of a test, never
+the per-second points (they are autocorrelated, so treating them as
+independent would make every difference look significant).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from ..errors import IofleetError
+
+DEFAULT_MATCH = ("bs", "read_pct", "random_pct", "jobs", "iodepth")
+MIN_REPEATS = 3  # per side, for an interval and a p-value
+ALPHA = 0.05
+CONFIDENCE = 95.0
+DEFAULT_NOISE_PCT = 1.0
+DEFAULT_RESAMPLES = 10000
+DEFAULT_SEED = 20240601
+
+BASELINE = "baseline"
+BETTER = "better"
+WORSE = "worse"
+WITHIN_NOISE = "within noise"
+NOT_ENOUGH = "not enough repeats"
+NO_DATA = "n/a"
+
+METHOD = (
+    "Each run, and each repeat of a test within a run, is one sample; per-second points are not. "
+    "% change = 100 × (mean of test − mean of baseline) / mean of baseline. "
+    "With at least {min} samples on both sides: a {conf:g} % percentile bootstrap interval of that "
+    "relative change ({resamples} resamples, each side resampled independently with replacement, seed {seed}) "
+    "and a Welch t-test (unequal variances) p-value. A difference is real when p < {alpha:g} and the "
+    "interval lies entirely outside ±{noise:g} %; otherwise it is within noise. With fewer samples: "
+    "not enough repeats. Rankings order by mean, best first (lower is better for latency and CPU); a "
+    "configuration within noise of the best of a place shares that place."
+)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One figure of a test, read from its exported document."""
+
+    name: str
+    label: str
+    unit: str  # unit of the stored values
+    higher_is_better: bool
+    direction: str | None  # read, write, all; None for host figures
+    field: str
+
+    def value(self, test: dict) -> float | None:
+        if self.direction is None:
+            return test.get(self.field)
+        # Tests stopped when steady report IOPS and MB/s of their measurement window.
+        window = (test.get("methodology") or {}).get("window")
+        if window and self.direction == "all" and self.field == "iops":
+            return window.get("iops")
+        if window and self.direction == "all" and self.field == "bw_mb_s":
+            bw = window.get("bw_bytes_s")
+            return None if bw is None else bw / 1e6
+        d = test.get(self.direction) or {}
+        if self.field in ("iops", "bw_mb_s") and not d.get("ios"):
+            return None  # nothing measured in this direction: no figure, not 0
+        return d.get(self.field)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "label": self.label, "unit": self.unit,
+                "higher_is_better": self.higher_is_better}
+
+
+def default_metrics(tail: str = "p99") -> tuple[Metric, ...]:
+    """IOPS, MB/s, read and write mean, p95 and tail latency, host CPU."""
+    tail_field = f"lat_{tail.replace('.', '_')}_us"
+    out = [Metric("iops", "IOPS", "IOPS", True, "all", "iops"),
+           Metric("mb_s", "MB/s", "MB/s", True, "all", "bw_mb_s")]
+    for d in ("read", "write"):
+        out.append(Metric(f"{d}_lat_mean", f"{d} mean latency", "us", False, d, "lat_mean_us"))
+        out.append(Metric(f"{d}_p95", f"{d} p95 latency", "us", False, d, "lat_p95_us"))
+        if tail != "p95":
+            out.append(Metric(f"{d}_{tail}", f"{d} {tail} latency", "us", False, d, tail_field))
+    out.append(Metric("cpu", "host CPU avg", "%", False, None, "host_cpu_avg_pct"))
+    return tuple(out)
+
+
+METRICS = default_metrics()
+
+
+@dataclass
+class Config:
+    """A named group of runs (one run, or every run with one label)."""
+
+    name: str
+    runs: list[dict]
+
+    @property
+    def partial(self) -> bool:
+        return any(r.get("status") != "complete" for r in self.runs)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "partial": self.partial,
+                "runs": [{"id": r.get("id"), "label": r.get("label"), "plan_name": r.get("plan_name"),
+                          "status": r.get("status"), "created_at": r.get("created_at"),
+                          "fio_version": r.get("fio_version")} for r in self.runs]}
+
+
+@dataclass
+class Judgement:
+    """How samples `b` compare with reference samples `a`."""
+
+    pct_change: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    real: bool | None  # None: not enough repeats or no data
+    reason: str  # NOT_ENOUGH, WITHIN_NOISE, NO_DATA or "real"
+
+
+def _mean(xs: list[float]) -> float | None:
+    return float(np.mean(xs)) if xs else None
+
+
+def judge(a: list[float], b: list[float], noise_pct: float, resamples: int, seed: int) -> Judgement:
+    """Relative change of mean(b) against mean(a), its bootstrap interval,
+    the Welch p-value, and whether the difference is real."""
+    ma, mb = _mean(a), _mean(b)
+    if ma is None or mb is None or ma == 0:
+        return Judgement(None, None, None, None, None, NO_DATA)
+    pct = 100.0 * (mb - ma) / ma
+    if len(a) < MIN_REPEATS or len(b) < MIN_REPEATS:
+        return Judgement(pct, None, None, None, None, NOT_ENOUGH)
+    xa, xb = np.asarray(a, float), np.asarray(b, float)
+    rng = np.random.default_rng(seed)  # a fresh generator per cell: results do not depend on order
+    ra = xa[rng.integers(0, len(xa), size=(resamples, len(xa)))].mean(axis=1)
+    rb = xb[rng.integers(0, len(xb), size=(resamples, len(xb)))].mean(axis=1)
+    ok = ra != 0
+    rel = 100.0 * (rb[ok] - ra[ok]) / ra[ok]
+    tail = (100.0 - CONFIDENCE) / 2
+    lo, hi = (float(v) for v in np.percentile(rel, [tail, 100.0 - tail]))
+    if np.var(xa) == 0 and np.var(xb) == 0:
+        p = 1.0 if ma == mb else 0.0  # no spread at all: the t statistic is undefined
+    else:
+        p = float(stats.ttest_ind(xb, xa, equal_var=False).pvalue)
+    real = p < ALPHA and (lo > noise_pct or hi < -noise_pct)
+    return Judgement(pct, lo, hi, p, real, "real" if real else WITHIN_NOISE)
+
+
+@dataclass
+class Cell:
+    """One configuration's figure for one matched test and metric."""
+
+    config: str
+    mean: float | None
+    n: int
+    samples: list[float]
+    pct_change: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    verdict: str = NO_DATA
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Place:
+    """A configuration's place in a ranking. `tie` says why it is not
+    behind the best of the place above: WITHIN_NOISE (it shares that place),
+    NOT_ENOUGH (order by means only) or None (a real difference)."""
+
+    rank: int
+    config: str
+    mean: float
+    tie: str | None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class MetricRow:
+    metric: str
+    cells: list[Cell]
+    ranking: list[Place]
+
+    def cell(self, config: str) -> Cell:
+        return next(c for c in self.cells if c.config == config)
+
+    def to_dict(self) -> dict:
+        return {"metric": self.metric, "cells": [c.to_dict() for c in self.cells],
+                "ranking": [p.to_dict() for p in self.ranking]}
+
+
+@dataclass
+class MatchedTest:
+    key: dict
+    label: str  # the baseline's test id
+    test_ids: dict[str, list[str]]  # per configuration
+    rows: list[MetricRow]
+
+    def row(self, metric: str) -> MetricRow:
+        return next(r for r in self.rows if r.metric == metric)
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "label": self.label, "test_ids": self.test_ids,
+                "rows": [r.to_dict() for r in self.rows]}
+
+
+@dataclass
+class Comparison:
+    configs: list[Config]
+    baseline: str
+    match: tuple[str, ...]
+    noise_pct: float
+    resamples: int
+    seed: int
+    metrics: tuple[Metric, ...]
+    tests: list[MatchedTest]
+    unmatched: list[dict] = field(default_factory=list)  # {key, label, configs: [names having it]}
+    excluded: list[dict] = field(default_factory=list)  # tests not ok: {config, run, test, repeat, status}
+
+    @property
+    def method(self) -> str:
+        return METHOD.format(min=MIN_REPEATS, conf=CONFIDENCE, resamples=self.resamples, seed=self.seed,
+                             alpha=ALPHA, noise=self.noise_pct)
+
+    def winners(self) -> list[dict]:
+        """Per matched test and metric: the configurations by place, tied
+        ones together, e.g. places [["a"], ["b", "c"]] with ties noted."""
+        out = []
+        for t in self.tests:
+            for r in t.rows:
+                if not r.ranking:
+                    continue
+                places: list[dict] = []
+                for p in r.ranking:
+                    if places and p.tie == WITHIN_NOISE:
+                        places[-1]["configs"].append(p.config)
+                    else:
+                        places.append({"rank": p.rank, "configs": [p.config],
+                                       "order_not_established": p.tie == NOT_ENOUGH})
+                out.append({"test": t.label, "metric": r.metric, "places": places})
+        return out
+
+    def wins(self) -> dict[str, dict[str, int]]:
+        """Per metric: how many matched tests each configuration leads (alone or tied)."""
+        out: dict[str, dict[str, int]] = {m.name: {c.name: 0 for c in self.configs} for m in self.metrics}
+        for w in self.winners():
+            for name in w["places"][0]["configs"]:
+                out[w["metric"]][name] += 1
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "baseline": self.baseline,
+            "configs": [c.to_dict() for c in self.configs],
+            "match": list(self.match),
+            "noise_pct": self.noise_pct,
+            "alpha": ALPHA,
+            "confidence_pct": CONFIDENCE,
+            "min_repeats": MIN_REPEATS,
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "method": self.method,
+            "metrics": [m.to_dict() for m in self.metrics],
+            "tests": [t.to_dict() for t in self.tests],
+            "unmatched": self.unmatched,
+            "excluded": self.excluded,
+            "winners": self.winners(),
+            "wins": self.wins(),
+        }
+
+
+def _label(key: tuple, match: tuple[str, ...]) -> str:
+    return " ".join(f"{k}={v}" for k, v in zip(match, key))
+
+
+def _group(config: Config, match: tuple[str, ...], excluded: list[dict]) -> dict[tuple, list[dict]]:
+    """The config's ok tests by match key (every run, every repeat)."""
+    out: dict[tuple, list[dict]] = {}
+    for run in config.runs:
+        ids_by_key: dict[tuple, set[str]] = {}
+        for t in run.get("tests", []):
+            if t.get("status") != "ok":
+                excluded.append({"config": config.name, "run": run.get("id"), "test": t.get("id"),
+                                 "repeat": t.get("repeat", 1), "status": t.get("status")})
+                continue
+            key = tuple((t.get("params") or {}).get(k) for k in match)
+            ids_by_key.setdefault(key, set()).add(t["id"])
+            out.setdefault(key, []).append(t)
+        for key, ids in ids_by_key.items():
+            if len(ids) > 1:
+                raise IofleetError(
+                    f"--match {','.join(match)}: run {run.get('id')} of {config.name} has several tests "
+                    f"with {_label(key, match)} ({', '.join(sorted(ids))}); add parameters to --match "
+                    f"so each test is told apart")
+    return out
+
+
+def _ranking(cells: list[Cell], metric: Metric, noise_pct: float, resamples: int, seed: int) -> list[Place]:
+    present = [c for c in cells if c.mean is not None]
+    ordered = sorted(present, key=lambda c: c.mean, reverse=metric.higher_is_better)  # stable: config order
+    places: list[Place] = []
+    leader = None  # the best configuration of the current place
+    for i, c in enumerate(ordered):
+        if leader is None:
+            places.append(Place(1, c.config, c.mean, None))
+            leader = c
+            continue
+        # Against the place's best, not the neighbour: ties do not chain.
+        j = judge(leader.samples, c.samples, noise_pct, resamples, seed)
+        tie = WITHIN_NOISE if j.reason == WITHIN_NOISE else NOT_ENOUGH if j.reason == NOT_ENOUGH else None
+        if tie == WITHIN_NOISE:
+            places.append(Place(places[-1].rank, c.config, c.mean, tie))
+        else:
+            places.append(Place(i + 1, c.config, c.mean, tie))
+            leader = c
+    return places
+
+
+def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | None = None,
+            noise_pct: float = DEFAULT_NOISE_PCT, match: tuple[str, ...] = DEFAULT_MATCH,
+            resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Comparison:
+    """Compare every configuration with the baseline (one of them), test by
+    test (tests matched by the `match` parameters) and metric by metric."""
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        raise IofleetError(f"configurations {', '.join(names)}: each may be given only once")
+    if baseline not in names:
+        raise IofleetError(f"--baseline {baseline}: not one of the configurations ({', '.join(names)})")
+    if len(configs) < 2:
+        raise IofleetError("compare needs at least two configurations: give another run or label")
+    if not noise_pct >= 0:
+        raise IofleetError(f"--noise {noise_pct}: give a share of 0 % or more, e.g. 1")
+    if resamples < 100:
+        raise IofleetError(f"resamples {resamples}: use at least 100 (default {DEFAULT_RESAMPLES})")
+    match = tuple(match)
+    if not match:
+        raise IofleetError("--match: give at least one parameter, e.g. bs,read_pct")
+    known = {k for c in configs for r in c.runs for t in r.get("tests", []) for k in (t.get("params") or {})}
+    unknown = [k for k in match if k not in known]
+    if unknown:
+        raise IofleetError(f"--match {','.join(match)}: no test has the parameter {', '.join(unknown)}; "
+                           f"use names such as {', '.join(DEFAULT_MATCH)}")
+    configs = sorted(configs, key=lambda c: c.name != baseline)  # baseline first, others in given order
+    if metrics is None:
+        base = configs[0]
+        tail = next(((r.get("methodology") or {}).get("percentile") for r in base.runs
+                     if (r.get("methodology") or {}).get("percentile")), "p99")
+        metrics = default_metrics(tail)
+
+    excluded: list[dict] = []
+    grouped = {c.name: _group(c, match, excluded) for c in configs}
+    keys: list[tuple] = []
+    for c in configs:  # the baseline's test order first
+        keys += [k for k in grouped[c.name] if k not in keys]
+
+    tests, unmatched = [], []
+    for key in keys:
+        having = [c.name for c in configs if key in grouped[c.name]]
+        first = grouped[having[0]][key][0]["id"]
+        if len(having) < len(configs):
+            unmatched.append({"key": dict(zip(match, key)), "label": first, "configs": having})
+            continue
+        rows = []
+        for m in metrics:
+            samples = {n: [v for t in grouped[n][key] if (v := m.value(t)) is not None] for n in names}
+            cells = []
+            for c in configs:
+                xs = samples[c.name]
+                cell = Cell(c.name, _mean(xs), len(xs), xs)
+                if c.name == baseline:
+                    cell.verdict = BASELINE if xs else NO_DATA
+                else:
+                    j = judge(samples[baseline], xs, noise_pct, resamples, seed)
+                    cell.pct_change, cell.ci_low, cell.ci_high, cell.p_value = (
+                        j.pct_change, j.ci_low, j.ci_high, j.p_value)
+                    if j.reason == "real":
+                        up = j.pct_change > 0
+                        cell.verdict = BETTER if up == m.higher_is_better else WORSE
+                    else:
+                        cell.verdict = j.reason
+                cells.append(cell)
+            if all(c.n == 0 for c in cells):
+                continue  # e.g. write latency of a read-only test
+            rows.append(MetricRow(m.name, cells, _ranking(cells, m, noise_pct, resamples, seed)))
+        ids = {c.name: sorted({t["id"] for t in grouped[c.name][key]}) for c in configs}
+        tests.append(MatchedTest(dict(zip(match, key)), grouped[baseline][key][0]["id"], ids, rows))
+    return Comparison(configs, baseline, match, noise_pct, resamples, seed, tuple(metrics), tests,
+                      unmatched, excluded)
