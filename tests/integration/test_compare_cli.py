@@ -71,6 +71,15 @@ def test_markdown_and_csv_files(data, tmp_path):
     assert [r["verdict"] for r in iops if r["config"] == "aio"] == ["baseline"]
 
 
+def test_html_page_beside_the_table(data, tmp_path):
+    page = tmp_path / "c.html"
+    proc = iofleet("compare", "sync", "-b", "aio", "--html", page, data_dir=data)
+    assert f"Wrote {page}" in proc.stderr and "Winners per test and metric" in proc.stdout
+    html = page.read_text()
+    assert "<title>Comparison against aio</title>" in html and "Plotly.newPlot" in html
+    assert 'data-chart="metric-1-2"' in html  # IOPS: values and % change
+
+
 @pytest.mark.parametrize("args, message", [
     (["nosuch", "--baseline", "aio"], "CONFIG 'nosuch': no run has this label or id"),
     (["sync", "--baseline", "99"], "--baseline 99: no run 99"),

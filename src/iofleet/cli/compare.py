@@ -13,6 +13,7 @@ from rich.console import Console
 
 from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT
 from ..errors import IofleetError
+from ..report.html import compare_page
 from ..report.compare import comparison_csv, comparison_json, comparison_markdown, comparison_report
 from ..results.store import Store, default_data_dir
 from ..studies.compare import run_compare
@@ -54,10 +55,6 @@ def compare_command(
     with Store.open(default_data_dir(data_dir)) as store:
         cmp = run_compare(store, configs, baseline, match=keys, noise_pct=noise)
     if html is not None:
-        try:
-            from ..report.html import compare_page
-        except ImportError:
-            raise IofleetError("--html: not available yet; use --format md or json") from None
         _write(html, compare_page(cmp), "--html")
         typer.echo(f"Wrote {html}", err=True)
     if fmt == "table" and output is None:

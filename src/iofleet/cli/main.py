@@ -44,6 +44,7 @@ from ..studies.run import RunObserver, estimate_seconds, run_plan
 from ..studies.saturate import Sweep, run_saturate
 from ..studies.scale import ScaleStep, parse_steps, run_scale
 from .progress import TerminalProgress, fmt_lat_ms
+from .compare import compare_command
 from .importing import import_command
 from .model import model_command
 from .server import DEFAULT_BIND, serve_fio
@@ -671,7 +672,6 @@ def saturate(
     _finish(outcome.run, db, fleet)
 
 
-from .compare import compare_command  # noqa: E402  (beside its registration)
 app.command("compare")(user_errors(compare_command))
 
 

@@ -268,3 +268,49 @@ def saturation_chart(sat) -> go.Figure:
     fig.update_yaxes(title_text="IOPS", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="p99 latency, ms", rangemode="tozero", row=1, col=2)
     return fig
+
+
+def compare_charts(cmp, metric) -> list[go.Figure]:
+    """For one metric of a comparison: each configuration's mean per matched
+    test (bars; whiskers span its samples), and each configuration's %
+    change against the baseline with its 95 % interval, the ±noise band
+    shaded — a bar whose whisker crosses the band is within noise."""
+    found = [(t, r) for t in cmp.tests for r in t.rows if r.metric == metric.name]  # tests with this metric
+    if not found:
+        return []
+    scale = 1 / 1000 if metric.unit == "us" else 1  # latency in ms, as everywhere else
+    unit = "ms" if metric.unit == "us" else metric.unit
+    x = [t.label for t, _ in found]
+    values = _figure(f"{metric.label} per configuration ({'higher' if metric.higher_is_better else 'lower'} "
+                     f"is better)")
+    change = _figure(f"{metric.label}: % change against {cmp.baseline}, with 95 % interval")
+    for i, config in enumerate(c.name for c in cmp.configs):
+        cells = [r.cell(config) for _, r in found]
+        colour = PALETTE[i % len(PALETTE)]
+        pattern = ("", "/", "x", ".", "-", "+", "|", "\\")[i % 8]
+        mean = [None if c.mean is None else c.mean * scale for c in cells]
+        values.add_trace(go.Bar(
+            x=x, y=mean, name=config, marker=dict(color=colour, pattern=dict(shape=pattern)),
+            error_y=dict(type="data", symmetric=False,
+                         array=[None if c.mean is None else (max(c.samples) - c.mean) * scale for c in cells],
+                         arrayminus=[None if c.mean is None else (c.mean - min(c.samples)) * scale for c in cells]),
+            hovertemplate="%{y:.4g} " + unit + " (n=%{customdata})<extra>" + config + "</extra>",
+            customdata=[c.n for c in cells]))
+        if config == cmp.baseline:
+            continue
+        pct = [c.pct_change for c in cells]
+        change.add_trace(go.Bar(
+            x=x, y=pct, name=config, marker=dict(color=colour, pattern=dict(shape=pattern)),
+            text=[c.verdict for c in cells], textposition="outside",
+            error_y=dict(type="data", symmetric=False,
+                         array=[None if c.ci_high is None else c.ci_high - c.pct_change for c in cells],
+                         arrayminus=[None if c.ci_low is None else c.pct_change - c.ci_low for c in cells])))
+    values.update_layout(barmode="group")
+    values.update_xaxes(title_text="test", type="category")
+    values.update_yaxes(title_text=f"{metric.label}, {unit}" if unit != metric.label else unit, rangemode="tozero")
+    change.add_hrect(y0=-cmp.noise_pct, y1=cmp.noise_pct, fillcolor=NEUTRAL, opacity=0.25, line_width=0,
+                     annotation_text=f"±{cmp.noise_pct:g} % noise", annotation_position="top left")
+    change.update_layout(barmode="group")
+    change.update_xaxes(title_text="test", type="category")
+    change.update_yaxes(title_text="% change against the baseline", zeroline=True)
+    return [values, change] if len(cmp.configs) > 1 else [values]

@@ -21,6 +21,7 @@ from ..fio.records import Series
 from ..plan.units import format_bytes
 from ..results.export import run_to_dict
 from . import charts
+from .compare import comparison_tables, header_lines, metric_table, note_lines, ranking_lines
 from .saturation import cell_rows, sweep_of_run, verdict_lines
 from .summary import SUMMARY_CAPTION, diagnostics_lines, run_title, summary_notes, summary_rows
 
@@ -110,6 +111,17 @@ def run_report_html(run: dict, series: dict[int, list[Series]]) -> str:
     return page("report.html.j2", run_title(run), run=run, environment=environment_rows(run),
                 rows=summary_rows(run), caption=SUMMARY_CAPTION, notes=summary_notes(run), sweep=sweep,
                 overview=overview, tests=tests, steady=steady_rows(doc, names), findings=finding_rows(doc))
+
+
+def compare_page(cmp) -> str:
+    """A comparison (analysis.compare.Comparison) as one self-contained page:
+    per metric its charts and table, then the winners and the method."""
+    tables = comparison_tables(cmp)
+    metrics = [{"title": title, "columns": cols, "rows": rows, "figures": charts.compare_charts(cmp, m)}
+               for m, (title, cols, rows) in zip([m for m in cmp.metrics if metric_table(cmp, m)], tables)]
+    return page("compare.html.j2", f"Comparison against {cmp.baseline}", cmp=cmp, header=header_lines(cmp),
+                metrics=metrics, rankings=ranking_lines(cmp), summaries=tables[len(metrics):],
+                notes=note_lines(cmp))
 
 
 def _md_cell(value) -> str:
