@@ -289,6 +289,7 @@ def hosts_check(
 
 app.command("import")(user_errors(import_command))
 app.command("model")(user_errors(model_command))
+app.command("compare")(user_errors(compare_command))
 
 
 @app.command()
@@ -670,9 +671,6 @@ def saturate(
         for line, style in diagnostics_lines(findings):
             console.print(Text(line, style=style or ""))
     _finish(outcome.run, db, fleet)
-
-
-app.command("compare")(user_errors(compare_command))
 
 
 def main():  # pragma: no cover
