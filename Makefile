@@ -8,10 +8,18 @@ STAMP   := $(VENV)/.installed
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH ?= $(CURDIR)/scratch
 # Debian packages needed: fio (the engine), python3-venv (for .venv),
-# iproute2 and prometheus-node-exporter (the fleet tests' test hosts),
-# chromium (the browser tests open the HTML report in it, headless).
+# iproute2 and prometheus-node-exporter (the fleet tests' test hosts);
+# for the tests only, chromium (they open the HTML report in it, headless).
 
-.PHONY: run test test-scale bench system clean
+.PHONY: run test test-scale bench system browser clean
+
+# apt-get install the packages in $(missing), if any (sudo unless root).
+define apt_install
+	if [ -n "$$missing" ]; then \
+	  echo "Installing from the distribution:$$missing"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
 
 # Install what is missing from the distribution (fio >= 3.33, venv support,
 # `ip` and node_exporter for the fleet tests' network-namespace hosts).
@@ -23,11 +31,13 @@ system:
 	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v prometheus-node-exporter >/dev/null 2>&1 || missing="$$missing prometheus-node-exporter"; \
+	$(apt_install)
+
+# The distribution's Chromium, which the browser tests drive through Playwright.
+browser:
+	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	if [ -n "$$missing" ]; then \
-	  echo "Installing from the distribution:$$missing"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	$(apt_install)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +45,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# The main job: run the quick example plan on a scratch directory.
+# The main job: Easy Run on a scratch directory, then its HTML report.
 run: system $(STAMP)
 	mkdir -p $(SCRATCH)
 	$(BIN)/iofleet easy-run --target $(SCRATCH) --size 256m --ramp 2s --round 2s --max-runtime 30s
@@ -43,7 +53,7 @@ run: system $(STAMP)
 
 # The whole suite: unit tests, real fio integration tests, fleet tests (real
 # fio servers in network namespaces; skipped when not root). Not the scale tests.
-test: system $(STAMP)
+test: system browser $(STAMP)
 	$(BIN)/pytest -q tests -m "not scale"
 
 # Fleet tests at scale (32 hosts in network namespaces; root).

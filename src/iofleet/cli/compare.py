@@ -17,16 +17,9 @@ from ..report.html import compare_page
 from ..report.compare import comparison_csv, comparison_json, comparison_markdown, comparison_report
 from ..results.store import Store, default_data_dir
 from ..studies.compare import run_compare
+from .output import write_output
 
 FORMATS = ("table", "md", "csv", "json")
-
-
-def _write(path: Path, text: str, what: str) -> None:
-    try:
-        path.write_text(text)
-    except OSError as exc:
-        raise IofleetError(f"{what} {path}: cannot write ({exc.strerror or exc}); "
-                           f"check the directory exists and is writable") from None
 
 
 def compare_command(
@@ -55,7 +48,7 @@ def compare_command(
     with Store.open(default_data_dir(data_dir)) as store:
         cmp = run_compare(store, configs, baseline, match=keys, noise_pct=noise)
     if html is not None:
-        _write(html, compare_page(cmp), "--html")
+        write_output(html, compare_page(cmp), "--html")
         typer.echo(f"Wrote {html}", err=True)
     if fmt == "table" and output is None:
         Console().print(comparison_report(cmp))
@@ -67,7 +60,7 @@ def compare_command(
     else:
         text = {"md": comparison_markdown, "csv": comparison_csv, "json": comparison_json}[fmt](cmp)
     if output:
-        _write(output, text, "-o")
+        write_output(output, text)
         typer.echo(f"Wrote {output}", err=True)
     else:
         sys.stdout.write(text)

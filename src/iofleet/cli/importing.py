@@ -11,10 +11,11 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import IofleetError, PlanError
+from ..errors import PlanError
 from ..plan.expand import expand
 from ..plan.imports import import_file, merge_results, plan_yaml
 from ..plan.load import parse_plan
+from .output import write_output
 
 
 def import_command(
@@ -50,11 +51,7 @@ def import_command(
     if output is None:
         typer.echo(text, nl=False)
         return
-    try:
-        output.write_text(text)
-    except OSError as exc:
-        raise IofleetError(f"{output}: cannot write the plan ({exc.strerror or exc}); "
-                           f"check the directory exists and is writable") from None
+    write_output(output, text)
     workloads = len(plan["workloads"])
     typer.echo(f"Wrote {output}: {workloads} workload{'s' if workloads != 1 else ''}, "
                f"{tests} test{'s' if tests != 1 else ''}, {len(notes)} note{'s' if len(notes) != 1 else ''}. "

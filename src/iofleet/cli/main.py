@@ -47,6 +47,7 @@ from .progress import TerminalProgress, fmt_lat_ms
 from .compare import compare_command
 from .importing import import_command
 from .model import model_command
+from .output import write_output
 from .server import DEFAULT_BIND, serve_fio
 
 app = typer.Typer(
@@ -402,15 +403,8 @@ def report_command(
         sys.stdout.write(text)
         return
     output = output or Path(f"report-{run['id']}.html")
-    _write_output(output, text)
+    write_output(output, text)
     err_console.print(f"Wrote {output} ({len(text.encode()) / 1e6:.1f} MB)")
-
-
-def _write_output(path: Path, data: str | bytes) -> None:
-    try:
-        path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data)
-    except OSError as exc:
-        raise IofleetError(f"{path}: cannot write: {exc.strerror}; choose another file with -o") from None
 
 
 @results_app.command("export")
@@ -431,12 +425,12 @@ def results_export(
         if fmt == "zip":
             output = output or Path(f"iofleet-run-{run['id']}.zip")
             data = run_bundle(store, run)
-            _write_output(output, data)
+            write_output(output, data)
             err_console.print(f"Wrote {output} ({len(data) / 1e6:.1f} MB)")
             return
     text = run_to_csv(run) if fmt == "csv" else json.dumps(run_to_dict(run), indent=2) + "\n"
     if output:
-        _write_output(output, text)
+        write_output(output, text)
         err_console.print(f"Wrote {output}")
     else:
         sys.stdout.write(text)

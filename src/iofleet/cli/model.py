@@ -21,6 +21,7 @@ from ..plan.hardware import load_model
 from ..report.theoretical import RENDERERS, model_data, terminal_report
 from ..results.export import run_to_dict
 from ..results.store import Store, default_data_dir
+from .output import write_output
 
 FORMATS = ("table", "md", "json", "csv")
 
@@ -60,9 +61,5 @@ def model_command(
     if output is None:
         sys.stdout.write(text)
         return
-    try:
-        output.write_text(text)
-    except OSError as exc:
-        raise IofleetError(f"{output}: cannot write ({exc.strerror or exc}); check the directory exists "
-                           f"and is writable") from None
+    write_output(output, text)
     typer.echo(f"Wrote {output}", err=True)

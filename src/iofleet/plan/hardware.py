@@ -5,11 +5,10 @@ per problem that names the file and the field."""
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
-import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import PlanError
-from .load import format_validation_error
+from .load import format_validation_error, read_yaml
 from .units import format_size, parse_size
 
 
@@ -162,16 +161,4 @@ def parse_model(data, source: str = "<model>") -> HardwareModel:
 def load_model(path: str | Path) -> HardwareModel:
     """Read and validate a model file; raise PlanError with every problem."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise PlanError([f"{path}: no such model file"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanError([f"{path}: cannot read the model ({exc})"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise PlanError([f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or 'invalid YAML'}"]) from None
-    return parse_model(data, str(path))
+    return parse_model(read_yaml(path, "model"), str(path))

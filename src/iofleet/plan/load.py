@@ -58,20 +58,24 @@ def parse_plan(data, source: str = "<plan>") -> Plan:
         raise PlanError(format_validation_error(source, exc)) from None
 
 
-def load_plan(path: str | Path) -> Plan:
-    """Read and validate a plan file; raise PlanError with every problem."""
-    path = Path(path)
+def read_yaml(path: Path, what: str = "plan"):
+    """A YAML file's data; PlanError naming the file (and the line) otherwise."""
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise PlanError([f"{path}: no such plan file"]) from None
+        raise PlanError([f"{path}: no such {what} file"]) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise PlanError([f"{path}: cannot read the plan ({exc})"]) from None
+        raise PlanError([f"{path}: cannot read the {what} ({exc})"]) from None
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise PlanError([f"{path}: not valid YAML{where}: {problem}"]) from None
-    return parse_plan(data, str(path))
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and validate a plan file; raise PlanError with every problem."""
+    path = Path(path)
+    return parse_plan(read_yaml(path), str(path))
