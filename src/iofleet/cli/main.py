@@ -325,7 +325,6 @@ def results_label(
     except ValueError as exc:
         raise IofleetError(f"label {label!r}: {exc}") from None
     with Store.open(default_data_dir(data_dir)) as store:
-        store.get_run(run_id, from_seq=1 << 30)  # names a missing run in one line
         store.update_run(run_id, label=label)
     console.print(f"Run {run_id} is labelled {label}.")
 

@@ -102,8 +102,7 @@ def run_report_html(run: dict, series: dict[int, list[Series]]) -> str:
         name = names[t["seq"]]
         figures = [f for f in (charts.series_chart(t, series.get(t["seq"], []), name),
                                charts.host_chart(t, name), charts.percentile_chart(t, name)) if f]
-        tests.append({"name": name, "status": t["status"], "error": t["error"], "figures": figures,
-                      "params": t["params"]})
+        tests.append({"name": name, "status": t["status"], "error": t["error"], "figures": figures})
     sweep = sweep_of_run(run)
     if sweep is not None:
         sat, hosts = sweep
