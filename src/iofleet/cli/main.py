@@ -378,7 +378,7 @@ def results_show(
 
 def _print_saturation(run: dict) -> None:
     """A saturate sweep's cells, grid and verdicts (other runs: nothing)."""
-    sweep = sweep_of_run(run)
+    sweep = sweep_of_run(run_to_dict(run))
     if sweep is not None:
         console.print(saturation_report(*sweep, f"Saturation sweep of run {run['id']}"))
 

@@ -43,7 +43,7 @@ def rows_csv(rows: list[dict]) -> str:
 def summary_text(run: dict) -> str:
     console = Console(file=io.StringIO(), width=200, record=True)
     console.print(summary_table(run))
-    sweep = sweep_of_run(run)
+    sweep = sweep_of_run(run_to_dict(run))
     if sweep is not None:
         console.print(saturation_report(*sweep, f"Saturation sweep of run {run['id']}"))
     return console.export_text()

@@ -103,7 +103,7 @@ def run_report_html(run: dict, series: dict[int, list[Series]]) -> str:
         figures = [f for f in (charts.series_chart(t, series.get(t["seq"], []), name),
                                charts.host_chart(t, name), charts.percentile_chart(t, name)) if f]
         tests.append({"name": name, "status": t["status"], "error": t["error"], "figures": figures})
-    sweep = sweep_of_run(run)
+    sweep = sweep_of_run(doc)
     if sweep is not None:
         sat, hosts = sweep
         sweep = {"chart": charts.saturation_chart(sat), "rows": cell_rows(sat), "lines": verdict_lines(sat, hosts)}

@@ -9,7 +9,6 @@ from rich.text import Text
 
 from ..analysis.little import LITTLE_TOLERANCE
 from ..analysis.saturation import BEST_SHARE, Cell, Saturation, saturation_of_run
-from ..results.export import run_to_dict
 
 MISSING = "n/a"
 
@@ -137,9 +136,9 @@ def saturation_report(sat: Saturation, hosts: int, title: str):
                  *(Text(line, style=style) for line, style in verdict_lines(sat, hosts)))
 
 
-def sweep_of_run(run: dict) -> tuple[Saturation, int] | None:
-    """A saturate run's analysis and its host count; None for other runs."""
-    doc = run_to_dict(run)
+def sweep_of_run(doc: dict) -> tuple[Saturation, int] | None:
+    """A saturate run's analysis and its host count from its run document
+    (results.export.run_to_dict); None for other runs."""
     sat = saturation_of_run(doc)
     if sat is None:
         return None
