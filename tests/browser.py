@@ -1,6 +1,7 @@
 """Open a page in the distribution's Chromium (headless, through Playwright)
 and report what a reader would see: console errors, network requests, charts."""
 
+import contextlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,33 @@ class Seen:
     empty_charts: list[str] = field(default_factory=list)  # ids of charts with no trace drawn
     text: str = ""
     values: dict = field(default_factory=dict)  # results of `evaluate` expressions
+
+
+@contextlib.contextmanager
+def browser_page(seen: Seen | None = None):
+    """A Playwright page in the distribution's Chromium (headless); console
+    errors, uncaught exceptions and requests go to `seen`."""
+    from playwright.sync_api import sync_playwright
+
+    seen = seen if seen is not None else Seen()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium())
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            page.on("console", lambda m: seen.errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: seen.errors.append(str(e)))
+            page.on("request", lambda r: seen.requests.append(r.url))
+            yield page
+        finally:
+            browser.close()
+
+
+def screenshot(page, name: str) -> Path:
+    """A full-page screenshot in test-artifacts/NAME."""
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path), full_page=True)
+    return path
 
 
 def open_page(path: Path, screenshot: str, evaluate: dict[str, str] | None = None) -> Seen:

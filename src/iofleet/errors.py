@@ -12,8 +12,9 @@ class IofleetError(Exception):
 class PlanError(IofleetError):
     """A plan file is unreadable or invalid. `problems` holds one line each."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str], fields: list[tuple[str, str]] | None = None):
         self.problems = problems
+        self.fields = fields or []  # (field path, message) when the problems are per field
         super().__init__("\n".join(problems))
 
 

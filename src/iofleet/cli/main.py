@@ -23,9 +23,10 @@ from ..errors import IofleetError
 from ..fio.command import fio_version
 from ..fleet.check import check_hosts, problem_lines
 from ..fleet.inventory import load_inventory
-from ..plan import expand, parse_plan
+from ..plan import expand
 from ..plan.expand import data_per_target_set, expand_mixed
 from ..plan.imports import load_plan_source
+from ..plan.load import with_targets
 from ..plan.model import check_name
 from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
@@ -48,6 +49,7 @@ from .compare import compare_command
 from .importing import import_command
 from .model import model_command
 from .output import write_output
+from .serve import serve_command
 from .server import DEFAULT_BIND, serve_fio
 
 app = typer.Typer(
@@ -110,9 +112,7 @@ def _plan_with_targets(plan_path: Path, targets: Optional[List[Path]]):
     its text to store, and what the import noted."""
     plan, text, notes = load_plan_source(plan_path)
     if targets:
-        # Command-line targets pass the same checks as the file's.
-        data = plan.model_dump(exclude_none=True) | {"targets": [str(t) for t in targets]}
-        plan = parse_plan(data, "--target")
+        plan = with_targets(plan, targets)
     for note in notes:
         err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     return plan, text
@@ -291,6 +291,7 @@ def hosts_check(
 app.command("import")(user_errors(import_command))
 app.command("model")(user_errors(model_command))
 app.command("compare")(user_errors(compare_command))
+app.command("serve")(user_errors(serve_command))
 
 
 @app.command()

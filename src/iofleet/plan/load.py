@@ -33,29 +33,47 @@ def _message(err: dict) -> str:
     return msg
 
 
-def format_validation_error(source: str, exc: ValidationError) -> list[str]:
+def field_problems(exc: ValidationError) -> list[tuple[str, str]]:
+    """(field path, message) per problem: 'workloads[0].matrix.bs[1]', "…";
+    the path is '' for a problem of the whole document."""
     problems = []
     for err in exc.errors():
         # Pydantic adds the validator's name for Annotated/union steps; drop it.
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
-        where = loc_path(loc)
         value = err.get("input")
         shown = "" if err["type"] in ("missing",) or isinstance(value, dict) else f" (got {value!r})"
         message = _message(err)
-        if not loc and re.match(r"^[A-Za-z_][\w.\[\]]*: ", message):
-            problems.append(f"{source}: {message}")  # a whole-plan check that names its own field
+        named = re.match(r"^([A-Za-z_][\w.\[\]]*): (.*)$", message) if not loc else None
+        if named:  # a whole-plan check that names its own field
+            problems.append((named[1], named[2]))
         else:
-            problems.append(f"{source}: {where}: {message}{shown}")
+            problems.append((loc_path(loc) if loc else "", message + shown))
     return problems
+
+
+def problem_lines(source: str, fields: list[tuple[str, str]]) -> list[str]:
+    return [f"{source}: {where or '(top level)'}: {message}" for where, message in fields]
+
+
+def format_validation_error(source: str, exc: ValidationError) -> list[str]:
+    return problem_lines(source, field_problems(exc))
 
 
 def parse_plan(data, source: str = "<plan>") -> Plan:
     if not isinstance(data, dict):
-        raise PlanError([f"{source}: a plan is a YAML mapping with name, targets and workloads"])
+        raise PlanError([f"{source}: a plan is a YAML mapping with name, targets and workloads"],
+                        fields=[("", "a plan is a YAML mapping with name, targets and workloads")])
     try:
         return Plan.model_validate(data)
     except ValidationError as exc:
-        raise PlanError(format_validation_error(source, exc)) from None
+        fields = field_problems(exc)
+        raise PlanError(problem_lines(source, fields), fields=fields) from None
+
+
+def with_targets(plan: Plan, targets: list[str], source: str = "--target") -> Plan:
+    """The plan with other targets (given on the command line or a page),
+    which pass the same checks as the file's."""
+    return parse_plan(plan.model_dump(exclude_none=True) | {"targets": [str(t) for t in targets]}, source)
 
 
 def read_yaml(path: Path, what: str = "plan"):
@@ -66,13 +84,24 @@ def read_yaml(path: Path, what: str = "plan"):
         raise PlanError([f"{path}: no such {what} file"]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanError([f"{path}: cannot read the {what} ({exc})"]) from None
+    return yaml_data(text, str(path))
+
+
+def yaml_data(text: str, source: str):
+    """YAML text's data; PlanError naming the source and the line otherwise."""
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise PlanError([f"{path}: not valid YAML{where}: {problem}"]) from None
+        raise PlanError([f"{source}: not valid YAML{where}: {problem}"],
+                        fields=[("", f"not valid YAML{where}: {problem}")]) from None
+
+
+def parse_plan_text(text: str, source: str = "<plan>") -> Plan:
+    """A plan from its YAML text (the web UI's editor, the API)."""
+    return parse_plan(yaml_data(text, source), source)
 
 
 def load_plan(path: str | Path) -> Plan:

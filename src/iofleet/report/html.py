@@ -44,7 +44,7 @@ def figure_json(fig: go.Figure) -> str:
 def page(template: str, title: str, **context) -> str:
     """A whole HTML page from a template, with plotly.js inline."""
     return _environment().get_template(template).render(
-        title=title, plotly_js=get_plotlyjs(), version=__version__,
+        title=title, plotly_js=get_plotlyjs(), version=__version__, layout="base.html.j2",
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **context)
 
 
@@ -91,6 +91,11 @@ def finding_rows(doc: dict) -> list[dict]:
 
 def run_report_html(run: dict, series: dict[int, list[Series]]) -> str:
     """The report of a stored run (Store.get_run) and its per-second series by test seq."""
+    return page("report.html.j2", **run_report_context(run, series))
+
+
+def run_report_context(run: dict, series: dict[int, list[Series]]) -> dict:
+    """What report.html.j2 shows of a run (the web UI's result page shows the same)."""
     doc = run_to_dict(run, include_bins=True)
     names = charts.test_names(doc)
     overview = charts.block_size_charts(doc)
@@ -107,7 +112,7 @@ def run_report_html(run: dict, series: dict[int, list[Series]]) -> str:
     if sweep is not None:
         sat, hosts = sweep
         sweep = {"chart": charts.saturation_chart(sat), "rows": cell_rows(sat), "lines": verdict_lines(sat, hosts)}
-    return page("report.html.j2", run_title(run), run=run, environment=environment_rows(run),
+    return dict(title=run_title(run), run=run, environment=environment_rows(run),
                 rows=summary_rows(run), caption=SUMMARY_CAPTION, notes=summary_notes(run), sweep=sweep,
                 overview=overview, tests=tests, steady=steady_rows(doc, names), findings=finding_rows(doc))
 
@@ -115,12 +120,16 @@ def run_report_html(run: dict, series: dict[int, list[Series]]) -> str:
 def compare_page(cmp) -> str:
     """A comparison (analysis.compare.Comparison) as one self-contained page:
     per metric its charts and table, then the winners and the method."""
+    return page("compare.html.j2", **compare_context(cmp))
+
+
+def compare_context(cmp) -> dict:
+    """What compare.html.j2 shows of a comparison."""
     tables = comparison_tables(cmp)
     metrics = [{"title": title, "columns": cols, "rows": rows, "figures": charts.compare_charts(cmp, m)}
                for m, (title, cols, rows) in zip([m for m in cmp.metrics if metric_table(cmp, m)], tables)]
-    return page("compare.html.j2", f"Comparison against {cmp.baseline}", cmp=cmp, header=header_lines(cmp),
-                metrics=metrics, rankings=ranking_lines(cmp), summaries=tables[len(metrics):],
-                notes=note_lines(cmp))
+    return dict(title=f"Comparison against {cmp.baseline}", cmp=cmp, header=header_lines(cmp), metrics=metrics,
+                rankings=ranking_lines(cmp), summaries=tables[len(metrics):], notes=note_lines(cmp))
 
 
 def _md_cell(value) -> str:

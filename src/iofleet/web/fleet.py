@@ -1,0 +1,51 @@
+"""The Fleet page and API: the server's inventory (`iofleet serve --hosts`)
+and the same checks as `iofleet hosts check`."""
+
+from dataclasses import asdict
+
+from fastapi import APIRouter, Request
+
+from ..fio.command import fio_version
+from ..fleet.check import check_hosts, problem_lines
+from .render import fragment, render, settings
+
+router = APIRouter()
+
+
+def inventory_rows(request: Request) -> list[dict]:
+    s = settings(request)
+    if s.inventory is None:
+        return []
+    return [{"name": h.name, "address": h.address, "targets": h.targets, "labels": h.labels,
+             "metrics": h.metrics} for h in s.inventory.hosts]
+
+
+@router.get("/api/fleet", tags=["fleet"])
+def get_fleet(request: Request):
+    """The inventory this server runs fleet plans on (empty without --hosts)."""
+    s = settings(request)
+    return {"inventory": str(s.inventory_path) if s.inventory_path else None, "hosts": inventory_rows(request)}
+
+
+@router.post("/api/fleet/check", tags=["fleet"])
+def check_fleet(request: Request):
+    """Check every host: fio server reachable, same fio version, targets writable, free space, metrics."""
+    s = settings(request)
+    if s.inventory is None:
+        return {"controller_fio": None, "hosts": [], "problems": ["this server has no inventory: "
+                                                                   "start it with `iofleet serve --hosts INVENTORY`"]}
+    version = fio_version()
+    checks = check_hosts(s.inventory.hosts, version)
+    hosts = [{"name": c.host.name, "address": c.host.address, "reachable": c.reachable, "fio_version": c.fio_version,
+              "metrics": c.metrics, "targets": [asdict(t) for t in c.targets], "ok": c.ok} for c in checks]
+    return {"controller_fio": version, "hosts": hosts, "problems": problem_lines(checks)}
+
+
+@router.post("/fleet/check", include_in_schema=False)
+def check_fragment(request: Request):
+    return fragment("fleet_check.html.j2", check=check_fleet(request))
+
+
+@router.get("/fleet", include_in_schema=False)
+def fleet_page(request: Request):
+    return render(request, "fleet.html.j2", "Fleet", fleet=get_fleet(request))

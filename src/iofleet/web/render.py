@@ -1,0 +1,77 @@
+"""What every page and API route shares: the server's settings, a store per
+request, the page templates (the report's own templates render inside the
+web layout, so the result page shows exactly what the HTML report shows)."""
+
+import datetime
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, JSONResponse
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescape
+
+from .. import __version__
+from ..errors import IofleetError, PlanError
+from ..fleet.inventory import Inventory
+from ..report.html import TEMPLATES as REPORT_TEMPLATES
+from ..report.html import figure_json
+from ..results.store import Store
+from .security import csrf_of
+
+TEMPLATES = Path(__file__).parent / "templates"
+PAGES = [("plans", "Plans"), ("fleet", "Fleet"), ("run", "Run"), ("results", "Results"), ("compare", "Compare")]
+
+
+@dataclass
+class Settings:
+    data_dir: Path
+    token: str | None = None
+    inventory: Inventory | None = None
+    inventory_path: Path | None = None
+
+    @property
+    def plans_dir(self) -> Path:
+        return self.data_dir / "plans"
+
+
+def settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def open_store(request: Request):
+    """A FastAPI dependency: one store (one sqlite connection) per request."""
+    with Store.open(settings(request).data_dir) as store:
+        yield store
+
+
+@functools.cache
+def _environment() -> Environment:
+    env = Environment(loader=ChoiceLoader([FileSystemLoader(TEMPLATES), FileSystemLoader(REPORT_TEMPLATES)]),
+                      autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    env.filters["figure"] = figure_json
+    return env
+
+
+def render(request: Request, template: str, title: str, status_code: int = 200, **context) -> HTMLResponse:
+    """A page in the web layout (nav, CSRF token for htmx, plotly served once)."""
+    html = _environment().get_template(template).render(
+        request=request, title=title, layout="layout.html.j2", pages=PAGES, version=__version__,
+        csrf_token=csrf_of(request), path=request.url.path,
+        generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **context)
+    return HTMLResponse(html, status_code=status_code)
+
+
+def fragment(template: str, **context) -> str:
+    """Part of a page (htmx swaps it in)."""
+    return _environment().get_template(template).render(**context)
+
+
+def error_response(exc: IofleetError, status_code: int = 400) -> JSONResponse:
+    """An iofleet error as JSON: `error` is the one-line message, `problems`
+    every line, `fields` the (field, message) pairs of a plan's problems."""
+    lines = str(exc).splitlines() or ["error"]
+    body = {"error": lines[0], "problems": lines}
+    if isinstance(exc, PlanError) and exc.fields:
+        body["fields"] = [{"field": f, "message": m} for f, m in exc.fields]
+    return JSONResponse(body, status_code=status_code)

@@ -1,0 +1,114 @@
+"""Who may use the web UI, and how state changes are protected.
+
+- Without a token the server only listens on a loopback address; any other
+  bind needs `--token` (like Jupyter's: whoever reaches the port could run
+  fio, which writes files).
+- With a token every request must carry it: `Authorization: Bearer T`
+  (scripts), or the cookie a browser gets once from `/login`.
+- A state-changing request (POST) made with cookies must also carry the
+  CSRF token in the `X-CSRF-Token` header (double-submit: the page reads it
+  from its <meta>, a cross-site page cannot). Bearer requests are exempt:
+  browsers never add that header on their own.
+"""
+
+import hmac
+import ipaddress
+import secrets
+
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+
+from ..errors import IofleetError
+from ..fleet.inventory import parse_address
+
+DEFAULT_WEB_BIND = "127.0.0.1:8080"
+TOKEN_COOKIE = "iofleet_token"
+CSRF_COOKIE = "iofleet_csrf"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+OPEN_PATHS = {"/login", "/static/iofleet.css"}  # reachable before logging in
+
+
+def parse_web_bind(bind: str, token: str | None) -> tuple[str, int]:
+    """'127.0.0.1:8080' → ('127.0.0.1', 8080). A bind that is not loopback
+    needs a token; IofleetError otherwise."""
+    try:
+        host, port = parse_address(bind)
+    except ValueError as exc:
+        raise IofleetError(f"--bind {bind!r}: {exc}") from None
+    text = bind.strip()
+    if not (text.count(":") == 1 or "]:" in text):  # no port given: the web UI's, not fio's
+        port = 8080
+    if not is_loopback(host) and not token:
+        raise IofleetError(f"--bind {bind}: listening beyond this machine needs --token TOKEN "
+                           f"(anyone reaching the port could run fio); or bind to {DEFAULT_WEB_BIND}")
+    if token is not None and len(token) < 16:
+        raise IofleetError("--token: use at least 16 characters, e.g. $(openssl rand -hex 16)")
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def same(a: str | None, b: str | None) -> bool:
+    return bool(a) and bool(b) and hmac.compare_digest(a.encode(), b.encode())
+
+
+def new_csrf() -> str:
+    return secrets.token_urlsafe(24)
+
+
+class Guard(BaseHTTPMiddleware):
+    """Token check (when a token is set) and CSRF check on every POST."""
+
+    def __init__(self, app, token: str | None):
+        super().__init__(app)
+        self.token = token
+
+    async def dispatch(self, request: Request, call_next) -> Response:
+        bearer = request.headers.get("authorization", "")
+        by_bearer = bearer.lower().startswith("bearer ") and same(bearer[7:].strip(), self.token)
+        if self.token and not by_bearer and request.url.path not in OPEN_PATHS \
+                and not same(request.cookies.get(TOKEN_COOKIE), self.token):
+            return _refuse(request, 401, "this iofleet server needs its token: send `Authorization: Bearer TOKEN`, "
+                                         "or log in at /login")
+        if request.method not in SAFE_METHODS and not by_bearer and request.url.path != "/login":
+            if not same(request.headers.get(CSRF_HEADER), request.cookies.get(CSRF_COOKIE)):
+                return _refuse(request, 403, f"missing or wrong {CSRF_HEADER} header: send the value of the "
+                                             f"{CSRF_COOKIE} cookie (GET /api/session gives both)")
+        response = await call_next(request)
+        if CSRF_COOKIE not in request.cookies:
+            response.set_cookie(CSRF_COOKIE, request.state.csrf if hasattr(request.state, "csrf") else new_csrf(),
+                                httponly=False, samesite="strict")
+        return response
+
+
+def csrf_of(request: Request) -> str:
+    """This browser's CSRF token (made on its first visit, then kept in its cookie)."""
+    token = request.cookies.get(CSRF_COOKIE)
+    if not token:
+        token = getattr(request.state, "csrf", None) or new_csrf()
+        request.state.csrf = token
+    return token
+
+
+LOGIN_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>iofleet: log in</title>
+<link rel="stylesheet" href="/static/iofleet.css"></head><body><main><h1>iofleet</h1>
+<p>This server needs its token (the value given to <code>iofleet serve --token</code>).</p>
+<form method="post" action="/login"><label>Token <input type="password" name="token" autofocus></label>
+<button>Log in</button></form></main></body></html>"""
+
+
+def _refuse(request: Request, status: int, message: str) -> Response:
+    """401 or 403: a login page for a browser's page request, JSON otherwise."""
+    if status == 401 and request.method == "GET" and "text/html" in request.headers.get("accept", "") \
+            and not request.url.path.startswith("/api/"):
+        return HTMLResponse(LOGIN_PAGE, status_code=401)
+    return JSONResponse({"error": message}, status_code=status)

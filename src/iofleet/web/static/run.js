@@ -1,0 +1,142 @@
+// The Run page: start a plan through the API, then follow the run's
+// server-sent events. Reloading the page (or opening it later) reattaches:
+// the stream replays what the run has done so far.
+(function () {
+  "use strict";
+  var $ = function (id) { return document.getElementById(id); };
+  var PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
+  var source = null, hostTraces = {}, chartsReady = false, planned = 0, estimate = 0;
+
+  function text(id, value) { $(id).textContent = value; }
+  function fmt(v, digits) { return v === null || v === undefined ? "n/a" : Number(v).toLocaleString("en-US", {maximumFractionDigits: digits}); }
+  function secs(s) { if (s === null || s === undefined) return "—"; s = Math.round(s); return s >= 60 ? Math.floor(s / 60) + " min " + (s % 60) + " s" : s + " s"; }
+
+  function post(url, body) {
+    return fetch(url, {method: "POST", headers: {"Content-Type": "application/json", "X-CSRF-Token": window.iofleet.csrf},
+                       body: JSON.stringify(body || {})})
+      .then(function (r) { return r.json().then(function (j) { return {ok: r.ok, status: r.status, body: j}; }); });
+  }
+
+  function initCharts() {
+    if (chartsReady) return;
+    var layout = function (title, unit) {
+      return {title: {text: title}, xaxis: {title: {text: "seconds since the run started"}},
+              yaxis: {title: {text: unit}, rangemode: "tozero"}, margin: {t: 40}, legend: {orientation: "h"}};
+    };
+    Plotly.newPlot("live-iops", [], layout("Live IOPS per host", "IOPS"), {responsive: true, displaylogo: false});
+    Plotly.newPlot("live-latency", [], layout("Live mean latency per host", "ms"), {responsive: true, displaylogo: false});
+    chartsReady = true;
+  }
+
+  function trace(host) {
+    if (!(host in hostTraces)) {
+      var colour = PALETTE[Object.keys(hostTraces).length % PALETTE.length];
+      hostTraces[host] = Object.keys(hostTraces).length;
+      var t = {x: [], y: [], name: host, mode: "lines", line: {color: colour}};
+      Plotly.addTraces("live-iops", t);
+      Plotly.addTraces("live-latency", Object.assign({}, t));
+    }
+    return hostTraces[host];
+  }
+
+  function showStatus(s) {
+    if (!s || s.state === "idle") return;
+    $("live-section").hidden = false;
+    planned = s.tests_planned || planned; estimate = s.estimate_s || estimate;
+    if (s.run_id !== null && s.run_id !== undefined) text("run-id", s.run_id);
+    text("run-plan", (s.plan || "") + (s.label ? " · label " + s.label : ""));
+    text("run-state", s.state + (s.status ? " (" + s.status + ")" : "") + (s.error ? ": " + s.error : ""));
+    if (s.test_id) text("run-test", (s.test_index + 1) + " of " + planned + ": " + s.test_id);
+    if (s.phase) text("run-phase", s.phase);
+    text("run-eta", secs(s.elapsed_s) + " / " + (s.state === "ended" ? "done" : secs(s.eta_s)));
+    if (estimate && s.eta_s !== null && s.eta_s !== undefined) $("run-progress").style.width = Math.min(100, 100 * (1 - s.eta_s / estimate)) + "%";
+    $("stop").disabled = s.state === "ended" || s.state === "stopping";
+    (s.results || []).forEach(addResult);
+    if (s.state === "ended") ended(s);
+  }
+
+  var shown = {};
+  function addResult(r) {
+    if (shown[r.index]) return;
+    shown[r.index] = true;
+    var row = $("run-results").insertRow(-1);
+    [r.index + 1, r.id, r.status, fmt(r.iops, 0), fmt(r.mb_s, 1), fmt(r.p99_ms, 3), r.error || ""].forEach(function (v, i) {
+      var cell = row.insertCell(-1); cell.textContent = v; if (i === 1 || i === 2 || i === 6) cell.className = "text";
+    });
+  }
+
+  function ended(s) {
+    $("run-progress").style.width = "100%";
+    if (s.run_id !== null && s.run_id !== undefined) {
+      var a = $("run-result"); a.href = "/results/" + s.run_id; a.hidden = false;
+    }
+    var m = $("run-message");
+    m.hidden = false;
+    m.className = "message " + (s.status === "complete" ? "ok" : "error");
+    m.textContent = "Run " + (s.run_id === null ? "" : s.run_id + " ") + (s.status || "ended") + (s.error ? ": " + s.error : "") + ".";
+  }
+
+  function live(e) {
+    initCharts();
+    var hosts = Object.keys(e.hosts || {});
+    var xsI = [], ysI = [], xsL = [], ysL = [], idx = [];
+    hosts.forEach(function (h) {
+      var v = e.hosts[h] || {};
+      idx.push(trace(h)); xsI.push([e.run_t]); ysI.push([v.iops]); xsL.push([e.run_t]); ysL.push([v.lat_ms]);
+    });
+    if (idx.length) {
+      Plotly.extendTraces("live-iops", {x: xsI, y: ysI}, idx);
+      Plotly.extendTraces("live-latency", {x: xsL, y: ysL}, idx);
+    }
+    var f = e.fleet || {};
+    text("run-figures", fmt(f.iops, 0) + " IOPS · " + fmt(f.mb_s, 1) + " MB/s · mean latency " + fmt(f.lat_ms, 3) + " ms" +
+         (f.source === "node_exporter" ? " (disk IOPS from each host's node_exporter)" : ""));
+    text("run-phase", e.phase + " (" + secs(e.t) + " into the test)");
+    if (e.eta_s !== null) { text("run-eta", secs(e.run_t) + " / " + secs(e.eta_s)); if (estimate) $("run-progress").style.width = Math.min(100, 100 * (1 - e.eta_s / estimate)) + "%"; }
+    $("live-section").dataset.samples = String(Number($("live-section").dataset.samples || 0) + 1);
+  }
+
+  function attach() {
+    if (source) source.close();
+    source = new EventSource("/api/runs/current/events");
+    var on = function (name, fn) { source.addEventListener(name, function (m) { fn(JSON.parse(m.data)); }); };
+    on("status", showStatus);
+    on("run", showStatus);
+    on("preparing", function (p) { text("run-state", "preparing data"); text("run-phase", "preparing data: " + secs(p.elapsed_s)); });
+    on("test", function (t) { text("run-test", (t.index + 1) + " of " + planned + ": " + t.id); text("run-phase", "starting"); });
+    on("phase", function (p) { text("run-phase", p.phase); });
+    on("live", live);
+    on("result", addResult);
+    on("stopping", function () { text("run-state", "stopping: fio is finishing on every host"); $("stop").disabled = true; });
+    on("ended", function (s) { showStatus(s); source.close(); });
+  }
+
+  var form = $("start-form");
+  if (form) form.addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var targets = $("targets").value.split("\n").map(function (t) { return t.trim(); }).filter(Boolean);
+    var body = {plan: $("plan").value, targets: targets.length ? targets : null, label: $("label").value.trim() || null,
+                fleet: $("fleet") ? $("fleet").checked : false};
+    $("start").disabled = true;
+    post("/api/runs", body).then(function (r) {
+      $("start").disabled = false;
+      var err = $("start-error");
+      if (!r.ok) { err.hidden = false; err.textContent = r.body.error || ("HTTP " + r.status); return; }
+      err.hidden = true;
+      hostTraces = {}; shown = {}; chartsReady = false;
+      Plotly.purge("live-iops"); Plotly.purge("live-latency");
+      $("run-results").querySelectorAll("tr:not(:first-child)").forEach(function (tr) { tr.remove(); });
+      $("run-result").hidden = true; $("run-message").hidden = true;
+      showStatus(r.body);
+      attach();
+    });
+  });
+
+  $("stop").addEventListener("click", function () {
+    $("stop").disabled = true;
+    post("/api/runs/current/stop").then(function (r) { if (!r.ok) text("run-state", r.body.error); });
+  });
+
+  var status = JSON.parse($("run-status").textContent);
+  if (status && status.state !== "idle") { showStatus(status); attach(); }
+})();
