@@ -50,11 +50,15 @@ def create_app(settings: Settings) -> FastAPI:
         from .render import error_response
         return error_response(exc, getattr(exc, "status_code", 400))
 
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
-
-    @app.get("/static/plotly.min.js", include_in_schema=False)
+    @app.get("/static/plotly.min.js", include_in_schema=False)  # before the mount, which would shadow it
     def plotly_js():
         return FileResponse(PLOTLY_JS, media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon():
+        return Response(status_code=204)
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/api/docs", include_in_schema=False)
     def api_docs():

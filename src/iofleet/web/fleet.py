@@ -4,6 +4,7 @@ and the same checks as `iofleet hosts check`."""
 from dataclasses import asdict
 
 from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
 
 from ..fio.command import fio_version
 from ..fleet.check import check_hosts, problem_lines
@@ -41,7 +42,7 @@ def check_fleet(request: Request):
     return {"controller_fio": version, "hosts": hosts, "problems": problem_lines(checks)}
 
 
-@router.post("/fleet/check", include_in_schema=False)
+@router.post("/fleet/check", include_in_schema=False, response_class=HTMLResponse)
 def check_fragment(request: Request):
     return fragment("fleet_check.html.j2", check=check_fleet(request))
 

@@ -101,9 +101,9 @@ class WebObserver(RunObserver):
         if live.hosts is not None:  # a fleet: fio's client gives no live figures, node_exporter does
             hosts = {name: None if s is None else {
                 "iops": s.disk_iops, "cpu_pct": s.cpu_pct, "disk_busy_pct": s.disk_busy_pct,
-                "mb_s": None if s.net_rx_bytes_s is None else round(
+                "net_mb_s": None if s.net_rx_bytes_s is None else round(
                     (s.net_rx_bytes_s + (s.net_tx_bytes_s or 0)) / 1e6, 3),
-                "lat_ms": None} for name, s in live.hosts.items()}
+                "mb_s": None, "lat_ms": None} for name, s in live.hosts.items()}
             known = [h["iops"] for h in hosts.values() if h and h["iops"] is not None]
             fleet = {"iops": sum(known) if known else None, "mb_s": None, "lat_ms": None, "source": "node_exporter"}
         else:

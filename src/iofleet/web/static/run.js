@@ -17,14 +17,17 @@
       .then(function (r) { return r.json().then(function (j) { return {ok: r.ok, status: r.status, body: j}; }); });
   }
 
-  function initCharts() {
+  // A fleet's live figures come from each host's node_exporter: disk IOPS and
+  // CPU. fio's client reports latency per host only when a test ends.
+  function initCharts(fleet) {
     if (chartsReady) return;
     var layout = function (title, unit) {
       return {title: {text: title}, xaxis: {title: {text: "seconds since the run started"}},
               yaxis: {title: {text: unit}, rangemode: "tozero"}, margin: {t: 40}, legend: {orientation: "h"}};
     };
     Plotly.newPlot("live-iops", [], layout("Live IOPS per host", "IOPS"), {responsive: true, displaylogo: false});
-    Plotly.newPlot("live-latency", [], layout("Live mean latency per host", "ms"), {responsive: true, displaylogo: false});
+    Plotly.newPlot("live-latency", [], fleet ? layout("Live CPU per host (fio's client gives latency when a test ends)", "CPU %")
+                                               : layout("Live mean latency per host", "ms"), {responsive: true, displaylogo: false});
     chartsReady = true;
   }
 
@@ -32,7 +35,7 @@
     if (!(host in hostTraces)) {
       var colour = PALETTE[Object.keys(hostTraces).length % PALETTE.length];
       hostTraces[host] = Object.keys(hostTraces).length;
-      var t = {x: [], y: [], name: host, mode: "lines", line: {color: colour}};
+      var t = {x: [], y: [], name: host, mode: "lines+markers", line: {color: colour}};
       Plotly.addTraces("live-iops", t);
       Plotly.addTraces("live-latency", Object.assign({}, t));
     }
@@ -77,18 +80,18 @@
   }
 
   function live(e) {
-    initCharts();
+    var f = e.fleet || {}, fleet = f.source === "node_exporter";
+    initCharts(fleet);
     var hosts = Object.keys(e.hosts || {});
     var xsI = [], ysI = [], xsL = [], ysL = [], idx = [];
     hosts.forEach(function (h) {
       var v = e.hosts[h] || {};
-      idx.push(trace(h)); xsI.push([e.run_t]); ysI.push([v.iops]); xsL.push([e.run_t]); ysL.push([v.lat_ms]);
+      idx.push(trace(h)); xsI.push([e.run_t]); ysI.push([v.iops]); xsL.push([e.run_t]); ysL.push([fleet ? v.cpu_pct : v.lat_ms]);
     });
     if (idx.length) {
       Plotly.extendTraces("live-iops", {x: xsI, y: ysI}, idx);
       Plotly.extendTraces("live-latency", {x: xsL, y: ysL}, idx);
     }
-    var f = e.fleet || {};
     text("run-figures", fmt(f.iops, 0) + " IOPS · " + fmt(f.mb_s, 1) + " MB/s · mean latency " + fmt(f.lat_ms, 3) + " ms" +
          (f.source === "node_exporter" ? " (disk IOPS from each host's node_exporter)" : ""));
     text("run-phase", e.phase + " (" + secs(e.t) + " into the test)");
@@ -103,7 +106,7 @@
     on("status", showStatus);
     on("run", showStatus);
     on("preparing", function (p) { text("run-state", "preparing data"); text("run-phase", "preparing data: " + secs(p.elapsed_s)); });
-    on("test", function (t) { text("run-test", (t.index + 1) + " of " + planned + ": " + t.id); text("run-phase", "starting"); });
+    on("test", function (t) { text("run-state", "running"); text("run-test", (t.index + 1) + " of " + planned + ": " + t.id); text("run-phase", "starting"); });
     on("phase", function (p) { text("run-phase", p.phase); });
     on("live", live);
     on("result", addResult);

@@ -1,0 +1,101 @@
+"""The Run page in the distribution's Chromium, over a real `iofleet serve`
+running real fio: start a saved plan, watch it live, reload the page in the
+middle (it reattaches), stop a second run, open the finished result."""
+
+import shutil
+
+import pytest
+
+from ..browser import Seen, browser_page, screenshot
+from ..conftest import ROOT
+from ..webserver import save_plan
+
+pytestmark = pytest.mark.integration
+
+PLAN = """name: web-live
+defaults: {size: 16m, ramp: 1s, runtime: 3s, iodepth: 4}
+workloads:
+  - name: rand
+    matrix: {bs: [4k, 64k], read_pct: [100]}
+"""
+LONG = """name: web-long
+defaults: {size: 16m, ramp: 1s, runtime: 120s}
+workloads:
+  - name: rand
+    matrix: {bs: [4k, 8k], read_pct: [100]}
+"""
+
+
+@pytest.fixture
+def disk(tmp_path):
+    d = ROOT / "scratch" / "tests" / f"web-{tmp_path.name}"  # a real disk, not tmpfs
+    d.mkdir(parents=True, exist_ok=True)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def samples(page) -> int:
+    return int(page.get_attribute("#live-section", "data-samples") or 0)
+
+
+def test_start_watch_reattach_and_open_the_result(server, disk):
+    client = server.client()
+    save_plan(client, PLAN)
+    seen = Seen()
+    with browser_page(seen) as page:
+        page.goto(server.url + "/run")
+        page.select_option("#plan", "web-live")
+        page.fill("#targets", str(disk))
+        page.fill("#label", "from-the-page")
+        page.click("#start")
+        page.wait_for_selector("#live-section:not([hidden])")
+        # Live figures arrive every second: the chart gets points and the ETA falls.
+        page.wait_for_function("() => Number(document.querySelector('#live-section').dataset.samples || 0) >= 2",
+                               timeout=20_000)
+        assert page.locator("#live-iops .trace").count() == 1, "one line per host: here, local"
+        assert "IOPS" in page.inner_text("#run-figures")
+        assert "of 2:" in page.inner_text("#run-test")
+        screenshot(page, "web-run-live.png")
+
+        # Closing or reloading the page does not stop the run; the page reattaches.
+        page.reload()
+        page.wait_for_selector("#live-section:not([hidden])")
+        page.wait_for_function("() => document.querySelector('#run-message') && !document.querySelector('#run-message').hidden",
+                               timeout=60_000)
+        message = page.inner_text("#run-message")
+        assert message == "Run 1 complete."
+        assert page.locator("#run-results tr").count() == 1 + 2
+        assert "4k-r100-rand-j1-qd4" in page.inner_text("#run-results")
+        assert samples(page) >= 2, "the replayed stream redraws the chart"
+        screenshot(page, "web-run-done.png")
+
+        page.click("#run-result")
+        page.wait_for_url("**/results/1")
+    assert seen.errors == []
+
+    status = client.get("/api/runs/current").json()
+    assert status["status"] == "complete" and status["label"] == "from-the-page"
+    assert [r["status"] for r in status["results"]] == ["ok", "ok"]
+    assert all(r["iops"] > 0 for r in status["results"])
+
+
+def test_stop_button_stops_fio_and_keeps_the_run(server, disk):
+    client = server.client()
+    save_plan(client, LONG)
+    seen = Seen()
+    with browser_page(seen) as page:
+        page.goto(server.url + "/run")
+        page.select_option("#plan", "web-long")
+        page.fill("#targets", str(disk))
+        page.click("#start")
+        page.wait_for_function("() => Number(document.querySelector('#live-section').dataset.samples || 0) >= 1",
+                               timeout=30_000)
+        page.click("#stop")
+        page.wait_for_function("() => !document.querySelector('#run-message').hidden", timeout=30_000)
+        assert page.inner_text("#run-message") == "Run 1 interrupted."
+        screenshot(page, "web-run-stopped.png")
+    assert seen.errors == []
+    status = server.wait_run(client, timeout=30)
+    assert status["status"] == "interrupted"
+    assert status["tests_done"] == 1, "the test that was stopped is stored; the second never started"
+    assert status["elapsed_s"] < 60, "fio stopped long before its 120 s runtime"
