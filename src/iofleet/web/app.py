@@ -9,7 +9,7 @@ from pathlib import Path
 import plotly
 from fastapi import FastAPI, Form, Request
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from .. import __version__
@@ -17,7 +17,7 @@ from ..errors import IofleetError
 from . import compare, fleet, metrics, plans, results, run
 from .live import RunManager
 from .render import Settings
-from .security import CSRF_COOKIE, TOKEN_COOKIE, Guard, csrf_of, same
+from .security import CSRF_COOKIE, LOGIN_PAGE, TOKEN_COOKIE, Guard, csrf_of, same
 
 STATIC = Path(__file__).parent / "static"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -77,6 +77,10 @@ def create_app(settings: Settings) -> FastAPI:
     def session(request: Request):
         """The CSRF token to send as `X-CSRF-Token` with every POST (it is also set as a cookie)."""
         return {"csrf_token": csrf_of(request), "token_required": settings.token is not None}
+
+    @app.get("/login", include_in_schema=False)
+    def login_page():
+        return HTMLResponse(LOGIN_PAGE)
 
     @app.post("/login", include_in_schema=False)
     def login(request: Request, token: str = Form(""), next: str = "/"):

@@ -42,6 +42,7 @@ class LiveRun:
     done_s: float = 0.0  # planned seconds of the tests already run
     test_s: float = 0.0  # planned seconds of the current test
     started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
     test_started: float = field(default_factory=time.monotonic)
     hosts: dict = field(default_factory=dict)  # host → latest {iops, mb_s, lat_ms, cpu_pct}
     fleet: dict = field(default_factory=dict)  # the run's latest totals {iops, mb_s, lat_ms}
@@ -50,7 +51,7 @@ class LiveRun:
     def snapshot(self) -> dict:
         now = time.monotonic()
         in_test = min(now - self.test_started, self.test_s) if self.test_index is not None else 0.0
-        elapsed = now - self.started
+        elapsed = (self.ended or now) - self.started
         left = None if self.state == "ended" else max(0.0, self.estimate_s - self.done_s - in_test)
         return {
             "run_id": self.run_id, "plan": self.plan_name, "label": self.label, "state": self.state,
@@ -79,7 +80,8 @@ class WebObserver(RunObserver):
         self.manager.emit("run", self.live.snapshot())
 
     def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):
-        self.live.state, self.live.phase = "preparing", "preparing data"
+        with self.manager.lock:
+            self.live.state, self.live.phase = "preparing", "preparing data"
         self.manager.emit("preparing", {"done_bytes": done_bytes, "total_bytes": total_bytes,
                                         "elapsed_s": round(elapsed_s, 1)})
 
@@ -215,7 +217,7 @@ class RunManager:
             live.status, live.error = "failed", f"internal error: {exc!r}"
         finally:
             with self.lock:
-                live.state, live.test_index = "ended", None
+                live.state, live.test_index, live.ended = "ended", None, time.monotonic()
                 self._release_store_lock()
             self.emit("ended", live.snapshot())
             started.set()

@@ -1,19 +1,23 @@
 """Plans: saved as YAML files in the store's plans/ folder (the file name is
 the plan's validated name, so no request can name a path), validated with
-the same model as `iofleet validate`."""
+the same model as `iofleet validate`. The Plans page lists them and edits
+one in a form and its YAML side by side (plan_form keeps the two in step)."""
 
 from pathlib import Path
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 
 from ..errors import IofleetError, PlanError
 from ..plan.expand import expand
-from ..plan.load import parse_plan_text, with_targets
+from ..plan.load import parse_plan_text, with_targets, yaml_data
 from ..plan.model import Plan, check_name
-from ..plan.units import format_size
+from ..plan.units import format_duration, format_size
 from ..studies.run import estimate_seconds
-from .render import Settings, settings
+from . import plan_form
+from .render import Settings, fragment, render, settings
 
 router = APIRouter()
 
@@ -90,16 +94,21 @@ def get_plan(name: str, request: Request):
     return {"name": plan.name, "yaml": text}
 
 
-@router.post("/api/plans", tags=["plans"])
-def save_plan(body: PlanText, request: Request):
-    """Validate and save a plan under its name (replacing a plan of that name)."""
-    s = settings(request)
-    plan = plan_from(s, body.yaml, None)
+def store_plan(s: Settings, text: str) -> Plan:
+    """Validate the plan and save its text under its name (replacing a plan of that name)."""
+    plan = plan_from(s, text, None)
     s.plans_dir.mkdir(parents=True, exist_ok=True)
     path = plan_file(s, plan.name)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(body.yaml)
-    tmp.replace(path)
+    tmp.write_text(text)
+    tmp.replace(path)  # a reader never sees half a plan
+    return plan
+
+
+@router.post("/api/plans", tags=["plans"])
+def save_plan(body: PlanText, request: Request):
+    """Validate and save a plan under its name (replacing a plan of that name)."""
+    plan = store_plan(settings(request), body.yaml)
     return {"name": plan.name, "tests": len(expand(plan)), "saved": True}
 
 
@@ -107,3 +116,112 @@ def save_plan(body: PlanText, request: Request):
 def validate_plan(body: PlanText, request: Request):
     """Check a plan without saving it: its tests, or every problem with the field it belongs to."""
     return validation(settings(request), body.yaml, body.targets)
+
+
+# The Plans page. The editor's requests come from htmx and answer with
+# out-of-band pieces: a form edit swaps in the YAML and the messages at the
+# fields (never the inputs, so a field being typed in is not replaced); a
+# YAML edit swaps in the form (never the YAML text, which stays the user's).
+
+MAX_TEST_ROWS = 200  # the preview lists this many; a larger matrix says how many more
+
+
+@router.get("/plans", include_in_schema=False)
+def plans_page(request: Request):
+    return render(request, "plans.html.j2", "Plans", plans=list_plans(request))
+
+
+@router.get("/plans/new", include_in_schema=False)
+def new_plan_page(request: Request):
+    return _editor_page(request, plan_form.to_yaml(plan_form.NEW_PLAN), original="")
+
+
+@router.get("/plans/{name}", include_in_schema=False)
+def plan_page(name: str, request: Request):
+    s = settings(request)
+    try:
+        path = plan_file(s, name)
+        text = path.read_text() if path.is_file() else None
+    except NotFound:
+        text = None
+    if text is None:  # the list, saying what was not found
+        return render(request, "plans.html.j2", "Plans", status_code=404, plans=list_plans(request), missing=name)
+    return _editor_page(request, text, original=name)  # even an invalid plan opens, to be mended
+
+
+def _editor_page(request: Request, text: str, original: str) -> HTMLResponse:
+    title = f"Plan {original}" if original else "New plan"
+    return render(request, "plans_editor.html.j2", title, ed=editor_view(settings(request), text), original=original)
+
+
+def editor_view(s: Settings, text: str) -> dict[str, Any]:
+    """What the editor shows for this YAML: the form's values, each problem
+    at its field or (path and message) above the YAML, the tests it makes."""
+    try:
+        data, readable = yaml_data(text, "plan"), True
+    except PlanError:
+        data, readable = None, False
+    data = {} if data is None else data
+    check = validation(s, text, None)
+    workload_form = readable and plan_form.one_workload(data)
+    shown = [f.name for f in plan_form.PLAN_FIELDS + (plan_form.WORKLOAD_FIELDS if workload_form else ())]
+    fixed = plan_form.disabled(data)
+    problems = [] if check["ok"] else \
+        check["fields"] or [{"field": "", "message": m} for m in check["problems"]]
+    at_field, others = plan_form.place_problems(problems, set(shown) - fixed if readable else set())
+    return {"text": text, "readable": readable, "form_values": plan_form.form_values(data), "fields": plan_form.FIELDS,
+            "shown": shown, "disabled": fixed, "workload_form": workload_form,
+            "unshown": plan_form.unshown(data) if readable else [], "comments": plan_form.has_comments(text),
+            "at_field": at_field, "others": others, "check": check,
+            "estimate": format_duration(check["estimate_s"]) if check["ok"] else None, "max_rows": MAX_TEST_ROWS}
+
+
+def _sync(s: Settings, text: str, from_form: bool, note: str | None = None) -> HTMLResponse:
+    return HTMLResponse(fragment("plans_sync.html.j2", ed=editor_view(s, text), from_form=from_form, note=note))
+
+
+@router.post("/plans/editor/form", include_in_schema=False)
+async def form_to_yaml(request: Request):
+    """The form changed: merge it into the YAML's data (keeping what the form
+    does not show) and answer with the new YAML and every problem."""
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    text = form.pop("yaml", "")
+    try:
+        data = yaml_data(text, "plan")
+    except PlanError:  # its line shows above the YAML
+        data = "unreadable"
+    data = {} if data is None else data  # an emptied YAML: the form starts a plan
+    if not isinstance(data, dict):
+        return _sync(settings(request), text, True, "The form changes nothing until the YAML is mended.")
+    merged = plan_form.merge(data, form)
+    if merged != data:  # unchanged: keep the user's text (and its comments) as it is
+        text = plan_form.to_yaml(merged)
+    return _sync(settings(request), text, True)
+
+
+@router.post("/plans/editor/yaml", include_in_schema=False)
+async def yaml_to_form(request: Request):
+    """The YAML changed: the form shows it again, with every problem."""
+    text = (await request.form()).get("yaml", "")
+    return _sync(settings(request), text if isinstance(text, str) else "", False)
+
+
+@router.post("/plans/editor/save", include_in_schema=False)
+async def save_from_editor(request: Request):
+    """Save the YAML (as POST /api/plans does). Saving a new plan, or a plan
+    renamed, over another saved plan asks first."""
+    s = settings(request)
+    form = await request.form()
+    text, original = str(form.get("yaml", "")), str(form.get("original", ""))
+    try:
+        name = plan_from(s, text, None).name
+        if name != original and plan_file(s, name).is_file() and form.get("replace") != "1":
+            return HTMLResponse(fragment("plans_saved.html.j2", clash=name))
+        plan = store_plan(s, text)
+    except PlanError as exc:
+        problems = [f"{field}: {message}" if field else message for field, message in exc.fields] or exc.problems
+        return HTMLResponse(fragment("plans_saved.html.j2", problems=problems))
+    response = HTMLResponse(fragment("plans_saved.html.j2", plan=plan, tests=len(expand(plan)),
+                                     renamed_from=original if original and original != plan.name else None))
+    response.headers["HX-Replace-Url"] = f"/plans/{plan.name}"  # a reload opens the saved plan
+    return response

@@ -83,7 +83,8 @@ async def run_events(request: Request, after: int = 0):
     """Server-sent events of the run: run, preparing, test, phase, live, result, stopping, ended.
     A client that reconnects (Last-Event-ID) gets what it missed."""
     manager = runs(request)
-    last = int(request.headers.get("last-event-id") or after or 0)
+    header = request.headers.get("last-event-id", "")
+    last = int(header) if header.isdigit() else after
     yield ServerSentEvent(event="status", data=manager.status() or {"state": "idle"})
     while True:
         for event in manager.events_after(last):

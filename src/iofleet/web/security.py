@@ -57,6 +57,13 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_name(host_header: str) -> str:
+    """'127.0.0.1:8080' → '127.0.0.1', '[::1]:8080' → '::1', 'localhost' → 'localhost'."""
+    if host_header.startswith("["):
+        return host_header[1:].partition("]")[0]
+    return host_header.rpartition(":")[0] if ":" in host_header else host_header
+
+
 def same(a: str | None, b: str | None) -> bool:
     return bool(a) and bool(b) and hmac.compare_digest(a.encode(), b.encode())
 
@@ -73,6 +80,12 @@ class Guard(BaseHTTPMiddleware):
         self.token = token
 
     async def dispatch(self, request: Request, call_next) -> Response:
+        if not self.token and not is_loopback(host_name(request.headers.get("host", ""))):
+            # Without a token only a loopback name may reach us: a page whose
+            # DNS name is re-bound to 127.0.0.1 must not drive the server.
+            return JSONResponse({"error": "without --token this server answers only to localhost, 127.0.0.1 "
+                                          "or [::1]; give the server a --token to reach it by another name"},
+                                status_code=421)
         bearer = request.headers.get("authorization", "")
         by_bearer = bearer.lower().startswith("bearer ") and same(bearer[7:].strip(), self.token)
         if self.token and not by_bearer and request.url.path not in OPEN_PATHS \

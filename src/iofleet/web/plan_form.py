@@ -1,0 +1,316 @@
+"""The Plans editor's form and its YAML kept in step: plan data → form
+values, form values merged into plan data, problems placed at their form
+field. Pure functions, no web objects.
+
+The YAML stays the source of truth. The form shows the common plan (one
+workload); a form edit changes only the fields the user changed, so every
+key the form does not know survives. A workload parameter lives where the
+YAML already has it: one value under `defaults:` (or the workload, if it
+sets it), several values under the workload's `matrix:`.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import yaml
+
+from ..plan.model import Plan
+from ..plan.params import ENGINES, PARAMS, RUN_PARAMS
+
+
+@dataclass(frozen=True)
+class FormField:
+    name: str  # the input's name: the plan key it edits (or `workload`: the workload's name)
+    label: str
+    kind: str  # text | lines | choice | values (one value, or a comma-separated matrix)
+    help: str
+    choices: tuple = ()
+    param: bool = False  # a workload parameter (else a top-level plan setting)
+
+    @property
+    def default(self) -> str:
+        """What an empty field means (its placeholder)."""
+        if self.param:
+            p = PARAMS[self.name]
+            return p.format(p.default)
+        return str(Plan.model_fields[self.name].default) if self.kind == "choice" else ""
+
+
+def _param(name: str, label: str, kind: str = "values", choices: tuple = ()) -> FormField:
+    return FormField(name, label, kind, PARAMS[name].help, choices, param=True)
+
+
+PLAN_FIELDS = (
+    FormField("name", "Name", "text", "letters, digits, . _ - (the saved file's name)"),
+    FormField("description", "Description", "text", "what the plan measures"),
+    FormField("label", "Label", "text", "stored with each run; `iofleet compare` groups runs by it"),
+    FormField("targets", "Targets", "lines", "directories on the storage under test, one per line"),
+    FormField("on_error", "On a failed test", "choice", "continue with the next test, or stop the run",
+              ("continue", "stop")),
+    FormField("prepare", "Prepare data", "choice", RUN_PARAMS["prepare"].help, RUN_PARAMS["prepare"].choices),
+)
+WORKLOAD_FIELDS = (
+    FormField("workload", "Workload name", "text", "names the workload in test ids and reports"),
+    _param("bs", "Block size"),
+    _param("read_pct", "Read %"),
+    _param("random_pct", "Random %"),
+    _param("iodepth", "Queue depth"),
+    _param("jobs", "Jobs"),
+    _param("size", "File size per job"),
+    _param("working_set_pct", "Working set %"),
+    _param("runtime", "Runtime"),
+    _param("ramp", "Warm-up (ramp)"),
+    _param("engine", "IO engine", "choice", ENGINES),
+    _param("direct", "Direct IO", "choice", ("true", "false")),
+)
+FIELDS = {f.name: f for f in PLAN_FIELDS + WORKLOAD_FIELDS}
+
+# Where a new key goes among the existing ones, so the YAML reads like docs/plans.md.
+TOP_ORDER = ("name", "description", "label", "targets", "hosts", "keep_files", "on_error", "on_host_loss",
+             "mixed", *RUN_PARAMS, "defaults", "workloads")
+WORKLOAD_ORDER = ("name", "description", "hosts", *PARAMS, "matrix")
+NEW_PLAN = {"name": "new-plan",
+            "defaults": {"size": "1g", "runtime": "1m", "ramp": "10s"},
+            "workloads": [{"name": "main", "matrix": {"bs": ["4k", "64k"], "read_pct": [100, 0]}}]}
+_WORKLOAD_PATH = re.compile(r"^(?:defaults|workloads\[0\](?:\.matrix)?)\.(\w+)(?:\[\d+\])?$")
+
+
+def parse_list(text: str) -> list[str]:
+    """'4k, 64k' → ['4k', '64k']. Only commas separate: a size or duration
+    may hold a space ('64 MB', '1h 30m')."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def typed(field: FormField, text: str) -> Any:
+    """A typed word as YAML would read it for this field: `4` → 4 for counts and
+    percentages, `true` → True for a switch; anything else stays text, so
+    validation names the field and quotes what was typed."""
+    if field.param and PARAMS[field.name].kind == "bool":
+        return {"true": True, "false": False}.get(text.lower(), text)
+    if field.param and PARAMS[field.name].kind != "choice" and re.fullmatch(r"\d+", text):
+        return int(text)
+    return text
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ", ".join(_shown(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _workloads(data: dict) -> list:
+    return data.get("workloads") if isinstance(data.get("workloads"), list) else []
+
+
+def _workload(data: dict) -> dict:
+    workloads = _workloads(data)
+    return _mapping(workloads[0]) if workloads else {}
+
+
+def one_workload(data: Any) -> bool:
+    """Whether the form can stand for the plan's workloads: there is at most one."""
+    return isinstance(data, dict) and len(_workloads(data)) <= 1 and not data.get("mixed")
+
+
+def form_values(data: Any) -> dict[str, str]:
+    """The form's text per field, from plan data. A workload parameter shows its
+    matrix list if it has one, else the workload's own value, else the default's."""
+    data = _mapping(data)
+    workload = _workload(data)
+    matrix, defaults = _mapping(workload.get("matrix")), _mapping(data.get("defaults"))
+    values = {}
+    for f in PLAN_FIELDS:
+        value = data.get(f.name)
+        values[f.name] = "\n".join(map(_shown, value)) if f.kind == "lines" and isinstance(value, list) \
+            else _shown(value)
+    values["workload"] = _shown(workload.get("name"))
+    for f in WORKLOAD_FIELDS[1:]:
+        source = next((m for m in (matrix, workload, defaults) if f.name in m), {})
+        values[f.name] = _shown(source.get(f.name))
+    return values
+
+
+def unshown(data: Any) -> list[str]:
+    """What the YAML says that the form cannot show: kept as it is, edited in the YAML."""
+    if not isinstance(data, dict):
+        return [] if data is None else ["the whole plan (the YAML is not a mapping of plan settings)"]
+    out = [k for k in data if k not in FIELDS and k not in ("defaults", "workloads")]
+    out += [f"defaults.{k}" for k in _mapping(data.get("defaults")) if not _on_form(k)]
+    workloads = _workloads(data)
+    if not one_workload(data):
+        out.append(f"workloads ({len(workloads)} workloads{', mixed' if data.get('mixed') else ''}: "
+                   f"the form edits a plan of one workload)")
+        return out
+    workload = _workload(data)
+    out += [f"workloads[0].{k}" for k in workload if k not in ("name", "matrix") and not _on_form(k)]
+    out += [f"workloads[0].matrix.{k}" for k in _mapping(workload.get("matrix")) if not _takes_list(k)]
+    return out
+
+
+def _on_form(key: str) -> bool:
+    return key in FIELDS and FIELDS[key].param
+
+
+def _takes_list(key: str) -> bool:
+    return _on_form(key) and FIELDS[key].kind == "values"
+
+
+def disabled(data: Any) -> set[str]:
+    """Fields the form cannot edit for this YAML: the workload's, when there are
+    several workloads; a select whose parameter the matrix varies."""
+    if not isinstance(data, dict):
+        return set(FIELDS) if data is not None else set()
+    if not one_workload(data):
+        return {f.name for f in WORKLOAD_FIELDS}
+    matrix = _mapping(_workload(data).get("matrix"))
+    return {k for k in matrix if _on_form(k) and not _takes_list(k)}
+
+
+def merge(data: Any, form: Mapping[str, str]) -> dict:
+    """Plan data with the form's changes: a field missing from `form` (disabled)
+    or showing what the data already says is left alone, so keys, values and
+    their spelling that the user did not change stay as they are."""
+    data = _copy(data if isinstance(data, dict) else {})
+    before, fixed = form_values(data), disabled(data)
+    changed = {name: form[name] for name in FIELDS
+               if name in form and name not in fixed and _differs(FIELDS[name], form[name], before[name])}
+    for name, text in changed.items():
+        f = FIELDS[name]
+        if f.param:  # a select's one value parses as a list of one
+            _set_param(data, f, [typed(f, word) for word in parse_list(text)])
+        elif name == "workload":
+            _set(_first_workload(data), "name", text.strip() or None, WORKLOAD_ORDER)
+        elif f.kind == "lines":
+            _set(data, name, _lines(text) or None, TOP_ORDER)
+        else:
+            _set(data, name, text.strip() or None, TOP_ORDER)
+    return data
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _differs(f: FormField, new: str, old: str) -> bool:
+    if f.kind == "values":
+        return parse_list(new) != parse_list(old)
+    if f.kind == "lines":
+        return _lines(new) != _lines(old)
+    return new.strip() != old.strip()
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of YAML data (mappings keep their order)."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _first_workload(data: dict) -> dict:
+    """The plan's one workload, made (as `main`) when the plan has none yet."""
+    if not _workloads(data) or not isinstance(data["workloads"][0], dict):
+        _set(data, "workloads", [{"name": "main"}], TOP_ORDER)
+    return data["workloads"][0]
+
+
+def _set_param(data: dict, f: FormField, values: list) -> None:
+    """One value: where the YAML had it (the workload's own, else `defaults:`);
+    several: the workload's matrix; none: nowhere (the default applies)."""
+    workload = _first_workload(data)
+    had_own = f.name in workload
+    for holder in (workload.get("matrix"), workload, data.get("defaults")):
+        if isinstance(holder, dict):
+            holder.pop(f.name, None)
+    if len(values) > 1:
+        matrix = workload.get("matrix") if isinstance(workload.get("matrix"), dict) else {}
+        _set(matrix, f.name, values, WORKLOAD_ORDER)
+        _set(workload, "matrix", matrix, WORKLOAD_ORDER)
+    elif values and had_own:
+        _set(workload, f.name, values[0], WORKLOAD_ORDER)
+    elif values:
+        defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
+        _set(defaults, f.name, values[0], WORKLOAD_ORDER)
+        _set(data, "defaults", defaults, TOP_ORDER)
+    for holder, key in ((workload, "matrix"), (data, "defaults")):
+        if holder.get(key) == {}:
+            del holder[key]
+
+
+def _set(mapping: dict, key: str, value: Any, order: tuple) -> None:
+    """mapping[key] = value in place (None removes it); a new key goes before
+    the first key that comes after it in `order`, keys `order` lacks stay put."""
+    if value is None:
+        mapping.pop(key, None)
+        return
+    if key in mapping or key not in order:
+        mapping[key] = value
+        return
+    rank = order.index(key)
+    items = list(mapping.items())
+    at = next((i for i, (k, _) in enumerate(items) if k in order and order.index(k) > rank), len(items))
+    items.insert(at, (key, value))
+    mapping.clear()
+    mapping.update(items)
+
+
+class _PlanDumper(yaml.SafeDumper):
+    """Block mappings, lists of plain values on one line (`bs: [4k, 64k]`),
+    list items indented under their key, as in docs/plans.md."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
+def _represent_list(dumper, items):
+    flat = all(not isinstance(v, (dict, list)) for v in items)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=flat)
+
+
+_PlanDumper.add_representer(list, _represent_list)
+
+
+def to_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_PlanDumper, sort_keys=False, allow_unicode=True, width=4096)
+
+
+def has_comments(text: str) -> bool:
+    """Whether the YAML seems to hold comments (which a form edit rewrites away)."""
+    return re.search(r"(^|\s)#", text, re.MULTILINE) is not None
+
+
+def field_of(path: str, on_form: set[str] | None = None) -> str | None:
+    """The form field a problem's path belongs to ('workloads[0].matrix.bs[1]' →
+    'bs'), or None when the form does not show it."""
+    on_form = set(FIELDS) if on_form is None else on_form
+    top = re.match(r"^(\w+)(?:\[\d+\])?$", path)
+    if top and top[1] in FIELDS and not FIELDS[top[1]].param and top[1] != "workload":
+        name = top[1]
+    elif path == "workloads[0].name":
+        name = "workload"
+    else:
+        m = _WORKLOAD_PATH.match(path)
+        name = m[1] if m and _on_form(m[1]) else None
+    return name if name in on_form else None
+
+
+def place_problems(problems: list[dict], on_form: set[str]) -> tuple[dict[str, list[str]], list[dict]]:
+    """Validation's [{field, message}] split into the messages at each form
+    field and the problems of everything else (shown with their path)."""
+    at_field: dict[str, list[str]] = {}
+    others = []
+    for p in problems:
+        name = field_of(p["field"], on_form)
+        if name is None:
+            others.append(p)
+        else:
+            at_field.setdefault(name, []).append(p["message"])
+    return at_field, others

@@ -1,0 +1,140 @@
+"""The Plans editor's form ↔ plan data: round trips, keys the form does not
+know kept, matrix lists, problems placed at their field."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from iofleet.plan.load import parse_plan
+from iofleet.web.plan_form import (FIELDS, NEW_PLAN, disabled, field_of, form_values, has_comments, merge,
+                                   parse_list, place_problems, to_yaml, unshown)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def example(name: str) -> dict:
+    return yaml.safe_load((EXAMPLES / name).read_text())
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("4k, 64k", ["4k", "64k"]), ("4k,64k", ["4k", "64k"]), (" 1 ,4 , 16 ", ["1", "4", "16"]),
+    ("4k,, 8k,", ["4k", "8k"]), ("", []), ("   ", []), ("64 MB, 1h 30m", ["64 MB", "1h 30m"]),
+])
+def test_comma_separated_lists(text, expected):
+    assert parse_list(text) == expected
+
+
+def test_a_filled_form_makes_a_valid_plan_that_shows_the_same_form():
+    form = {"name": "oltp", "description": "8k mix", "label": "raid1", "targets": "/mnt/a\n\n /mnt/b \n",
+            "on_error": "stop", "prepare": "zero", "workload": "mix", "bs": "4k, 64k", "read_pct": "70",
+            "iodepth": "1, 4, 16", "jobs": "2", "size": "16m", "runtime": "2s", "ramp": "0",
+            "engine": "psync", "direct": "false"}
+    data = merge(None, form)
+    plan = parse_plan(yaml.safe_load(to_yaml(data)))
+    assert (plan.name, plan.label, plan.targets, plan.on_error, plan.prepare) == \
+        ("oltp", "raid1", ["/mnt/a", "/mnt/b"], "stop", "zero")
+    # One value is a default for the workload; several make its matrix.
+    assert data["defaults"] == {"read_pct": 70, "jobs": 2, "size": "16m", "runtime": "2s", "ramp": 0,
+                                "engine": "psync", "direct": False}
+    assert data["workloads"] == [{"name": "mix", "matrix": {"bs": ["4k", "64k"], "iodepth": [1, 4, 16]}}]
+    shown = form_values(yaml.safe_load(to_yaml(data)))
+    assert shown == {name: value for name, value in form.items()} | {
+        "targets": "/mnt/a\n/mnt/b", "iodepth": "1, 4, 16", "random_pct": "", "working_set_pct": ""}
+
+
+def test_the_yaml_reads_like_the_docs():
+    text = to_yaml(merge(None, {"name": "p", "targets": "/mnt/a", "bs": "4k, 64k", "runtime": "2s"}))
+    assert text == ("name: p\ntargets: [/mnt/a]\ndefaults:\n  runtime: 2s\n"
+                    "workloads:\n  - name: main\n    matrix:\n      bs: [4k, 64k]\n")
+
+
+def test_an_unchanged_form_changes_nothing():
+    for name in ("hcibench-24.yaml", "quick.yaml"):
+        data = example(name)
+        assert merge(data, form_values(data)) == data
+
+
+def test_keys_the_form_does_not_know_are_kept():
+    data = example("hcibench-24.yaml") | {"keep_files": True, "percentile": "p99.9"}
+    data["defaults"]["compress_pct"] = 50
+    data["workloads"][0]["repeat"] = 3
+    changed = merge(data, form_values(data) | {"runtime": "30s", "label": "after-fw-update"})
+    assert changed["keep_files"] is True and changed["percentile"] == "p99.9"
+    assert changed["defaults"]["compress_pct"] == 50 and changed["workloads"][0]["repeat"] == 3
+    assert changed["defaults"]["runtime"] == "30s" and changed["label"] == "after-fw-update"
+    # Values the user did not touch keep their spelling (20GiB stays 20GiB).
+    assert changed["defaults"]["size"] == "20GiB"
+    assert list(changed)[:3] == ["name", "description", "label"]  # a new key goes where the docs put it
+    assert unshown(changed) == ["keep_files", "percentile", "defaults.compress_pct", "workloads[0].repeat"]
+    assert data["defaults"]["runtime"] == "2h", "merge works on a copy"
+
+
+def test_a_value_moves_between_defaults_and_the_matrix():
+    data = example("hcibench-24.yaml")
+    one = merge(data, {"jobs": "4"})  # the matrix list becomes one value
+    assert "jobs" not in one["workloads"][0]["matrix"] and one["defaults"]["jobs"] == 4
+    several = merge(data, {"iodepth": "1, 32"})  # a default becomes a matrix list
+    assert "iodepth" not in several["defaults"] and several["workloads"][0]["matrix"]["iodepth"] == [1, 32]
+    # A workload's own value stays on the workload.
+    own = merge({"name": "p", "workloads": [{"name": "w", "bs": "8k"}]}, {"bs": "16k"})
+    assert own["workloads"] == [{"name": "w", "bs": "16k"}] and "defaults" not in own
+    # An emptied field removes the value: the parameter's default applies.
+    cleared = merge(data, {"bs": "", "size": ""})
+    assert "matrix" in cleared["workloads"][0] and "bs" not in cleared["workloads"][0]["matrix"]
+    assert "size" not in cleared["defaults"]
+
+
+def test_several_workloads_are_edited_in_the_yaml():
+    data = example("quick.yaml")
+    assert {f.name for f in FIELDS.values() if f.param} | {"workload"} <= disabled(data)
+    assert any(u.startswith("workloads (4 workloads") for u in unshown(data))
+    # The plan's own settings still merge; the workloads are untouched even if sent.
+    changed = merge(data, {"description": "changed", "bs": "1m", "workload": "x"})
+    assert changed["description"] == "changed" and changed["workloads"] == data["workloads"]
+    assert changed["defaults"] == data["defaults"]
+
+
+def test_a_select_the_matrix_varies_is_edited_in_the_yaml():
+    data = {"name": "p", "workloads": [{"name": "w", "matrix": {"engine": ["psync", "libaio"], "bs": ["4k"]}}]}
+    assert disabled(data) == {"engine"}
+    assert unshown(data) == ["workloads[0].matrix.engine"]
+    assert merge(data, {"engine": "sync"}) == data
+
+
+def test_typed_values_stay_text_when_they_are_not_numbers():
+    data = merge(None, {"iodepth": "abc", "direct": "maybe", "bs": "4q"})
+    assert data["defaults"] == {"bs": "4q", "iodepth": "abc", "direct": "maybe"}
+
+
+def test_new_plan_is_valid():
+    assert parse_plan(yaml.safe_load(to_yaml(NEW_PLAN))).name == "new-plan"
+
+
+@pytest.mark.parametrize("path,field", [
+    ("name", "name"), ("targets[1]", "targets"), ("label", "label"), ("defaults.runtime", "runtime"),
+    ("workloads[0].matrix.bs[1]", "bs"), ("workloads[0].iodepth", "iodepth"), ("workloads[0].name", "workload"),
+    ("workloads[1].bs", None), ("defaults.compress_pct", None), ("workloads", None), ("", None),
+    ("keep_files", None), ("workloads[0].matrix.engine[0]", "engine"),
+])
+def test_problem_paths_belong_to_form_fields(path, field):
+    assert field_of(path) == field
+
+
+def test_problems_are_placed_at_the_fields_on_the_form():
+    problems = [{"field": "workloads[0].matrix.bs[1]", "message": "'4q' is not a size"},
+                {"field": "defaults.runtime", "message": "'abc' is not a duration"},
+                {"field": "keep_files", "message": "expected true or false"},
+                {"field": "", "message": "not valid YAML at line 3, column 1: oops"}]
+    at_field, others = place_problems(problems, set(FIELDS))
+    assert at_field == {"bs": ["'4q' is not a size"], "runtime": ["'abc' is not a duration"]}
+    assert [p["field"] for p in others] == ["keep_files", ""]
+    # A field not on the form (the workload's, with several workloads) lists its problem with its path.
+    at_field, others = place_problems(problems[:1], {"name"})
+    assert at_field == {} and others == problems[:1]
+
+
+def test_comments_are_noticed():
+    assert has_comments((EXAMPLES / "quick.yaml").read_text())
+    assert has_comments("name: p  # the plan\n")
+    assert not has_comments(to_yaml(NEW_PLAN))
