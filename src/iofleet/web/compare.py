@@ -1,4 +1,67 @@
-"""(being written)"""
-from fastapi import APIRouter
+"""Compare: configurations (run ids or labels) against a baseline, through
+the same study as `iofleet compare` (iofleet.studies.compare); the page shows
+the comparison page of `iofleet compare --html` inside the web layout."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT, Comparison
+from ..errors import IofleetError
+from ..report.compare import comparison_json
+from ..report.html import compare_context
+from ..results.store import Store
+from ..studies.compare import run_compare
+from .render import render
+from .render import open_store
 
 router = APIRouter()
+
+Configs = Annotated[list[str], Query(description="Run ids or labels (a label = every run with it); two or more.")]
+Baseline = Annotated[str, Query(description="Run id or label to compare against (default: the first of `runs`; "
+                                            "added if not among them).")]
+Noise = Annotated[float, Query(ge=0, lt=100, description="Differences whose 95 % interval reaches inside "
+                                                         "±noise % are within noise.")]
+Match = Annotated[str, Query(description="Test parameters that must be equal for tests to be compared, "
+                                         "comma-separated.")]
+
+
+def comparison(store: Store, runs: list[str], baseline: str, noise: float, match: str) -> Comparison:
+    configs = [r.strip() for r in runs if r.strip()]
+    if not configs:
+        raise IofleetError("compare needs at least two configurations: pick two or more runs or labels")
+    keys = tuple(k.strip() for k in match.split(",") if k.strip())
+    return run_compare(store, configs, baseline.strip() or configs[0], match=keys, noise_pct=noise)
+
+
+@router.get("/api/compare", tags=["compare"])
+def compare_api(request: Request, runs: Configs = [], baseline: Baseline = "", noise: Noise = DEFAULT_NOISE_PCT,
+                match: Match = ",".join(DEFAULT_MATCH)):
+    """Compare configurations test by test, as `iofleet compare --format json`: per matched test and
+    metric the % change against the baseline, 95 % bootstrap interval, Welch p-value and verdict
+    (≥ 3 repeats per side), rankings and winners. An unknown run or label is a 400 naming it."""
+    with open_store(request) as store:
+        cmp = comparison(store, runs, baseline, noise, match)
+    return Response(comparison_json(cmp), media_type="application/json")
+
+
+def pick_choices(store: Store) -> tuple[list[dict], list[str]]:
+    """The store's runs (newest first) and its labels, to pick configurations from."""
+    runs = store.list_runs()
+    labels = sorted({r["label"] for r in runs if r.get("label")})
+    return runs, labels
+
+
+@router.get("/compare", include_in_schema=False)
+def compare_page(request: Request, runs: Configs = [], baseline: str = "", noise: Noise = DEFAULT_NOISE_PCT):
+    context, error = {"title": "Compare"}, None
+    with open_store(request) as store:
+        choices, labels = pick_choices(store)
+        if runs:
+            try:
+                context = compare_context(comparison(store, runs, baseline, noise, ",".join(DEFAULT_MATCH)))
+            except IofleetError as exc:
+                error = str(exc)
+    pick = dict(choices=choices, labels=labels, picked=set(runs), baseline=baseline, noise=noise)
+    return render(request, "compare_page.html.j2", pick=pick, error=error, compared="cmp" in context, **context)

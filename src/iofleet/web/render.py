@@ -2,6 +2,7 @@
 request, the page templates (the report's own templates render inside the
 web layout, so the result page shows exactly what the HTML report shows)."""
 
+import contextlib
 import datetime
 import functools
 from dataclasses import dataclass
@@ -39,8 +40,11 @@ def settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
+@contextlib.contextmanager
 def open_store(request: Request):
-    """A FastAPI dependency: one store (one sqlite connection) per request."""
+    """The store for one request: `with open_store(request) as store:`. Not a
+    FastAPI dependency, which may open and close it in different worker
+    threads (sqlite3 connections belong to their thread)."""
     with Store.open(settings(request).data_dir) as store:
         yield store
 
