@@ -59,28 +59,17 @@ def screenshot(page, name: str) -> Path:
 def open_page(path: Path, screenshot: str, evaluate: dict[str, str] | None = None) -> Seen:
     """Load a local HTML file, wait for its charts, save a full-page screenshot
     to test-artifacts/SCREENSHOT, and return what was seen."""
-    from playwright.sync_api import sync_playwright
-
     seen = Seen()
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium())
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: seen.errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: seen.errors.append(str(e)))
-            page.on("request", lambda r: seen.requests.append(r.url))
-            page.goto(path.resolve().as_uri(), wait_until="load")
-            # Plotly marks each chart it has drawn with the class js-plotly-plot.
-            page.wait_for_function("document.querySelectorAll('.chart').length === "
-                                   "document.querySelectorAll('.chart.js-plotly-plot').length", timeout=30_000)
-            seen.charts = page.locator(".js-plotly-plot").count()
-            seen.empty_charts = page.evaluate(
-                "[...document.querySelectorAll('.js-plotly-plot')]"
-                ".filter(c => c.querySelectorAll('.trace, .bars .point').length === 0).map(c => c.id)")
-            seen.text = page.inner_text("body")
-            seen.values = {k: page.evaluate(expr) for k, expr in (evaluate or {}).items()}
-            page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
-        finally:
-            browser.close()
+    with browser_page(seen) as page:
+        page.goto(path.resolve().as_uri(), wait_until="load")
+        # Plotly marks each chart it has drawn with the class js-plotly-plot.
+        page.wait_for_function("document.querySelectorAll('.chart').length === "
+                               "document.querySelectorAll('.chart.js-plotly-plot').length", timeout=30_000)
+        seen.charts = page.locator(".js-plotly-plot").count()
+        seen.empty_charts = page.evaluate(
+            "[...document.querySelectorAll('.js-plotly-plot')]"
+            ".filter(c => c.querySelectorAll('.trace, .bars .point').length === 0).map(c => c.id)")
+        seen.text = page.inner_text("body")
+        seen.values = {k: page.evaluate(expr) for k, expr in (evaluate or {}).items()}
+        page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
     return seen

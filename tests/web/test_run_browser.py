@@ -38,16 +38,21 @@ def samples(page) -> int:
     return int(page.get_attribute("#live-section", "data-samples") or 0)
 
 
+def start(page, url: str, plan: str, target, label: str = "") -> None:
+    """Start a saved plan from the Run page, as a user would."""
+    page.goto(url + "/run")
+    page.select_option("#plan", plan)
+    page.fill("#targets", str(target))
+    page.fill("#label", label)
+    page.click("#start")
+
+
 def test_start_watch_reattach_and_open_the_result(server, disk):
     client = server.client()
     save_plan(client, PLAN)
     seen = Seen()
     with browser_page(seen) as page:
-        page.goto(server.url + "/run")
-        page.select_option("#plan", "web-live")
-        page.fill("#targets", str(disk))
-        page.fill("#label", "from-the-page")
-        page.click("#start")
+        start(page, server.url, "web-live", disk, label="from-the-page")
         page.wait_for_selector("#live-section:not([hidden])")
         # Live figures arrive every second: the chart gets points and the ETA falls.
         page.wait_for_function("() => Number(document.querySelector('#live-section').dataset.samples || 0) >= 2",
@@ -84,10 +89,7 @@ def test_stop_button_stops_fio_and_keeps_the_run(server, disk):
     save_plan(client, LONG)
     seen = Seen()
     with browser_page(seen) as page:
-        page.goto(server.url + "/run")
-        page.select_option("#plan", "web-long")
-        page.fill("#targets", str(disk))
-        page.click("#start")
+        start(page, server.url, "web-long", disk)
         page.wait_for_function("() => Number(document.querySelector('#live-section').dataset.samples || 0) >= 1",
                                timeout=30_000)
         page.click("#stop")

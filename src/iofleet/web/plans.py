@@ -10,14 +10,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 
-from ..errors import IofleetError, PlanError
+from ..errors import PlanError
 from ..plan.expand import expand
 from ..plan.load import parse_plan_text, with_targets, yaml_data
 from ..plan.model import Plan, check_name
 from ..plan.units import format_duration, format_size
 from ..studies.run import estimate_seconds
 from . import plan_form
-from .render import Settings, fragment, render, settings
+from .render import NotFound, Settings, fragment, render, settings
 
 router = APIRouter()
 
@@ -25,10 +25,6 @@ router = APIRouter()
 class PlanText(BaseModel):
     yaml: str = Field(description="The plan, as YAML (see docs/plans.md).", max_length=200_000)
     targets: list[str] | None = Field(None, description="Directories replacing the plan's targets.")
-
-
-class NotFound(IofleetError):
-    status_code = 404
 
 
 def plan_file(s: Settings, name: str) -> Path:

@@ -40,6 +40,12 @@ def settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
+class NotFound(IofleetError):
+    """No such run, plan or file: a 404."""
+
+    status_code = 404
+
+
 @contextlib.contextmanager
 def open_store(request: Request):
     """The store for one request: `with open_store(request) as store:`. Not a

@@ -19,8 +19,7 @@ from ..report.bundle import run_bundle
 from ..report.html import run_report_context, run_report_html
 from ..results.export import run_to_csv, run_to_dict
 from ..results.store import RUN_STATUSES, Store
-from .plans import NotFound
-from .render import fragment, open_store, render
+from .render import NotFound, fragment, open_store, render
 
 router = APIRouter()
 

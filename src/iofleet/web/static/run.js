@@ -49,8 +49,9 @@
     if (s.run_id !== null && s.run_id !== undefined) text("run-id", s.run_id);
     text("run-plan", (s.plan || "") + (s.label ? " · label " + s.label : ""));
     text("run-state", s.state + (s.status ? " (" + s.status + ")" : "") + (s.error ? ": " + s.error : ""));
-    if (s.test_id) text("run-test", (s.test_index + 1) + " of " + planned + ": " + s.test_id);
-    if (s.phase) text("run-phase", s.phase);
+    if (s.state === "ended") { text("run-test", s.tests_done + " of " + planned + " ran"); text("run-phase", "—"); }
+    else if (s.test_index !== null && s.test_index !== undefined) text("run-test", (s.test_index + 1) + " of " + planned + ": " + s.test_id);
+    if (s.phase && s.state !== "ended") text("run-phase", s.phase);
     text("run-eta", secs(s.elapsed_s) + " / " + (s.state === "ended" ? "done" : secs(s.eta_s)));
     if (estimate && s.eta_s !== null && s.eta_s !== undefined) $("run-progress").style.width = Math.min(100, 100 * (1 - s.eta_s / estimate)) + "%";
     $("stop").disabled = s.state === "ended" || s.state === "stopping";
@@ -77,6 +78,15 @@
     m.hidden = false;
     m.className = "message " + (s.status === "complete" ? "ok" : "error");
     m.textContent = "Run " + (s.run_id === null ? "" : s.run_id + " ") + (s.status || "ended") + (s.error ? ": " + s.error : "") + ".";
+  }
+
+  // A break in every line between two tests (fio restarts; nothing was measured in between).
+  function gap() {
+    var idx = Object.values(hostTraces);
+    if (!chartsReady || !idx.length) return;
+    var xs = idx.map(function () { return [null]; });
+    Plotly.extendTraces("live-iops", {x: xs, y: xs}, idx);
+    Plotly.extendTraces("live-latency", {x: xs, y: xs}, idx);
   }
 
   function live(e) {
@@ -106,7 +116,10 @@
     on("status", showStatus);
     on("run", showStatus);
     on("preparing", function (p) { text("run-state", "preparing data"); text("run-phase", "preparing data: " + secs(p.elapsed_s)); });
-    on("test", function (t) { text("run-state", "running"); text("run-test", (t.index + 1) + " of " + planned + ": " + t.id); text("run-phase", "starting"); });
+    on("test", function (t) {
+      text("run-state", "running"); text("run-test", (t.index + 1) + " of " + planned + ": " + t.id); text("run-phase", "starting");
+      gap();
+    });
     on("phase", function (p) { text("run-phase", p.phase); });
     on("live", live);
     on("result", addResult);
