@@ -74,10 +74,12 @@ def test_the_form_writes_the_yaml_shows_problems_at_their_field_and_saves(server
 
         page.click("#save")
         expect(page.locator("#saved")).to_contain_text("Saved plan web-study (4 tests)")
-        expect(page.locator("#saved a")).to_have_attribute("href", "/run")
         expect(page).to_have_url(server.url + "/plans/web-study")
         saved = {p["name"]: p for p in server.client().get("/api/plans").json()}
         assert saved["web-study"]["tests"] == 4
+        page.click("#saved a")  # on to the Run page, the plan chosen
+        expect(page).to_have_url(server.url + "/run?plan=web-study")
+        expect(page.locator("#plan")).to_have_value("web-study")
     assert seen.errors == [] and dialogs == []
 
 

@@ -11,6 +11,7 @@ import sys
 import httpx
 import pytest
 
+from tests.browser import Seen, browser_page, screenshot
 from tests.webserver import free_port, start_server
 
 TOKEN = "s3cret-token-0123456789abcdef"
@@ -166,3 +167,16 @@ def test_without_token_a_foreign_host_header_is_refused(server):
     r = httpx.get(server.url + "/api/session", headers={"Host": f"rebind.example:{port}"})
     assert r.status_code == 421 and "answers only to localhost" in r.json()["error"]
     assert "iofleet_csrf" not in r.cookies
+
+
+def test_api_docs_render_from_the_server_alone(server):
+    """/api/docs draws the OpenAPI schema with the Swagger UI the server itself serves (no CDN)."""
+    seen = Seen()
+    with browser_page(seen) as page:
+        page.goto(server.url + "/api/docs")
+        page.wait_for_selector(".opblock-summary-path", timeout=20_000)
+        paths = page.locator(".opblock-summary-path").all_inner_texts()
+        screenshot(page, "web-api-docs.png")
+    assert {"/api/runs", "/api/results/{run_id}", "/api/compare", "/api/validate"} <= {p.strip() for p in paths}
+    assert seen.errors == []
+    assert all(url.startswith(server.url) for url in seen.requests), seen.requests

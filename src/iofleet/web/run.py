@@ -97,7 +97,8 @@ async def run_events(request: Request, after: int = 0):
 
 
 @router.get("/run", include_in_schema=False)
-def run_page(request: Request):
+def run_page(request: Request, plan: str = ""):
     s = settings(request)
-    return render(request, "run.html.j2", "Run", plans=list_plans(request), fleet=s.inventory is not None,
-                  status=runs(request).status(), status_json=json.dumps(runs(request).status()))
+    status = runs(request).status()
+    return render(request, "run.html.j2", "Run", plans=list_plans(request), chosen=plan, fleet=s.inventory is not None,
+                  status_json=json.dumps(status))
