@@ -28,3 +28,8 @@ class StoreError(IofleetError):
 
 class ImportFormatError(IofleetError):
     """A file given to `results import` is not fio JSON output."""
+
+
+class DeviceError(IofleetError):
+    """A device target is refused: not a block device, in use, or holding
+    data that was not named in destroy_data. One line per problem."""

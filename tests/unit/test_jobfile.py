@@ -133,5 +133,5 @@ def test_unresolved_or_unknown_engine_is_refused():
 
 
 def test_command_running_options_are_not_on_the_allow_list():
-    for opt in ("exec_prerun", "exec_postrun", "ioscheduler", "include", "filename", "write_hist_log"):
+    for opt in ("exec_prerun", "exec_postrun", "ioscheduler", "include", "write_hist_log", "allow_mounted_write"):
         assert opt not in ALLOWED_OPTIONS

@@ -11,7 +11,6 @@ independent would make every difference look significant).
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from ..errors import IofleetError
 
@@ -144,6 +143,8 @@ def judge(a: list[float], b: list[float], noise_pct: float, resamples: int, seed
     if np.var(xa) == 0 and np.var(xb) == 0:
         p = 1.0 if ma == mb else 0.0  # no spread at all: the t statistic is undefined
     else:
+        from scipy import stats  # here: importing scipy costs every CLI command 0.7 s of start-up
+
         p = float(stats.ttest_ind(xb, xa, equal_var=False).pvalue)
     real = p < ALPHA and (lo > noise_pct or hi < -noise_pct)
     return Judgement(pct, lo, hi, p, real, "real" if real else WITHIN_NOISE)

@@ -2,7 +2,7 @@
 figures of its measurement window, and whether its working set fits in a
 cache (a "cache test") or not (a "capacity test")."""
 
-from collections import defaultdict
+import numpy as np
 
 from ..fio.jobfile import LOG_INTERVAL_MS
 from ..fio.records import Series
@@ -25,37 +25,63 @@ def test_totals(series: list[Series], phase: str = "measured") -> dict[str, list
     for s in measured:
         last[s.host] = max(last.get(s.host, 0), s.t_ms[-1])
     end = min(last.values()) - origin
-    iops: dict[int, float] = defaultdict(float)
-    bw: dict[int, float] = defaultdict(float)
-    lat_weighted: dict[int, float] = defaultdict(float)
-    lat_ios: dict[int, float] = defaultdict(float)
+    # With numpy, series by series in the same order as a loop over the
+    # samples would add them (np.bincount adds in array order), so every
+    # sum is the same to the last bit; 64 hosts × 600 s are millions of samples.
     by_key = {(s.host, s.job_index, s.direction, s.metric): s for s in measured}
-    for (host, job, direction, metric), s in by_key.items():
-        for t, v in zip(s.t_ms, s.values):
-            second = round((t - origin) / 1000)
-            if second * 1000 > end + 500:
-                continue
-            if metric == "iops":
-                iops[second] += v
-            elif metric == "bw_bytes_s":
-                bw[second] += v
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"iops": [], "bw_bytes_s": [], "lat": [], "lat_ios": []}
+    arrays = {}
+    for key, s in by_key.items():
+        n = min(len(s.t_ms), len(s.values))
+        arrays[key] = _floats(s.t_ms, n), _floats(s.values, n)
+    for (host, job, direction, metric), (t, values) in arrays.items():
+        second = np.rint((t - origin) / 1000)  # round half to even, as round()
+        kept = second * 1000 <= end + 500
+        if metric in ("iops", "bw_bytes_s"):
+            parts[metric].append((second[kept], values[kept]))
         if metric == "lat_ns":
-            ios = by_key.get((host, job, direction, "iops"))
-            weight = dict(zip(ios.t_ms, ios.values)) if ios else {}
-            for t, v in zip(s.t_ms, s.values):
-                second = round((t - origin) / 1000)
-                w = weight.get(t, 0.0)
-                if second * 1000 <= end + 500 and w > 0:
-                    lat_weighted[second] += v * w
-                    lat_ios[second] += w
-    seconds = sorted(iops)
+            ios = arrays.get((host, job, direction, "iops"))
+            weight = _weights(*ios, t) if ios and len(ios[0]) else np.zeros(len(t))
+            kept &= weight > 0
+            w = weight[kept]
+            parts["lat"].append((second[kept], values[kept] * w))
+            parts["lat_ios"].append((second[kept], w))
+    seconds = np.unique(np.concatenate([x for x, _ in parts["iops"]] or [np.zeros(0)])).astype(np.int64)
+    iops, bw, lat_weighted, lat_ios = (_sum_by_second(parts[k], seconds) for k in ("iops", "bw_bytes_s", "lat", "lat_ios"))
     return {
-        "t_ms": [k * 1000 for k in seconds],
-        "iops": [iops[k] for k in seconds],
-        "bw_bytes_s": [bw.get(k, 0.0) for k in seconds],
-        "lat_mean_ns": [lat_weighted[k] / lat_ios[k] if lat_ios.get(k) else None for k in seconds],
+        "t_ms": [k * 1000 for k in seconds.tolist()],
+        "iops": iops.tolist(),
+        "bw_bytes_s": bw.tolist(),
+        "lat_mean_ns": [lw / li if li else None for lw, li in zip(lat_weighted.tolist(), lat_ios.tolist())],
         "origin_ms": origin,
     }
+
+
+def _weights(ios_t: np.ndarray, ios: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The IOPS sample (`ios` at times `ios_t`) at each time of `t` (the last
+    one where fio logged a time twice), 0 where there is none."""
+    times, first = np.unique(ios_t[::-1], return_index=True)  # first in reverse: the last logged
+    values = ios[::-1][first]
+    at = np.minimum(np.searchsorted(times, t), len(times) - 1)
+    return np.where(times[at] == t, values[at], 0.0)
+
+
+def _floats(values: list, n: int) -> np.ndarray:
+    """The first n values as float64 (exact for times in ms: integers far
+    below 2**53), without numpy guessing the type of each."""
+    return np.fromiter(values, dtype=np.float64, count=n)
+
+
+def _sum_by_second(parts: list[tuple[np.ndarray, np.ndarray]], seconds: np.ndarray) -> np.ndarray:
+    """Per second of `seconds`, the sum of the values at that second, added
+    in order; seconds not in `seconds` are dropped."""
+    if not parts or not len(seconds):
+        return np.zeros(len(seconds))
+    second = np.concatenate([x for x, _ in parts]).astype(np.int64)
+    value = np.concatenate([v for _, v in parts])
+    at = np.minimum(np.searchsorted(seconds, second), len(seconds) - 1)
+    known = seconds[at] == second
+    return np.bincount(at[known], weights=value[known], minlength=len(seconds)).astype(np.float64)  # float if empty
 
 
 def judge_steady(totals: dict[str, list], round_s: int) -> dict[str, SteadyVerdict]:

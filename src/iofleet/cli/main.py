@@ -22,12 +22,13 @@ from rich.text import Text
 from ..errors import IofleetError
 from ..fio.command import fio_version
 from ..fleet.check import check_hosts, problem_lines
+from ..fleet.devices import REMOTE_UNSEEN
 from ..fleet.inventory import load_inventory
 from ..plan import expand
 from ..plan.expand import data_per_target_set, expand_mixed
 from ..plan.imports import load_plan_source
-from ..plan.load import with_targets
-from ..plan.model import check_name
+from ..plan.load import with_destroy_data, with_targets
+from ..plan.model import check_name, is_device_path
 from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
 from ..analysis.diagnostics import RULES, SEVERITIES, Thresholds, diagnose
@@ -41,7 +42,7 @@ from ..results.ingest import import_outputs
 from ..results.store import Store, default_data_dir
 from ..plan.easy import Durations
 from ..studies.easy_run import easy_run
-from ..studies.run import RunObserver, estimate_seconds, run_plan
+from ..studies.run import RunObserver, estimate_seconds, prepare_resume, resume_run, run_plan
 from ..studies.saturate import Sweep, run_saturate
 from ..studies.scale import ScaleStep, parse_steps, run_scale
 from .progress import TerminalProgress, fmt_lat_ms
@@ -67,7 +68,11 @@ if not console.is_terminal:
 err_console = Console(stderr=True)
 
 DataDir = typer.Option(None, "--data-dir", help="Results directory (default: $IOFLEET_DATA or ./iofleet-data).")
-TargetOpt = typer.Option(None, "--target", "-t", help="Directory to test (repeatable); replaces the plan's targets.")
+TargetOpt = typer.Option(None, "--target", "-t", help="Directory, or one block device (/dev/X), to test "
+                                                       "(repeatable); replaces the plan's targets.")
+DestroyOpt = typer.Option(None, "--destroy-data", metavar="/dev/X",
+                          help="A device target whose data may be destroyed (repeatable): allows one that holds a "
+                               "filesystem, partition table or other signature; never a mounted or in-use one.")
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -107,12 +112,14 @@ def _stop_on_signals():
             signal.signal(s, h)
 
 
-def _plan_with_targets(plan_path: Path, targets: Optional[List[Path]]):
+def _plan_with_targets(plan_path: Path, targets: Optional[List[Path]], destroy_data: Optional[List[str]] = None):
     """The plan (a YAML plan, or a plain fio job file imported unchanged),
     its text to store, and what the import noted."""
     plan, text, notes = load_plan_source(plan_path)
     if targets:
         plan = with_targets(plan, targets)
+    if destroy_data:
+        plan = with_destroy_data(plan, destroy_data)
     for note in notes:
         err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     return plan, text
@@ -152,6 +159,11 @@ def validate(
         timed = steps
     targets = plan.targets or ["(none yet: give --target DIR when running)"]
     console.print(f"Targets: {', '.join(targets)}")
+    if any(is_device_path(t) for t in plan.targets):
+        sized = "as given" if plan.sets("size") else "no size given: the device shared by the jobs"
+        console.print(f"Estimated duration: {format_duration(estimate_seconds(timed))}; on the device each job "
+                      f"writes its own region of `size` bytes ({sized}); nothing to remove afterwards")
+        return
     console.print(
         f"Estimated duration: {format_duration(estimate_seconds(timed))}; "
         f"data files: {format_bytes(data_per_target_set(specs))} "
@@ -163,27 +175,52 @@ def validate(
 @app.command()
 @user_errors
 def run(
-    plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML), or a plain fio job file."),
+    plan_path: Optional[Path] = typer.Argument(None, metavar="PLAN", show_default=False,
+                                               help="Plan file (YAML), or a plain fio job file."),
     target: Optional[List[Path]] = TargetOpt,
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (for comparisons)."),
     hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers to run on at once."),
+    destroy_data: Optional[List[str]] = DestroyOpt,
+    resume: Optional[int] = typer.Option(None, "--resume", metavar="RUN",
+                                         help="Run the unfinished tests of a stopped or crashed run, with its "
+                                              "stored plan and targets; PLAN, --target and --hosts are optional "
+                                              "(checked against the run; --hosts where its inventory moved)."),
 ):
     """Run a plan's tests on this machine (or on a fleet with --hosts) and print the summary."""
-    plan, plan_text = _plan_with_targets(plan_path, target)
+    if resume is not None:
+        return _resume(resume, plan_path, target, data_dir, label, hosts, destroy_data)
+    if plan_path is None:
+        raise IofleetError("give the PLAN to run (or --resume RUN to finish a stopped run)")
+    plan, plan_text = _plan_with_targets(plan_path, target, destroy_data)
     fleet = load_inventory(hosts).select(plan.hosts) if hosts else None
     with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console) as progress:
             outcome = run_plan(plan, plan_text, store, hosts=fleet, label=label,
-                               observer=progress, stop=stop)
+                               observer=progress, stop=stop, inventory=hosts)
         console.print(summary_table(store.get_run(outcome.run_id)))
         db = store.path
     _finish(outcome, db, fleet)
 
 
+def _resume(run_id, plan_path, target, data_dir, label, hosts, destroy_data) -> None:
+    """`run --resume RUN`: the study checks and holds the run, then runs what is left."""
+    if label is not None:
+        raise IofleetError(f"a resumed run keeps its label; change it with `iofleet results label {run_id} LABEL`")
+    plan = _plan_with_targets(plan_path, target, destroy_data)[0] if plan_path else None
+    with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        todo = prepare_resume(store, run_id, plan=plan, targets=target, inventory=hosts, destroy_data=destroy_data)
+        console.print(todo.describe(), highlight=False, markup=False)
+        with TerminalProgress(console) as progress:
+            outcome = resume_run(store, todo, observer=progress, stop=stop)
+        console.print(summary_table(store.get_run(outcome.run_id)))
+        db = store.path
+    _finish(outcome, db, todo.hosts)
+
+
 def _finish(outcome, db, fleet) -> None:
     """The closing lines of a run and its exit code."""
-    done = sum(1 for t in outcome.tests if t.status == "ok")
+    done = outcome.tests_ok
     console.print(
         f"Run {outcome.run_id} {outcome.status}: {done} of {outcome.tests_planned} tests ok. "
         f"Results: {db} (see `iofleet results show {outcome.run_id}`)"
@@ -209,6 +246,7 @@ def easy_run_command(
     size: Optional[str] = typer.Option(None, help="Working set per host (default: 10% of free space, 1–32 GiB)."),
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (default easy-run)."),
+    destroy_data: Optional[List[str]] = DestroyOpt,
 ):
     """Measure the storage with nothing else given: sized for the hosts, four standard profiles."""
     durations = Durations()
@@ -232,7 +270,8 @@ def easy_run_command(
     with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console) as progress:
             outcome = easy_run(store, targets=target, hosts=fleet, durations=durations, working_set=working_set,
-                               label=label, observer=progress, stop=stop, on_plan=on_plan)
+                               label=label, observer=progress, stop=stop, on_plan=on_plan,
+                               destroy_data=destroy_data)
         console.print(summary_table(store.get_run(outcome.run_id)))
         db = store.path
     _finish(outcome, db, fleet)
@@ -269,6 +308,8 @@ def hosts_check(
         for i, t in enumerate(c.targets):
             writable = "?" if not c.fio_version or c.fio_version != version or not t.checked else (
                 "[green]yes[/]" if not t.problem else "[red]no[/]")
+            if t.device:
+                writable = t.device.summary
             free = format_bytes(t.free_bytes) if t.free_bytes is not None else "n/a"
             first = i == 0
             table.add_row(c.host.name if first else "", c.host.address if first else "",
@@ -282,6 +323,11 @@ def hosts_check(
         if c.metrics not in ("none", "ok"):
             err_console.print(f"note: host {c.host.name}: metrics endpoint {c.host.metrics}: {c.metrics}",
                               markup=False, highlight=False, soft_wrap=True)
+        for t in c.targets:
+            if t.device and t.device.summary != "no":
+                err_console.print(f"note: host {c.host.name}: target {t.path} is a block device; a run writes to it "
+                                  f"only when the plan's destroy_data (or --destroy-data) names it: {REMOTE_UNSEEN}",
+                                  markup=False, highlight=False, soft_wrap=True)
     ok = len(checks) - len({line.split(" (")[0] for line in problems})
     console.print(f"{ok} of {len(checks)} hosts ready.")
     if problems:
@@ -343,11 +389,19 @@ def results_list(data_dir: Optional[str] = DataDir):
     table = Table(title=f"Runs in {path}", title_justify="left")
     for col in ("run", "created (UTC)", "plan", "label", "source", "status", "tests ok/planned"):
         table.add_column(col)
+    stale = []
     for r in runs:
         counts = r["tests_by_status"]
+        status = r["status"]
+        if status == "running" and r["held_by"] is None:
+            status = "running (stale)"  # its process is gone: a crash
+            stale.append(str(r["id"]))
         table.add_row(str(r["id"]), str(r["created_at"]), r["plan_name"], r.get("label") or "",
-                      r["source"], r["status"], f"{counts.get('ok', 0)}/{r['tests_planned']}")
+                      r["source"], status, f"{counts.get('ok', 0)}/{r['tests_planned']}")
     console.print(table)
+    if stale:
+        console.print(f"running (stale): no process runs it any more (it crashed or was killed); "
+                      f"`iofleet run --resume {stale[-1]}` runs its unfinished tests.", highlight=False)
 
 
 def _load_run(store: Store, run_id: Optional[int]):
@@ -629,6 +683,7 @@ def saturate(
     prepare: str = typer.Option("random", "--prepare", help="Write the files first: random, zero or none."),
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (default saturate)."),
+    destroy_data: Optional[List[str]] = DestroyOpt,
 ):
     """Sweep outstanding IO (jobs × iodepth, doubling) to find the knee, the best configuration and the most IOPS under a latency target."""
     sweep = Sweep(
@@ -648,7 +703,7 @@ def saturate(
     with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console, sweep=True) as progress:
             outcome = run_saturate(store, sweep, targets=target, hosts=fleet, label=label,
-                                   observer=progress, stop=stop)
+                                   observer=progress, stop=stop, destroy_data=destroy_data)
         run = store.get_run(outcome.run_id)
         db = store.path
     title = (f"Run {outcome.run_id} · saturation of {format_size(sweep.bs)} {sweep.read_pct}% read "

@@ -7,13 +7,15 @@ import subprocess
 from ..errors import FioError
 
 MIN_VERSION = (3, 33)
-INSTALL_HINT = "install it with `sudo apt-get install fio` (or run `make run`, which does)"
+INSTALL_HINT = "install it with `sudo apt-get install fio` (Debian/Ubuntu) or `sudo dnf install fio` (Fedora/RHEL)"
+NEWER_HINT = ("install a newer one: Debian 12 and Ubuntu 24.04 ship fio 3.33 or later; elsewhere build it from "
+              "https://github.com/axboe/fio (`./configure && make && sudo make install`)")
 
 
 def fio_binary() -> str:
     path = shutil.which("fio")
     if not path:
-        raise FioError(f"fio is not installed; {INSTALL_HINT}")
+        raise FioError(f"fio not found (not on PATH): {INSTALL_HINT}")
     return path
 
 
@@ -35,7 +37,7 @@ def fio_version() -> str:
         raise FioError(f"fio does not run ({exc}); {INSTALL_HINT}") from None
     if parse_version(out) < MIN_VERSION:
         need = ".".join(map(str, MIN_VERSION))
-        raise FioError(f"{out} is too old; iofleet needs fio >= {need}: {INSTALL_HINT}")
+        raise FioError(f"{out} is too old: iofleet needs fio >= {need}; {NEWER_HINT}")
     return out
 
 
@@ -68,6 +70,7 @@ def error_line(stderr: str, stdout: str = "") -> str:
     """fio's own error line, for a failed test's message."""
     lines = [l.strip() for l in (stderr + "\n" + stdout).splitlines() if l.strip()]
     for line in lines:
-        if line.startswith("fio:") or "error" in line.lower() or "err=" in line:
+        # fio's client prefixes a server's lines with "<hostname> ".
+        if re.sub(r"^<[^>]*> ", "", line).startswith("fio:") or "error" in line.lower() or "err=" in line:
             return line
     return lines[0] if lines else "fio failed without a message"

@@ -8,11 +8,12 @@ commands through options such as exec_prerun, and expand ${VAR}).
 """
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FioError
 from ..plan.expand import TestSpec
-from ..plan.model import NAME_RE, PATH_RE
+from ..plan.model import DEVICE_RE, NAME_RE, PATH_RE
 from ..plan.params import ENGINES, STEADY_SLOPE_PCT, STEADY_WINDOW_ROUNDS
 
 # Every option iofleet may write. exec_prerun, exec_postrun, ioscheduler,
@@ -23,10 +24,11 @@ ALLOWED_OPTIONS = frozenset(
     lat_percentiles group_reporting log_avg_msec write_iops_log write_bw_log
     write_lat_log per_job_logs log_unix_epoch create_only unlink invalidate
     stonewall steadystate ss_dur buffer_compress_percentage dedupe_percentage
-    refill_buffers zero_buffers loops end_fsync""".split()
+    refill_buffers zero_buffers loops end_fsync filename allow_file_create
+    offset offset_increment verify verify_pattern""".split()
 )
-_TEST_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
-_SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]*$")
+_TEST_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}\Z")  # \Z: `$` would pass "id\n"
+_SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]*\Z")
 # Data files live in iofleet's own sub-directory of each target (fio creates
 # it) and are named by fio's job number, so every test of a run reuses, and
 # never duplicates, the same files, on the local host and on fio servers.
@@ -38,11 +40,25 @@ LOG_PREFIX = "series"
 # (fio logs nothing during ramp_time), so the per-second series is whole.
 WARMUP_JOB = "iofleet-warmup"
 WARMUP_LOG_PREFIX = "warmup"
-_STEADYSTATE_RE = re.compile(r"^iops_slope:[0-9]+(\.[0-9]+)?%$")
+_STEADYSTATE_RE = re.compile(r"^iops_slope:[0-9]+(\.[0-9]+)?%\Z")
 LOG_INTERVAL_MS = 1000  # one averaged sample per second in each log
 # The per-second logs asked of fio: file kind → (iofleet metric, factor from
 # fio's unit: the bw log is in KiB/s).
 LOG_METRICS = {"iops": ("iops", 1.0), "bw": ("bw_bytes_s", 1024.0), "lat": ("lat_ns", 1.0)}
+# What the device check reads: the first MiB must read back as zeros for a
+# device to count as blank on a host where blkid cannot be run.
+BLANK_CHECK_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Device:
+    """A raw block device as the target: fio works on the device itself and
+    job N's region starts at N x stride (one region per job, as one file
+    per job in a directory), so preparation and every test of a run meet
+    the same regions."""
+
+    path: str
+    stride: int = 0
 
 
 def _option(key: str, value) -> str:
@@ -52,11 +68,19 @@ def _option(key: str, value) -> str:
         text = "1" if value else "0"
     elif isinstance(value, int):
         text = str(value)
+    elif key == "filename":
+        # fio splits filename at ':'; only a checked device path goes here.
+        if not isinstance(value, str) or not DEVICE_RE.match(value):
+            raise FioError(f"refused device {value!r}: unsafe characters for a fio job file")
+        text = value
     elif key == "filename_format" and value in (DATA_FILE_FORMAT, PROBE_FILE):
         text = value  # '$' here is fio's file-name keyword, set by iofleet
     elif key == "steadystate" and isinstance(value, str) and _STEADYSTATE_RE.match(value):
         text = value  # built from numbers by steady_options
-    elif isinstance(value, str) and _SAFE_VALUE_RE.match(value.replace(":", "")):
+    elif key == "ioengine" and (value not in ENGINES or value == "auto"):
+        # (ioengine=external:LIB.so would load a library)
+        raise FioError(f"refused to write fio option ioengine={value!r}: not one of iofleet's engines")
+    elif isinstance(value, str) and _SAFE_VALUE_RE.match(value.replace(":", "") if key == "directory" else value):
         # ':' only ever joins directories that were each checked alone.
         text = value
     else:
@@ -72,6 +96,16 @@ def _directory_value(targets: list[Path]) -> str:
             raise FioError(f"refused target path {text!r}: unsafe characters for a fio job file")
         dirs.append(text)
     return ":".join(dirs)  # fio spreads the job files across ':'-separated dirs
+
+
+def _where(targets: list[Path] | Device) -> list[tuple[str, object]]:
+    """Where the IO goes: iofleet's files in the target directories, or a
+    device's regions. On a device fio may never create a file: a device
+    that is gone must not become a file in /dev."""
+    if isinstance(targets, Device):
+        opts: list[tuple[str, object]] = [("filename", targets.path), ("allow_file_create", False)]
+        return opts + ([("offset_increment", targets.stride)] if targets.stride else [])
+    return [("directory", _directory_value(targets)), ("filename_format", DATA_FILE_FORMAT)]
 
 
 def rw_options(spec: TestSpec) -> list[tuple[str, object]]:
@@ -109,7 +143,7 @@ def steady_options(spec: TestSpec) -> list[tuple[str, object]]:
     ]
 
 
-def render_test(spec: TestSpec, targets: list[Path], engine: str, clear_cache: bool = True) -> str:
+def render_test(spec: TestSpec, targets: list[Path] | Device, engine: str, clear_cache: bool = True) -> str:
     """The job file for one test. `engine` is the resolved engine (not auto).
 
     With a warm-up, two job groups: the warm-up for `ramp` seconds, then
@@ -122,8 +156,7 @@ def render_test(spec: TestSpec, targets: list[Path], engine: str, clear_cache: b
     common: list[tuple[str, object]] = [
         ("ioengine", engine),
         ("direct", spec.direct),
-        ("directory", _directory_value(targets)),
-        ("filename_format", DATA_FILE_FORMAT),
+        *_where(targets),
         ("size", spec.working_set),
         ("bs", spec.bs),
         *rw_options(spec),
@@ -161,7 +194,7 @@ def render_test(spec: TestSpec, targets: list[Path], engine: str, clear_cache: b
     return _render_sections(f"iofleet test {spec.id} (workload {spec.workload})", sections)
 
 
-def render_prepare(tiers: list[tuple[int, int]], targets: list[Path], engine: str, direct: bool,
+def render_prepare(tiers: list[tuple[int, int]], targets: list[Path] | Device, engine: str, direct: bool,
                    mode: str, passes: int, bs: int) -> str:
     """Preparation: write the data files sequentially, `passes` times, with
     random (incompressible) data or zeros. `tiers` are (jobs, bytes per
@@ -174,8 +207,7 @@ def render_prepare(tiers: list[tuple[int, int]], targets: list[Path], engine: st
         options: list[tuple[str, object]] = [
             ("ioengine", engine),
             ("direct", direct),
-            ("directory", _directory_value(targets)),
-            ("filename_format", DATA_FILE_FORMAT),
+            *_where(targets),
             ("size", size),
             ("numjobs", jobs),
             ("bs", bs),
@@ -204,19 +236,22 @@ def render_layout(spec: TestSpec, targets: list[Path]) -> str:
     return _render(f"iofleet layout for {spec.id}", "layout", options)
 
 
-def render_probe(target: Path, engine: str, direct: bool) -> str:
-    """A tiny job that checks an engine and direct IO work on a target."""
+def render_probe(target: Path | Device, engine: str, direct: bool) -> str:
+    """A tiny job that checks an engine and direct IO work on a target
+    (on a device it only reads: nothing is written before preparation)."""
+    if isinstance(target, Device):
+        where: list[tuple[str, object]] = [*_where(Device(target.path)), ("rw", "randread")]
+    else:
+        where = [("directory", _directory_value([target])), ("filename_format", PROBE_FILE), ("rw", "randrw"),
+                 ("unlink", True)]  # leaves nothing behind, locally or on a fio server
     options: list[tuple[str, object]] = [
         ("ioengine", engine),
         ("direct", direct),
-        ("directory", _directory_value([target])),
-        ("filename_format", PROBE_FILE),
+        *where,
         ("size", 256 * 1024),
         ("bs", 4096),
-        ("rw", "randrw"),
         ("iodepth", 2),
         ("runtime", 1),
-        ("unlink", True),  # leaves nothing behind, locally or on a fio server
     ]
     return _render(f"iofleet probe of {engine}", "probe", options)
 
@@ -248,6 +283,20 @@ def render_target_check(targets: list[Path]) -> str:
     ]
     sections = [(f"t{i}", [*common, ("directory", _directory_value([t]))]) for i, t in enumerate(targets)]
     return _render_sections("iofleet target check", sections)
+
+
+def render_device_check(device: str, needed: int | None) -> str:
+    """Read-only checks of a device through a fio server, which can ship no
+    data back: section `blank` reads the first MiB and fails (EILSEQ) unless
+    it is all zeros (fio's verify_pattern on a read job); section `end`
+    reads the last 4 KiB the plan's regions need, and reads nothing when
+    the device is smaller (fio stops at a device's end)."""
+    common: list[tuple[str, object]] = [("ioengine", "psync"), *_where(Device(device)), ("rw", "read")]
+    sections = [("blank", [*common, ("bs", 64 * 1024), ("size", BLANK_CHECK_BYTES), ("verify", "pattern"),
+                           ("verify_pattern", 0)])]
+    if needed:
+        sections.append(("end", [*common, ("bs", 4096), ("size", 4096), ("offset", max(0, needed - 4096))]))
+    return _render_sections("iofleet device check (read-only)", sections)
 
 
 def _render(comment: str, section: str, options: list[tuple[str, object]]) -> str:

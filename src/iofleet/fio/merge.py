@@ -7,11 +7,27 @@ exactly by adding counts, so percentiles of a whole test are computed from
 merged bins (never by averaging per-job percentiles).
 """
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
+import functools
+from itertools import accumulate
 import math
 from fractions import Fraction
 
 from .records import PERCENTILES, DirectionStats, pct_key
+
+
+def _needed(p: float, total: int) -> int:
+    """The fewest IOs that reach p/100 * total, exactly: counts are whole,
+    so `cumulative >= threshold` is `cumulative >= ceil(threshold)`, and
+    the threshold is computed in integers (a Fraction per bucket is slow)."""
+    num, den = _ratio(p)
+    return -(-num * total // den)
+
+
+@functools.cache
+def _ratio(p: float) -> tuple[int, int]:
+    return (Fraction(p) / 100).as_integer_ratio()
 
 
 def percentile_from_bins(bins: Mapping[int, int], p: float) -> float | None:
@@ -26,7 +42,7 @@ def percentile_from_bins(bins: Mapping[int, int], p: float) -> float | None:
     total = sum(bins.values())
     if total <= 0:
         return None
-    threshold = Fraction(p) / 100 * total
+    threshold = _needed(p, total)
     cumulative = 0
     for value in sorted(bins):
         cumulative += bins[value]
@@ -39,14 +55,29 @@ def merge_bins(many: Iterable[Mapping[int, int]]) -> dict[int, int]:
     """Sum the counts per bucket of several histograms."""
     merged: dict[int, int] = {}
     for bins in many:
+        if not merged:
+            merged = dict(bins)  # the first one as it is (a copy at C speed)
+            continue
+        get = merged.get
         for value, count in bins.items():
-            merged[value] = merged.get(value, 0) + count
+            merged[value] = get(value, 0) + count
     return merged
 
 
 def percentiles(bins: Mapping[int, int]) -> dict[str, float | None]:
-    """All of iofleet's PERCENTILES from one histogram, keyed 'p50'…"""
-    return {pct_key(p): percentile_from_bins(bins, p) for p in PERCENTILES}
+    """All of iofleet's PERCENTILES from one histogram, keyed 'p50'…
+    (percentile_from_bins for each, with one sort and one running sum)."""
+    values = sorted(bins)
+    counts = [bins[v] for v in values]
+    total = sum(counts)
+    if total <= 0 or min(counts) < 0:  # nothing measured, or not a histogram: the walk decides
+        return {pct_key(p): percentile_from_bins(bins, p) for p in PERCENTILES}
+    cumulative = list(accumulate(counts))
+    out = {}
+    for p in PERCENTILES:
+        i = bisect_left(cumulative, _needed(p, total))  # the first bucket whose running count reaches it
+        out[pct_key(p)] = float(values[i] if i < len(values) else values[-1])
+    return out
 
 
 def _no_percentiles() -> dict[str, float | None]:

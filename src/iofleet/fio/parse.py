@@ -12,6 +12,9 @@ one-line message naming the missing or wrong field.
 
 import json
 import math
+import re
+
+import numpy as np
 
 from iofleet.errors import ImportFormatError
 from .jobfile import WARMUP_JOB
@@ -106,8 +109,10 @@ def _load(doc: str | bytes | dict) -> dict:
         raise ImportFormatError("not fio JSON output: the input is empty")
     try:
         data, end = json.JSONDecoder().raw_decode(text)
-    except ValueError as e:  # JSONDecodeError, or an integer too long to read
+    except json.JSONDecodeError as e:
         raise ImportFormatError(f"not fio JSON output (truncated or not JSON): {e}") from None
+    except ValueError:  # Python reads no integer of more than 4300 digits
+        raise ImportFormatError("not fio JSON output: it holds a number thousands of digits long") from None
     except RecursionError:
         raise ImportFormatError("not fio JSON output: nested too deeply") from None
     if any(line.rstrip("\r\n") == "{" for line in text[end:].splitlines()):
@@ -115,13 +120,25 @@ def _load(doc: str | bytes | dict) -> dict:
             "several fio JSON documents in one input (a --status-interval stream?): split them with split_documents"
         )
     if not isinstance(data, dict):
-        raise ImportFormatError(f"not fio JSON output: expected a JSON object, got {type(data).__name__}")
+        kind = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}.get(type(data), "a number")
+        raise ImportFormatError(f"not fio JSON output: expected a JSON object, got {kind}")
     return data
 
 
 def _bins(raw, where: str) -> dict[int, int]:
     if not isinstance(raw, dict):
         raise ImportFormatError(f"not fio JSON output: {where}.bins should be an object")
+    # The usual case checked in bulk (a fleet test has thousands of
+    # histograms): every key plain ASCII digits, shorter than 21, every
+    # count a non-negative int below 2**64; else the loop below says what is wrong.
+    counts = raw.values()
+    try:
+        keys = "".join(raw)  # TypeError: a key that is not text
+    except TypeError:
+        keys = ""
+    if (keys.isascii() and keys.isdigit() and "" not in raw and max(map(len, raw)) < 21
+            and set(map(type, counts)) == {int} and min(counts) >= 0 and max(counts) < _MAX_INT):
+        return dict(zip(map(int, raw), counts))
     bins = {}
     for key, count in raw.items():
         if not (isinstance(key, str) and key.isascii() and key.isdigit() and len(key) < 21):
@@ -359,7 +376,7 @@ def split_documents(text: str) -> list[str]:
 _LOG_DIRECTIONS = {0: "read", 1: "write", 2: None}  # 2 = trim: not reported
 
 
-def parse_log(text: str) -> dict[str, tuple[list[int], list[float]]]:
+def parse_log(text: str, scale: float = 1.0) -> dict[str, tuple[list[int], list[float]]]:
     """Parse a fio log written with write_iops_log / write_bw_log /
     write_lat_log and log_avg_msec.
 
@@ -368,8 +385,11 @@ def parse_log(text: str) -> dict[str, tuple[list[int], list[float]]]:
     'write': (...)}, omitting directions without samples.
 
     Units are fio's: iops logs in IO/s, lat logs in ns, and bw logs in
-    KiB/s (multiply by 1024 for bytes/s).
+    KiB/s (scale=1024 gives bytes/s): each value is multiplied by `scale`.
     """
+    fast = _parse_log_fast(text, scale)
+    if fast is not None:
+        return fast
     series: dict[str, tuple[list[int], list[float]]] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -389,5 +409,33 @@ def parse_log(text: str) -> dict[str, tuple[list[int], list[float]]]:
         if name is not None:
             t_list, v_list = series.setdefault(name, ([], []))
             t_list.append(t_ms)
-            v_list.append(value)
+            v_list.append(value * scale)
     return {name: series[name] for name in ("read", "write") if name in series}
+
+
+# A whole log as fio writes it, every line `time, value, direction, bs,
+# prio` (plus offset with log_offset) in plain integers: checked in one
+# regular-expression pass and read by numpy, some ten times faster than
+# line by line (a fleet test has thousands of logs). At most 15 digits for
+# a value and 18 for the rest, so every number converts exactly.
+_LOG_TEXT = {n: re.compile(r"(?:[0-9]{1,18}, [0-9]{1,15}, [012]" + r", [0-9]{1,18}" * (n - 3) + r"\n)*")
+             for n in (5, 6)}
+
+
+def _parse_log_fast(text: str, scale: float = 1.0) -> dict[str, tuple[list[int], list[float]]] | None:
+    """parse_log's result for a log in the common form above; None for
+    anything else (blank lines, other spacing, floats, a bad line), which
+    the line-by-line parser then reads or reports."""
+    if not text.endswith("\n"):
+        text += "\n"
+    fields = text.count(",", 0, text.find("\n")) + 1
+    pattern = _LOG_TEXT.get(fields)
+    if pattern is None or not pattern.fullmatch(text):
+        return None
+    rows = np.fromstring(text.replace(",", " "), dtype=np.int64, sep=" ").reshape(-1, fields)
+    out = {}
+    for code, name in ((0, "read"), (1, "write")):
+        picked = rows[rows[:, 2] == code]
+        if len(picked):
+            out[name] = (picked[:, 0].tolist(), (picked[:, 1].astype(np.float64) * scale).tolist())
+    return out

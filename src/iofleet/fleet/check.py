@@ -9,7 +9,9 @@ Per host, in parallel:
 2. one `fio --client` run of a tiny write job per target (through the same
    server the tests use), in fio's normal+json output: the normal part
    carries the server's fio version, the JSON part each target's result;
-3. free space of each target from the host's node_exporter, when it has one.
+   a device target gets read-only jobs instead (devices.RemoteDevice);
+3. free space of each target from the host's node_exporter, when it has
+   one (for a device: its mounts there).
 """
 
 import errno
@@ -25,8 +27,9 @@ from pathlib import Path
 
 from ..errors import ImportFormatError, IofleetError
 from ..fio.command import error_line, fio_binary, fio_version
-from ..fio.jobfile import render_target_check
+from ..fio.jobfile import Device, render_device_check, render_target_check
 from ..fio.parse import parse_output
+from .devices import RemoteDevice, exporter_mounts, where
 from .inventory import Host
 from .metrics import fetch_metrics, free_bytes
 from .runner import run_fio
@@ -43,6 +46,7 @@ class TargetCheck:
     problem: str | None = None
     checked: bool = True  # False: fio refused the check (another target of the host is missing)
     free_bytes: int | None = None  # None: the host has no metrics endpoint, or it says nothing
+    device: RemoteDevice | None = None  # a device target, once fio could look at it
 
 
 @dataclass
@@ -59,19 +63,24 @@ class HostCheck:
         return not self.problems
 
 
-def check_hosts(hosts: list[Host], controller_version: str) -> list[HostCheck]:
-    """Check every host at once; the result is in the inventory's order."""
+def check_hosts(hosts: list[Host], controller_version: str, destroy_data: list[str] | None = None,
+                needed: dict[str, int] | None = None) -> list[HostCheck]:
+    """Check every host at once; the result is in the inventory's order.
+    A run passes its plan's `destroy_data` and the bytes each host's device
+    regions need; without them (`hosts check`) a device is only looked at."""
+    needed = needed or {}
     with ThreadPoolExecutor(max_workers=min(32, len(hosts)) or 1) as pool:
-        return list(pool.map(lambda h: check_host(h, controller_version), hosts))
+        return list(pool.map(lambda h: check_host(h, controller_version, destroy_data, needed.get(h.name)), hosts))
 
 
 class HostCheckError(IofleetError):
     """A host is not ready for a fleet run."""
 
 
-def require_ready(hosts: list[Host], what: str = "test") -> None:
+def require_ready(hosts: list[Host], what: str = "test", destroy_data: list[str] | None = None,
+                  needed: dict[str, int] | None = None) -> None:
     """Raise one line per problem (and nothing was started) unless every host passes."""
-    problems = problem_lines(check_hosts(hosts, fio_version()))
+    problems = problem_lines(check_hosts(hosts, fio_version(), destroy_data, needed))
     if problems:
         raise HostCheckError("\n".join(
             problems + [f"no {what} was started; fix the hosts above or leave them out of the inventory"]))
@@ -82,7 +91,8 @@ def problem_lines(checks: list[HostCheck]) -> list[str]:
     return [f"host {c.host.name} ({c.host.address}): {p}" for c in checks for p in c.problems]
 
 
-def check_host(host: Host, controller_version: str) -> HostCheck:
+def check_host(host: Host, controller_version: str, destroy_data: list[str] | None = None,
+               needed: int | None = None) -> HostCheck:
     check = HostCheck(host, targets=[TargetCheck(t) for t in host.targets])
     address, port = host.endpoint
     reason = _connect(address, port)
@@ -91,7 +101,7 @@ def check_host(host: Host, controller_version: str) -> HostCheck:
                               f"start it there with `iofleet server --bind {host.address}`")
     else:
         check.reachable = True
-        _probe(check, controller_version)
+        _probe(check, controller_version, needed)
     if host.metrics:
         try:
             text = fetch_metrics(host.metrics)
@@ -100,7 +110,13 @@ def check_host(host: Host, controller_version: str) -> HostCheck:
         else:
             check.metrics = "ok"
             for t in check.targets:
-                t.free_bytes = free_bytes(text, t.path)
+                if t.device:
+                    t.device.mounts = exporter_mounts(text, t.path)
+                elif not isinstance(where(host.targets), Device):
+                    t.free_bytes = free_bytes(text, t.path)
+    for t in check.targets:
+        if t.device:
+            check.problems += t.device.problems(destroy_data)
     return check
 
 
@@ -120,11 +136,13 @@ def _connect(address: str, port: int) -> str | None:
         return exc.strerror or str(exc)
 
 
-def _probe(check: HostCheck, controller_version: str) -> None:
+def _probe(check: HostCheck, controller_version: str, needed: int | None = None) -> None:
     host = check.host
+    target = where(host.targets)
     with tempfile.TemporaryDirectory(prefix="iofleet-check-") as tmp:
         job = Path(tmp) / "check.fio"
-        job.write_text(render_target_check([Path(t) for t in host.targets]))
+        job.write_text(render_device_check(target.path, needed) if isinstance(target, Device)
+                       else render_target_check(target))
         cmd = [fio_binary(), "--output-format=normal,json", "--eta=never",
                f"--client={host.fio_client_arg}", str(job)]
         fio = run_fio(cmd, Path(tmp), threading.Event(), timeout_s=PROBE_TIMEOUT_S)
@@ -142,6 +160,9 @@ def _probe(check: HostCheck, controller_version: str) -> None:
             f"runs {check.fio_version} but this controller runs {controller_version}; "
             f"install the same fio version on every host")
         return  # results of another version's server are not to be trusted
+    if isinstance(target, Device):
+        check.targets[0].device = _device_seen(target.path, needed, fio.final_output, said)
+        return
     for missing in _NOT_A_DIR.findall(said):
         for t in check.targets:
             if t.path == missing:
@@ -167,3 +188,26 @@ def _probe(check: HostCheck, controller_version: str) -> None:
     for t in check.targets:
         if t.problem:
             check.problems.append(f"target {t.path} {t.problem}")
+
+
+def _device_seen(path: str, needed: int | None, output: str | None, said: str) -> RemoteDevice:
+    """What the read-only device check (jobfile.render_device_check) showed."""
+    seen = RemoteDevice(path, needed=needed)
+    try:
+        parsed = parse_output(output) if output else None
+    except ImportFormatError:
+        parsed = None
+    jobs = {j.job: j for j in parsed.jobs} if parsed else {}
+    blank, end = jobs.get("blank"), jobs.get("end")
+    if "file creation disallowed" in said:  # allow_file_create=0 met a missing path
+        seen.exists = False
+    elif blank is None:
+        seen.read_error = error_line("", said)
+    elif not parsed.disks:  # fio lists the disks under the files it used: none for a file or character device
+        seen.block = False
+    elif blank.error and blank.error != errno.EILSEQ:  # EILSEQ: verify_pattern found data
+        seen.read_error = f"{errno.errorcode.get(blank.error, blank.error)}: {os.strerror(blank.error)}"
+    else:
+        seen.blank = not blank.error
+        seen.fits = None if not needed else end is not None and end.read.io_bytes >= 4096
+    return seen

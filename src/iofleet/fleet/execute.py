@@ -8,18 +8,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import FioError, ImportFormatError
+from ..errors import FioError, ImportFormatError, IofleetError
 from ..fio.command import error_line, run_command
-from ..fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX, render_layout, render_prepare, render_test
+from ..fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX, Device, render_layout, render_prepare, render_test
 from ..fio.parse import parse_output
 from ..fio.records import DiskUtil, JobResult, Series
 from ..plan.expand import MixedStep, TestSpec, prepare_tiers
 from .check import require_ready
+from .devices import check_local_device, fit_regions, local_device, needed_bytes, where
 from .inventory import Host
 from .metrics import HostCpu, HostMetrics, MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
 from .local import TargetDirs, drop_kernel_caches, host_facts, resolve_engine
 from .remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts
-from .runner import FioRun, LiveFigures, read_series, rebase_series, run_fio
+from .runner import FioRun, LiveFigures, killed_reason, read_series, rebase_series, run_fio
 
 # fio needs a moment beyond ramp + runtime to lay out files and write its
 # results; past this margin a test is stopped as hung.
@@ -70,11 +71,12 @@ def _prepare_sizes(specs: list[TestSpec], passes: int) -> tuple[int, int]:
     return prepared, passes * sum(n * size for n, size in tiers)
 
 
-def _cache_note(clear: bool, drop_why: str | None) -> str:
+def _cache_note(clear: bool, drop_why: str | None, device: bool = False) -> str:
     if not clear:
         return "caches kept (clear_cache: false)"
     kernel = "kernel caches dropped" if drop_why is None else f"kernel caches kept ({drop_why})"
-    return f"page cache of iofleet's files invalidated; {kernel}"
+    what = "the device" if device else "iofleet's files"
+    return f"page cache of {what} invalidated; {kernel}"
 
 
 def _stopped_reason(fio: FioRun) -> str:
@@ -86,31 +88,54 @@ def _timeout(spec: TestSpec | MixedStep) -> float:
 
 
 class LocalPlace:
-    """The local host and its target directories."""
+    """The local host and its target directories, or its one device."""
 
-    def __init__(self, targets: list[Path], clear_cache: bool = True):
+    def __init__(self, targets: list[Path], clear_cache: bool = True, destroy_data: list[str] = ()):
         self.targets = targets
         self.clear_cache = clear_cache
-        self.dirs = TargetDirs(targets)
+        self.destroy_data = list(destroy_data)
+        self.where = where([str(t) for t in targets])  # a Device gets its regions in fit()
+        self.device_bytes: int | None = None
+        self.dirs = TargetDirs([] if isinstance(self.where, Device) else targets)
         self._engines: dict[tuple[str, bool], str] = {}
 
     def describe(self) -> dict:
-        return {"targets": [str(t) for t in self.targets]}
+        out: dict = {"targets": [str(t) for t in self.targets]}
+        if isinstance(self.where, Device):
+            out["device"] = {"path": self.where.path, "bytes": self.device_bytes, "region_bytes": self.where.stride}
+        return out
+
+    def fit(self, specs: list[TestSpec], size_given: bool) -> list[TestSpec]:
+        """The run's tests as they will run here: on a device, with each
+        job's region (devices.fit_regions; reads only the device's size)."""
+        if not isinstance(self.where, Device):
+            return specs
+        dev = local_device(self.where.path)
+        specs, stride = fit_regions(specs, self.where.path, dev.bytes, size_given)
+        self.where, self.device_bytes = Device(dev.real, stride), dev.bytes
+        return specs
 
     def cache_sizes(self, plan_cache: int | None) -> dict[str, tuple[int | None, str, int | None]]:
         """host → (stated cache bytes, where it was stated, RAM bytes)."""
         return {"local": (plan_cache, "plan cache_size", host_facts().get("memory_bytes"))}
 
     def prepare(self) -> None:
-        self.dirs.prepare()
+        """Check the targets before anything is written to them."""
+        if isinstance(self.where, Device):
+            if not self.where.stride:
+                raise IofleetError("internal: a device target's regions are set by fit() before prepare()")
+            check_local_device(self.where.path, self.destroy_data)
+        else:
+            self.dirs.prepare()
 
     def cleanup(self) -> int:
-        return len(self.dirs.cleanup())
+        return len(self.dirs.cleanup())  # nothing on a device: it only had regions
 
     def engine_for(self, spec: TestSpec) -> str:
         key = (spec.engine, spec.direct)
         if key not in self._engines:
-            self._engines[key] = resolve_engine(self.targets[0], spec.engine, spec.direct)
+            target = self.where if isinstance(self.where, Device) else self.targets[0]
+            self._engines[key] = resolve_engine(target, spec.engine, spec.direct)
         return self._engines[key]
 
     def prepare_data(self, specs: list[TestSpec], mode: str, passes: int, bs: int, work: Path,
@@ -118,7 +143,7 @@ class LocalPlace:
         """Write every data file's working set sequentially before the first
         test; `progress(done_bytes, total_bytes, elapsed_s, hosts)`."""
         prepared, total = _prepare_sizes(specs, passes)
-        job = render_prepare(prepare_tiers(specs), self.targets, self.engine_for(specs[0]), specs[0].direct,
+        job = render_prepare(prepare_tiers(specs), self.where, self.engine_for(specs[0]), specs[0].direct,
                              mode, passes, bs)
         (work / "prepare.fio").write_text(job)
         done = last = 0.0
@@ -137,7 +162,7 @@ class LocalPlace:
     def run_test(self, spec: TestSpec, work: Path, stop: threading.Event, phase, on_live) -> Measured:
         phase("checking the IO engine")
         engine = self.engine_for(spec)
-        if spec.working_set_pct < 100:
+        if spec.working_set_pct < 100 and not isinstance(self.where, Device):
             phase("laying out data files")
             (work / "layout.fio").write_text(render_layout(spec, self.targets))
             layout = run_fio(run_command(str(work / "layout.fio"), None), work, stop)
@@ -147,14 +172,14 @@ class LocalPlace:
         if self.clear_cache:
             phase("clearing caches")
             drop_why = drop_kernel_caches()
-        jobfile = render_test(spec, self.targets, engine, self.clear_cache)
+        jobfile = render_test(spec, self.where, engine, self.clear_cache)
         (work / "job.fio").write_text(jobfile)
         phase("warm-up" if spec.ramp else "measuring")
         with MetricsSampler({}, local="local") as sampler:
             fio = run_fio(run_command(str(work / "job.fio")), work, stop, on_live, timeout_s=_timeout(spec))
         m = self._judge(fio)
         m.engine = engine
-        m.cache = {"local": _cache_note(self.clear_cache, drop_why)}
+        m.cache = {"local": _cache_note(self.clear_cache, drop_why, isinstance(self.where, Device))}
         m.host_metrics = [sampler.summary(skip_s=spec.ramp, until_s=fio.wall_s)["local"]]
         m.host_cpu = m.host_metrics[0].cpu
         m.artifacts = {"job.fio": jobfile.encode(), **_fio_artifacts(fio)}
@@ -168,6 +193,9 @@ class LocalPlace:
 
     @staticmethod
     def _judge(fio: FioRun) -> Measured:
+        killed = killed_reason(fio)
+        if killed:  # its last status is no result: nothing of it is kept
+            return Measured("failed", killed)
         parsed = None
         if fio.final_output:
             try:
@@ -190,12 +218,37 @@ class LocalPlace:
 class FleetPlace:
     """Hosts running `fio --server`, each with its own targets."""
 
-    def __init__(self, hosts: list[Host], groups: dict[str, list[str]] | None = None, clear_cache: bool = True):
+    def __init__(self, hosts: list[Host], groups: dict[str, list[str]] | None = None, clear_cache: bool = True,
+                 destroy_data: list[str] = ()):
         self.hosts = hosts
         self.clear_cache = clear_cache
         self.groups = groups or {}  # mixed plans: workload → its hosts' names
+        self.destroy_data = list(destroy_data)
         self._engines: dict[tuple[tuple[str, bool], str], str] = {}  # ((engine, direct), host) → engine
         self._max_jobs = 0
+        self._strides: dict[str, int] = {}  # host → region stride on its device target
+        self._needed: dict[str, int] = {}  # host → bytes its device's regions reach
+
+    def _where(self, host: Host) -> list[Path] | Device:
+        return where(host.targets, self._strides.get(host.name, 0))
+
+    def _specs_per_host(self, steps: list[TestSpec | MixedStep]) -> dict[str, list[TestSpec]]:
+        per_host: dict[str, list[TestSpec]] = {}
+        for step in steps:
+            for name, spec in self.specs_by_host(step).items():
+                per_host.setdefault(name, []).append(spec)
+        return per_host
+
+    def fit(self, steps: list, size_given: bool) -> list:
+        """Each job's region on hosts with a device target. A device's size
+        cannot be read through fio's server: the plan's `size` is used
+        (default 1 GiB per job), and prepare() checks that it fits."""
+        for name, specs in self._specs_per_host(steps).items():
+            host = next(h for h in self.hosts if h.name == name)
+            if isinstance(where(host.targets), Device):
+                _, stride = fit_regions(specs, host.targets[0], None, size_given)
+                self._strides[name], self._needed[name] = stride, needed_bytes(specs, stride)
+        return steps
 
     def drop(self, names: list[str]) -> None:
         """Go on without hosts that were lost."""
@@ -222,16 +275,19 @@ class FleetPlace:
         return out
 
     def prepare(self) -> None:
-        """Refuse to start unless every host passes `hosts check`."""
-        require_ready(self.hosts)
+        """Refuse to start unless every host passes `hosts check`, device
+        targets included (what a fio server shows of them: devices.py)."""
+        require_ready(self.hosts, destroy_data=self.destroy_data, needed=self._needed)
 
     def cleanup(self) -> int:
-        """Remove the data files on every host; return how many hosts did."""
-        if not self._max_jobs:
+        """Remove the data files on every host; return how many hosts did
+        (a device target has no files)."""
+        with_files = [h for h in self.hosts if not isinstance(where(h.targets), Device)]
+        if not self._max_jobs or not with_files:
             return 0
         with tempfile.TemporaryDirectory(prefix="iofleet-cleanup-") as tmp:
-            failed = cleanup_fleet(self.hosts, self._max_jobs, Path(tmp))
-        return len(self.hosts) - len(failed)
+            failed = cleanup_fleet(with_files, self._max_jobs, Path(tmp))
+        return len(with_files) - len(failed)
 
     def specs_by_host(self, step: TestSpec | MixedStep) -> dict[str, TestSpec]:
         """Each host's test: the same one everywhere, or in a mixed step its
@@ -258,14 +314,11 @@ class FleetPlace:
         """Write every host's working sets at once, in one fio client run.
         fio's client reports nothing until the end: progress shows each
         host's disk and network rates from its node_exporter."""
-        per_host: dict[str, list[TestSpec]] = {}
-        for step in steps:
-            for name, spec in self.specs_by_host(step).items():
-                per_host.setdefault(name, []).append(spec)
+        per_host = self._specs_per_host(steps)
         hosts = [h for h in self.hosts if h.name in per_host]
         first = {name: specs[0] for name, specs in per_host.items()}
         engines = self._engines_for(first, work, stop)
-        jobfiles = {h.name: render_prepare(prepare_tiers(per_host[h.name]), [Path(t) for t in h.targets],
+        jobfiles = {h.name: render_prepare(prepare_tiers(per_host[h.name]), self._where(h),
                                            engines[h.name], first[h.name].direct, mode, passes, bs)
                     for h in hosts}
         sizes = {name: _prepare_sizes(specs, passes) for name, specs in per_host.items()}
@@ -291,14 +344,15 @@ class FleetPlace:
         engines = self._engines_for(specs, work, stop)
         engine = ",".join(sorted(set(engines.values())))
         timeout = _timeout(step)
-        layout_hosts = [h for h in hosts if specs[h.name].working_set_pct < 100]
+        layout_hosts = [h for h in hosts if specs[h.name].working_set_pct < 100
+                        and not isinstance(self._where(h), Device)]
         if layout_hosts:
             phase("laying out data files on every host")
             layouts = {h.name: render_layout(specs[h.name], [Path(t) for t in h.targets]) for h in layout_hosts}
             run = run_on_hosts(layouts, layout_hosts, work, stop, timeout_s=timeout, tag="layout")
             if run.lost or run.fio.returncode != 0 and not run.fio.stopped:
                 return Measured("failed", error_line(run.fio.stderr, run.fio.stdout), engine=engine)
-        jobfiles = {h.name: render_test(specs[h.name], [Path(t) for t in h.targets], engines[h.name],
+        jobfiles = {h.name: render_test(specs[h.name], self._where(h), engines[h.name],
                                         self.clear_cache) for h in hosts}
         phase(f"running on {len(hosts)} hosts")
         with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
@@ -313,17 +367,21 @@ class FleetPlace:
             m.status = "partial" if run.jobs else "failed"
             m.error = lost_reason(run)
             m.lost = run.lost
+        elif killed_reason(run.fio):
+            m.status, m.error = "failed", killed_reason(run.fio)
         elif run.fio.returncode != 0 or any(j.error for j in run.jobs) or run.warmup_errors:
             m.status, m.error = "failed", error_line(run.fio.stderr, run.fio.stdout)
         # fio invalidates the files' page cache on each host; the kernel's
         # caches can only be dropped where iofleet itself runs as root.
-        m.cache = {h.name: _cache_note(self.clear_cache, "no iofleet on the host to drop them") for h in hosts}
+        m.cache = {h.name: _cache_note(self.clear_cache, "no iofleet on the host to drop them",
+                                       isinstance(self._where(h), Device)) for h in hosts}
         m.artifacts = {f"job.{name}.fio": text.encode() for name, text in jobfiles.items()}
         m.artifacts.update(_fio_artifacts(run.fio))
         for prefix in (WARMUP_LOG_PREFIX, LOG_PREFIX):
             for f in sorted(work.glob(f"{prefix}_*.log.*")):
                 m.artifacts[f.name] = f.read_bytes()
-        m.series = [s for h in hosts for s in read_series(work, h.name, f".{h.endpoint[0]}")]
+        listing = os.listdir(work)
+        m.series = [s for h in hosts for s in read_series(work, h.name, f".{h.endpoint[0]}", listing)]
         rebase_series(m.series)
         metrics = sampler.summary(skip_s=step.ramp, until_s=run.fio.wall_s)
         m.controller = metrics.pop(CONTROLLER)

@@ -4,7 +4,7 @@
       - name: esx01                  # optional; defaults to the address
         address: 10.0.0.11:8765      # host[:port]; fio's default port is 8765
         labels: {site: a, rack: r1, fault_domain: fd1}
-        targets: [/mnt/datastore1]   # directories on that host
+        targets: [/mnt/datastore1]   # directories on that host, or one block device (/dev/sdb)
         metrics: http://10.0.0.11:9100/metrics   # optional node_exporter
         nic_gbps: 25                 # optional, for the network-bound check
 """
@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import IofleetError
-from ..plan.load import format_validation_error
-from ..plan.model import check_name, check_target_path
-from ..plan.units import parse_size
+from ..plan.load import YAML_VALUE_PROBLEM, format_validation_error
+from ..plan.model import check_name, check_target_path, device_alone
+from ..plan.units import parse_size, shown
 
 DEFAULT_FIO_PORT = 8765
 ADDRESS_EXAMPLES = "e.g. 10.0.0.11, 10.0.0.11:8765, [2001:db8::11]:8765 or storage01:8765"
-_HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
-_LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_URL_RE = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/-]*)?$")
+_HOSTNAME_RE = re.compile(r"^(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z")
+_LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")  # \Z, not `$` ("a\n")
+_URL_RE = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/-]*)?\Z")
 
 
 class InventoryError(IofleetError):
@@ -58,6 +58,8 @@ def parse_address(value: Any) -> tuple[str, int]:
 
 
 def _ip_version(text: str) -> int | None:
+    if not re.fullmatch(r"[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?", text):
+        return None  # e.g. a scope id fio would misread ('fe80::1%a,b') or a newline
     try:
         return ipaddress.ip_address(text).version
     except ValueError:
@@ -65,7 +67,7 @@ def _ip_version(text: str) -> int | None:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
         raise ValueError("the port must be a number from 1 to 65535")
     return int(text)
 
@@ -76,8 +78,9 @@ def _check_labels(value: Any) -> dict:
     if not isinstance(value, dict):
         raise ValueError("labels are a mapping such as {site: a, rack: r1}")
     for k, v in value.items():
-        if not isinstance(k, str) or not _LABEL_RE.match(k) or not isinstance(v, (str, int)) or not _LABEL_RE.match(str(v)):
-            raise ValueError(f"label {k!r}: {v!r}: use letters, digits, '.', '_' or '-'")
+        text = v if isinstance(v, str) else str(v) if isinstance(v, int) and abs(v) < 10**64 else ""
+        if not isinstance(k, str) or not _LABEL_RE.match(k) or not _LABEL_RE.match(text):
+            raise ValueError(f"label {shown(k)}: {shown(v)}: use letters, digits, '.', '_' or '-'")
     return {k: str(v) for k, v in value.items()}
 
 
@@ -100,12 +103,21 @@ class Host(BaseModel):
     # tests then say whether their working set fits (cache test) or not.
     cache_size: Optional[Annotated[int, BeforeValidator(parse_size)]] = None
 
+    @field_validator("targets")
+    @classmethod
+    def _device_alone(cls, targets):
+        problem = device_alone(targets)
+        if problem:
+            raise ValueError(problem)
+        return targets
+
     @model_validator(mode="after")
     def _default_name(self):
         if self.name is None:
             host, port = self.endpoint
             name = host if port == DEFAULT_FIO_PORT else f"{host}-{port}"
-            self.name = re.sub(r"[^A-Za-z0-9_.-]", "-", name).strip("-")[:64]
+            # A plain name (it names files and job sections); '::' leaves nothing of its own.
+            self.name = re.sub(r"[^A-Za-z0-9_.-]", "-", name).strip("-_.")[:64] or "host"
         return self
 
     @property
@@ -155,12 +167,17 @@ def load_inventory(path: str | Path) -> Inventory:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise InventoryError(f"{path}: no such inventory file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InventoryError(f"{path}: cannot read the inventory ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise InventoryError(f"{path}: byte {exc.start} is not UTF-8 text; save the inventory as UTF-8") from None
+    except OSError as exc:
+        raise InventoryError(f"{path}: cannot read the inventory ({exc.strerror or exc})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise InventoryError(f"{path}: not valid YAML{where}") from None
+    except (ValueError, TypeError, LookupError, AttributeError, OverflowError, RecursionError) as exc:  # PyYAML's constructors
+        problem = YAML_VALUE_PROBLEM if not isinstance(exc, RecursionError) else "nested too deeply"
+        raise InventoryError(f"{path}: not valid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise InventoryError(f"{path}: an inventory is a YAML mapping with a `hosts:` list")
     try:

@@ -3,13 +3,14 @@
 import os
 import platform
 import socket
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
 
 from ..errors import FioError, IofleetError
 from ..fio.command import error_line, fio_binary
-from ..fio.jobfile import DATA_DIR_NAME, render_probe
+from ..fio.jobfile import DATA_DIR_NAME, Device, render_probe
 from ..plan.params import AUTO_ENGINES
 
 
@@ -34,10 +35,12 @@ def host_facts() -> dict:
 
 
 def target_rotational(target: Path) -> bool | None:
-    """Whether the block device under a directory is a spinning disk; None
-    where it cannot be seen (tmpfs, overlay, network filesystems)."""
+    """Whether the block device under a directory (or a device target
+    itself) is a spinning disk; None where it cannot be seen (tmpfs,
+    overlay, network filesystems)."""
     try:
-        dev = os.stat(target).st_dev
+        st = os.stat(target)
+        dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
         sys_dev = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
         for d in (sys_dev, sys_dev.parent):  # a partition's queue is its disk's
             flag = d / "queue" / "rotational"
@@ -107,7 +110,7 @@ class TargetDirs:
         return removed
 
 
-def resolve_engine(target: Path, engine: str, direct: bool) -> str:
+def resolve_engine(target: Path | Device, engine: str, direct: bool) -> str:
     """The engine to use on a target: the one asked for, checked, or for
     `auto` the first of io_uring, libaio, psync that works there."""
     candidates = AUTO_ENGINES if engine == "auto" else (engine,)
@@ -128,5 +131,5 @@ def resolve_engine(target: Path, engine: str, direct: bool) -> str:
                 return candidate
             errors.append(f"{candidate}: {error_line(proc.stderr, proc.stdout)}")
     hint = " (the filesystem may not support O_DIRECT: try `direct: false`)" if direct else ""
-    raise FioError(f"target {target}: no IO engine works{hint}: " + "; ".join(errors))
+    raise FioError(f"target {getattr(target, 'path', target)}: no IO engine works{hint}: " + "; ".join(errors))
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from ..errors import FioError, ImportFormatError
 from ..fio.command import client_command, error_line
-from ..fio.jobfile import render_cleanup, render_probe
+from ..fio.jobfile import Device, render_cleanup, render_probe
 from ..fio.parse import parse_output
 from ..plan.params import AUTO_ENGINES
 from ..fio.records import DiskUtil, JobResult
+from .devices import where
 from .inventory import Host
 from .runner import FioRun, run_fio
 
@@ -29,14 +30,17 @@ class FleetRun:
     warmup_errors: list[str] = field(default_factory=list)  # hosts whose warm-up failed
 
 
-def _host_of(hosts: list[Host], reported: str) -> str:
-    """Inventory name of a host as fio's client names it (its address, or
-    address:port when two servers share an address)."""
+def _host_names(hosts: list[Host]) -> dict[str, str]:
+    """Inventory names of hosts as fio's client names them (their address,
+    or address:port when two servers share an address): reported name →
+    the first host that answers to it. One table per run rather than a
+    search per job (64 hosts × 128 jobs)."""
+    names: dict[str, str] = {}
     for h in hosts:
         addr, port = h.endpoint
-        if reported in (addr, f"{addr}:{port}", h.fio_client_arg):
-            return h.name
-    return reported
+        for reported in (addr, f"{addr}:{port}", h.fio_client_arg):
+            names.setdefault(reported, h.name)
+    return names
 
 
 def run_on_hosts(
@@ -57,9 +61,10 @@ def run_on_hosts(
         except ImportFormatError as exc:
             run.parse_error = str(exc)
         else:
-            run.jobs = [JobResult(**{**j.__dict__, "host": _host_of(hosts, j.host)}) for j in parsed.jobs]
-            run.disks = [DiskUtil(**{**d.__dict__, "host": _host_of(hosts, d.host)}) for d in parsed.disks]
-            run.warmup_errors = sorted({_host_of(hosts, j.host) for j in parsed.warmup_jobs if j.error})
+            names = _host_names(hosts)
+            run.jobs = [JobResult(**{**j.__dict__, "host": names.get(j.host, j.host)}) for j in parsed.jobs]
+            run.disks = [DiskUtil(**{**d.__dict__, "host": names.get(d.host, d.host)}) for d in parsed.disks]
+            run.warmup_errors = sorted({names.get(j.host, j.host) for j in parsed.warmup_jobs if j.error})
     seen = {j.host for j in run.jobs}
     run.lost = [h.name for h in hosts if h.name not in seen]
     return run
@@ -81,7 +86,7 @@ def resolve_fleet_engines(hosts: list[Host], engine: str, direct: bool, work: Pa
         todo = [h for h in hosts if h.name not in chosen]
         if not todo:
             break
-        jobs = {h.name: render_probe(Path(h.targets[0]), candidate, direct) for h in todo}
+        jobs = {h.name: render_probe(_probe_target(h), candidate, direct) for h in todo}
         run = run_on_hosts(jobs, todo, work, stop, timeout_s=60, tag=f"probe-{candidate}")
         ok = {j.host for j in run.jobs if not j.error}
         for h in todo:
@@ -94,6 +99,11 @@ def resolve_fleet_engines(hosts: list[Host], engine: str, direct: bool, work: Pa
         raise FioError("; ".join(f"host {h.name}: no IO engine works ({' / '.join(errors[h.name])})"
                                  for h in missing))
     return chosen
+
+
+def _probe_target(host: Host) -> Path | Device:
+    target = where(host.targets)
+    return target if isinstance(target, Device) else target[0]
 
 
 def cleanup_fleet(hosts: list[Host], jobs: int, work: Path) -> list[str]:

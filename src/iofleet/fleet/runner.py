@@ -2,6 +2,7 @@
 status for live figures, stops it cleanly on request, and hands back the
 final output."""
 
+import fnmatch
 import json
 import os
 import signal
@@ -15,6 +16,10 @@ from ..fio.jobfile import LOG_INTERVAL_MS, LOG_METRICS, LOG_PREFIX, WARMUP_LOG_P
 from ..fio.parse import DocumentSplitter, parse_log
 from ..fio.records import Series
 from .metrics import HostSample
+from .procs import end_with_parent, kill_leftovers
+
+# fio's line when it refuses to write to a device its host has mounted.
+MOUNTED_REFUSAL = "appears mounted, and 'allow_mounted_write' isn't set"
 
 # After asking fio to stop (SIGINT, it then writes its results), how long
 # to wait before killing it.
@@ -109,6 +114,9 @@ def run_fio(
         # Own process group: a terminal Ctrl-C reaches iofleet only, and
         # iofleet decides how fio is stopped.
         start_new_session=True,
+        # fio stops its jobs when iofleet dies, even by kill -9 (procs.py).
+        preexec_fn=end_with_parent(),
+        restore_signals=False,
     )
     splitter = DocumentSplitter()
     docs: list[str] = []
@@ -155,17 +163,37 @@ def run_fio(
             proc.wait()
             break
         time.sleep(0.1)
+    if proc.returncode < 0:
+        # Killed by a signal: its job processes (each in a session of its
+        # own) would run on until their runtime is over.
+        kill_leftovers(cmd)
     for t in readers:
         t.join(timeout=10)
+    stdout, stderr = "".join(other), "".join(stderr_parts)
     return FioRun(
-        returncode=proc.returncode,
+        # fio refuses to write to a mounted device (allow_mounted_write, on
+        # fio servers too) but then exits 0, having done nothing.
+        returncode=1 if proc.returncode == 0 and MOUNTED_REFUSAL in stdout + stderr else proc.returncode,
         final_output=docs[-1] if docs else None,
-        stdout="".join(other),
-        stderr="".join(stderr_parts),
+        stdout=stdout,
+        stderr=stderr,
         stopped=stopped,
         killed=killed,
         wall_s=time.monotonic() - start,
     )
+
+
+def killed_reason(fio: FioRun) -> str | None:
+    """Why fio ended, when something other than iofleet killed it."""
+    if fio.returncode >= 0 or fio.stopped:
+        return None
+    sig = -fio.returncode
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = "unknown signal"
+    return (f"fio was killed by signal {sig} ({name}) {fio.wall_s:.1f} s into the test, by another process "
+            f"or the kernel (out of memory? see `dmesg`); its figures so far are not kept")
 
 
 def _signal(proc: subprocess.Popen, sig: int) -> None:
@@ -175,24 +203,27 @@ def _signal(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def read_series(work: Path, host: str, suffix: str = "") -> list[Series]:
+def read_series(work: Path, host: str, suffix: str = "", listing: list[str] | None = None) -> list[Series]:
     """Per-second series from the logs fio wrote in `work`:
     <prefix>_<kind>.<job>.log, plus `.<address>` when fio's client wrote
     them for a server (pass that as `suffix`). The warm-up group's logs
-    give the series' warm-up part (phase "warmup")."""
+    give the series' warm-up part (phase "warmup"). `listing`: the names
+    in `work`, when the caller has them (one listing for every host)."""
     out = []
+    # One listing, not a glob per kind: a fleet test's work directory holds
+    # every host's logs.
+    ours = [name for name in (os.listdir(work) if listing is None else listing) if name.endswith(f".log{suffix}")]
     for phase, prefix in (("warmup", WARMUP_LOG_PREFIX), ("measured", LOG_PREFIX)):
         for kind, (metric, factor) in LOG_METRICS.items():
-            files = sorted(work.glob(f"{prefix}_{kind}.*.log{suffix}"))
+            files = sorted(work / name for name in fnmatch.filter(ours, f"{prefix}_{kind}.*.log{suffix}"))
             # fio numbers jobs across the whole job file (from 1): the
             # measured jobs follow the warm-up's, so count from the first.
             numbers = {f: int(f.name.split(".")[1]) for f in files}
             first = min(numbers.values(), default=1)
             for f in files:
-                for direction, (t_ms, values) in parse_log(f.read_text()).items():
+                for direction, (t_ms, values) in parse_log(f.read_text(), scale=factor).items():
                     out.append(Series(host=host, job_index=numbers[f] - first, metric=metric,
-                                      direction=direction, t_ms=t_ms, values=[v * factor for v in values],
-                                      phase=phase))
+                                      direction=direction, t_ms=t_ms, values=values, phase=phase))
     return out
 
 

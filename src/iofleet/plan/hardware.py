@@ -16,11 +16,13 @@ from .units import format_size, parse_size
 def _block(value: int) -> int:
     if value < 512:
         raise ValueError(f"{value} bytes is below 512; use e.g. 4k or 256k")
+    if value > 1024**4:  # (a number of thousands of digits would not even print)
+        raise ValueError("above 1t (1 TiB); use e.g. 4k or 256k")
     return value
 
 
 BlockSize = Annotated[int, BeforeValidator(parse_size), AfterValidator(_block)]
-Rate = Annotated[float, Field(gt=0)]
+Rate = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # .inf would divide by zero in the model
 LAYOUTS = ("raid0", "mirror", "raid5", "raid6", "erasure")
 FIGURES = ("read_iops", "write_iops", "read_mb_s", "write_mb_s")
 
@@ -35,7 +37,7 @@ class DeviceSpec(BaseModel):
     read_mb_s: Optional[Rate] = None  # 10^6 bytes/s, as everywhere in iofleet
     write_mb_s: Optional[Rate] = None
     bs: Optional[BlockSize] = None  # the block size the IOPS figures were measured at
-    run: Optional[Annotated[int, Field(ge=1)]] = None
+    run: Optional[Annotated[int, Field(ge=1, lt=2**63)]] = None  # (a run id: an SQLite integer)
 
     @model_validator(mode="after")
     def _figures_or_run(self):
@@ -78,12 +80,12 @@ class HardwareModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = "model"
     device: DeviceSpec
-    devices_per_host: Annotated[int, Field(ge=1)]
-    hosts: Annotated[int, Field(ge=1)] = 1
+    devices_per_host: Annotated[int, Field(ge=1, le=100_000)]  # bounded: the model computes in floats
+    hosts: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     layout: Literal[LAYOUTS]  # type: ignore[valid-type]
-    copies: Optional[Annotated[int, Field(ge=2)]] = None  # mirror only
-    k: Optional[Annotated[int, Field(ge=1)]] = None  # erasure: data chunks
-    m: Optional[Annotated[int, Field(ge=1)]] = None  # erasure: parity chunks
+    copies: Optional[Annotated[int, Field(ge=2, le=1000)]] = None  # mirror only
+    k: Optional[Annotated[int, Field(ge=1, le=1000)]] = None  # erasure: data chunks
+    m: Optional[Annotated[int, Field(ge=1, le=1000)]] = None  # erasure: parity chunks
     stripe_unit: Optional[BlockSize] = None  # per-device chunk; enables full-stripe writes
     nic_gbps: Optional[Rate] = None  # per host, one direction (links are full duplex)
     workloads: Annotated[list[ModelWorkload], Field(min_length=1)] = Field(

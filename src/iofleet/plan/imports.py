@@ -31,7 +31,7 @@ import yaml
 from ..errors import PlanError
 from .expand import expand
 from .load import load_plan, parse_plan
-from .model import NAME_RE, Plan, check_target_path
+from .model import NAME_RE, Plan, check_target_path, is_device_path
 from .params import ENGINES, PARAMS
 from .units import format_size, parse_duration
 
@@ -300,6 +300,8 @@ def _finish(path: Path, kind: str, workloads: list[_Workload], targets: list[str
 
 def _add_target(directory: str, targets: list[str], notes: _Notes, where: str) -> None:
     try:
+        if is_device_path(directory):  # a target under /dev is a device, never a directory for files
+            raise ValueError("a directory under /dev")
         check_target_path(directory)
     except ValueError as exc:
         notes.add(INFO, where, f"{_shown(directory)} is not carried over as a target ({exc})",
@@ -700,7 +702,7 @@ def _vdb_workload(w: _Workload, rd: _VdbDef, wd: _VdbDef, tables, general, conte
                 lo, hi = 0, int(lo_hi[0])
             else:
                 lo, hi = int(lo_hi[0]), int(lo_hi[1])
-        except ValueError:
+        except (ValueError, IndexError):  # IndexError: range=()
             notes.add(UNSUPPORTED, f"{label} range={_shown(rng)}",
                       "an absolute range is not carried over; iofleet gives the working set in % of each file")
         else:

@@ -8,6 +8,9 @@ from pydantic import ValidationError
 
 from ..errors import PlanError
 from .model import Plan
+from .units import shown as show_value
+
+YAML_VALUE_PROBLEM = "a value cannot be read (an impossible date, a number too long, or a wrong !!tag)"
 
 
 def loc_path(loc: tuple) -> str:
@@ -16,8 +19,9 @@ def loc_path(loc: tuple) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
+        else:  # an unknown key is the user's text: quoted if blank or not printable ('\n' would split the line)
+            text = str(part)
+            out += ("." if out else "") + (text if text.isprintable() and text.strip() else repr(text))
     return out or "(top level)"
 
 
@@ -41,7 +45,7 @@ def field_problems(exc: ValidationError) -> list[tuple[str, str]]:
         # Pydantic adds the validator's name for Annotated/union steps; drop it.
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
         value = err.get("input")
-        shown = "" if err["type"] in ("missing",) or isinstance(value, dict) else f" (got {value!r})"
+        shown = "" if err["type"] in ("missing",) or isinstance(value, dict) else f" (got {show_value(value)})"
         message = _message(err)
         named = re.match(r"^([A-Za-z_][\w.\[\]]*): (.*)$", message) if not loc else None
         if named:  # a whole-plan check that names its own field
@@ -76,14 +80,23 @@ def with_targets(plan: Plan, targets: list[str], source: str = "--target") -> Pl
     return parse_plan(plan.model_dump(exclude_none=True) | {"targets": [str(t) for t in targets]}, source)
 
 
+def with_destroy_data(plan: Plan, devices: list[str], source: str = "--destroy-data") -> Plan:
+    """The plan with more devices whose data may be destroyed (given on the
+    command line), checked like the file's own `destroy_data:`."""
+    named = list(dict.fromkeys([*plan.destroy_data, *map(str, devices)]))
+    return parse_plan(plan.model_dump(exclude_none=True) | {"destroy_data": named}, source)
+
+
 def read_yaml(path: Path, what: str = "plan"):
     """A YAML file's data; PlanError naming the file (and the line) otherwise."""
     try:
         text = path.read_text()
     except FileNotFoundError:
         raise PlanError([f"{path}: no such {what} file"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanError([f"{path}: cannot read the {what} ({exc})"]) from None
+    except UnicodeDecodeError as exc:
+        raise PlanError([f"{path}: byte {exc.start} is not UTF-8 text; save the {what} as UTF-8"]) from None
+    except OSError as exc:
+        raise PlanError([f"{path}: cannot read the {what} ({exc.strerror or exc})"]) from None
     return yaml_data(text, str(path))
 
 
@@ -94,9 +107,16 @@ def yaml_data(text: str, source: str):
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
+        # (PyYAML appends Python's own error to some: "failed to decode base64 data: <codec error>")
+        problem = (getattr(exc, "problem", None) or "invalid YAML").split(": ", 1)[0]
         raise PlanError([f"{source}: not valid YAML{where}: {problem}"],
                         fields=[("", f"not valid YAML{where}: {problem}")]) from None
+    except (ValueError, TypeError, LookupError, AttributeError, OverflowError, RecursionError) as exc:
+        # PyYAML's value constructors raise these (2001-13-45, `!!int x`,
+        # a 5000-digit number), and deep nesting exhausts the stack.
+        problem = YAML_VALUE_PROBLEM if not isinstance(exc, RecursionError) else "nested too deeply"
+        raise PlanError([f"{source}: not valid YAML: {problem}"],
+                        fields=[("", f"not valid YAML: {problem}")]) from None
 
 
 def parse_plan_text(text: str, source: str = "<plan>") -> Plan:

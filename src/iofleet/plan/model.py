@@ -12,11 +12,11 @@ from pydantic import BeforeValidator, ConfigDict, Field, create_model, field_val
 
 from .params import MATRIX_PARAMS, PARAMS, RUN_PARAMS
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")  # \Z: `$` would pass "name\n"
 # Characters a target path may hold. Excludes what fio or a shell would
 # interpret: ':' (fio's directory separator), '$' (fio expands ${VAR}),
 # ';', '`', quotes, '%', newlines and other control characters.
-PATH_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]+$")
+PATH_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]+\Z")
 
 
 def check_name(value: Any) -> str:
@@ -27,19 +27,48 @@ def check_name(value: Any) -> str:
     return value
 
 
+# A block device path: it goes to fio's `filename=` as it is, where ':'
+# separates files and ',' or spaces could start other values, so neither
+# they nor '.'/'..' components (which could leave /dev) are allowed; \Z,
+# as `$` would let a trailing newline through.
+DEVICE_RE = re.compile(r"^/dev(/[A-Za-z0-9_+@=~-][A-Za-z0-9_.+@=~-]*)+\Z")
+
+
+def is_device_path(value: str) -> bool:
+    """A target under /dev names a raw block device, not a directory."""
+    return value == "/dev" or value.startswith("/dev/")
+
+
+def check_device_path(value: Any) -> str:
+    if not isinstance(value, str) or not DEVICE_RE.match(value):
+        raise ValueError(
+            "a device is /dev/NAME with letters, digits and _ . + @ = ~ - only "
+            "(no ',', ':', spaces or '..'), e.g. /dev/sdb or /dev/disk/by-id/NAME"
+        )
+    return value
+
+
 def check_target_path(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError("expected a directory path")
+        raise ValueError("expected a directory path or a block device (/dev/...)")
+    if is_device_path(value):
+        return check_device_path(value)
     if not PATH_RE.match(value) or value != value.strip():
         raise ValueError(
             "a target path may hold only letters, digits, spaces and _ . / + @ , = ~ - "
             "(no ':', '$', ';', quotes or control characters)"
         )
-    if value == "/dev" or value.startswith("/dev/"):
-        raise ValueError(
-            "device targets are not supported yet; give a directory on the storage to test"
-        )
     return value
+
+
+def device_alone(targets: list[str]) -> str | None:
+    """Why a list of targets mixing a device with others is refused, or None.
+    A device is one region per job, which fio cannot spread over several
+    targets the way it spreads job files over directories."""
+    if len(targets) > 1 and any(is_device_path(t) for t in targets):
+        return ("a device target is tested alone (one device per host, no directories beside it); "
+                "run one plan per device, or give directories only")
+    return None
 
 
 def _param_type(name: str):
@@ -89,6 +118,10 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
     # `iofleet/` sub-directory of each. `--target` on the command line
     # replaces this list.
     targets: list[Annotated[str, BeforeValidator(check_target_path)]] = []
+    # Devices whose data may be destroyed: a device target carrying a
+    # filesystem, partition table or other signature is refused unless it is
+    # named here (never a mounted or in-use one).
+    destroy_data: list[Annotated[str, BeforeValidator(check_device_path)]] = []
     # With an inventory (--hosts): run only on hosts carrying these labels.
     hosts: Optional[dict[str, str]] = None
     keep_files: bool = False
@@ -100,6 +133,14 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
     mixed: bool = False
     defaults: WorkloadParams = WorkloadParams()  # type: ignore[valid-type]
     workloads: Annotated[list[Workload], Field(min_length=1)]
+
+    @field_validator("targets")
+    @classmethod
+    def _device_alone(cls, targets):
+        problem = device_alone(targets)
+        if problem:
+            raise ValueError(problem)
+        return targets
 
     @model_validator(mode="after")
     def _host_groups(self):
@@ -124,3 +165,9 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
 
     def target_paths(self) -> list[Path]:
         return [Path(t) for t in self.targets]
+
+    def sets(self, param: str) -> bool:
+        """Whether the plan gives a workload parameter anywhere (defaults, a
+        workload or its matrix), rather than leaving it to the default."""
+        holders = [self.defaults, *self.workloads, *(w.matrix for w in self.workloads if w.matrix)]
+        return any(getattr(h, param) is not None for h in holders)

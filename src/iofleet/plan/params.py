@@ -87,7 +87,7 @@ PARAMS: dict[str, Param] = {
               minimum=1, maximum=4096),
         Param("jobs", "int", 1, "parallel jobs (threads), each with its own file",
               "numjobs", minimum=1, maximum=1024),
-        Param("size", "size", 1024**3, "size of each job's data file", "size",
+        Param("size", "size", 1024**3, "size of each job's data file (on a device: its region)", "size",
               minimum=4096, maximum=1024**5),
         Param("working_set_pct", "pct", 100, "share of each file that the IO touches",
               "size (of the file region)", minimum=1, maximum=100),

@@ -6,6 +6,7 @@ bare number of seconds. Values handed to fio are always plain integers, so
 fio never has to interpret a unit.
 """
 
+import math
 import re
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
@@ -14,12 +15,22 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|min|s|m|h|d)", re.IGNORECASE)
 _DURATION_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
+def shown(value) -> str:
+    """A value as an error message shows it: its repr, cut short (the repr
+    of an int of thousands of digits raises ValueError)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return "a number too long to show"
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def _plain_number(value, what: str) -> int | None:
     """A bare YAML number given for a size or duration, or None if text."""
     if isinstance(value, bool):
         raise ValueError(f"expected a {what}")
     if isinstance(value, (int, float)):
-        if value < 0 or value != int(value):
+        if (isinstance(value, float) and not math.isfinite(value)) or value < 0 or value != int(value):
             raise ValueError(f"a {what} is a whole, non-negative number")
         return int(value)
     return None
@@ -32,13 +43,15 @@ def parse_size(value) -> int:
         return number
     m = _SIZE_RE.match(str(value)) if isinstance(value, str) else None
     if not m:
-        raise ValueError(f"{value!r} is not a size; use e.g. 4k, 128KiB, 20GiB")
+        raise ValueError(f"{shown(value)} is not a size; use e.g. 4k, 128KiB, 20GiB")
     number, prefix, suffix = m.groups()
     if suffix and not prefix and suffix.lower() == "ib":
-        raise ValueError(f"{value!r} is not a size; use e.g. 4k, 128KiB, 20GiB")
+        raise ValueError(f"{shown(value)} is not a size; use e.g. 4k, 128KiB, 20GiB")
     size = float(number) * 1024 ** _SIZE_POWER[prefix.lower()]
+    if not math.isfinite(size):
+        raise ValueError(f"{shown(value)} is far too large for a size")
     if not size.is_integer():
-        raise ValueError(f"{value!r} is not a whole number of bytes")
+        raise ValueError(f"{shown(value)} is not a whole number of bytes")
     return int(size)
 
 
@@ -48,14 +61,18 @@ def parse_duration(value) -> int:
     if number is not None:
         return number
     text = str(value).strip().replace(" ", "") if isinstance(value, str) else ""
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # not '²', which int() refuses
+        if len(text) > 30:  # (nor thousands of digits)
+            raise ValueError(f"{shown(value)} is far too long for a duration")
         return int(text)
     parts = _DURATION_PART.findall(text)
     if not text or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"{value!r} is not a duration; use e.g. 90s, 5m, 2h, 1h30m")
+        raise ValueError(f"{shown(value)} is not a duration; use e.g. 90s, 5m, 2h, 1h30m")
     seconds = sum(float(n) * _DURATION_SECONDS[u.lower()] for n, u in parts)
+    if not math.isfinite(seconds):
+        raise ValueError(f"{shown(value)} is far too long for a duration")
     if not float(seconds).is_integer():
-        raise ValueError(f"{value!r} is not a whole number of seconds")
+        raise ValueError(f"{shown(value)} is not a whole number of seconds")
     return int(seconds)
 
 

@@ -89,6 +89,11 @@ def methodology_notes(run: dict) -> list[tuple[str, str | None]]:
                       f"{len(per_host)} host{'s' if len(per_host) > 1 else ''} in {prepared['seconds']:.1f} s.", None))
     elif method:  # reads of the unwritten data are a diagnostics finding (unprepared_reads)
         notes.append(("Preparation: none (prepare: none); the data files were not written before the tests.", None))
+    for r in method.get("resumes") or []:  # `run --resume`: when, and what ran then
+        replaced = "".join(f"; {test} replaces its {status} result" for test, status in r["replaced"].items())
+        again = (f"; preparation written again in {r['prepare']['seconds']:.1f} s" if r.get("prepare") else "")
+        notes.append((f"Resumed at {r['at']}: {', '.join(r['tests']) or 'no test'} ran then{replaced}{again}.",
+                      None))
     caches: dict[str, set[str]] = {}
     for t in tests:
         for host, text in (t["methodology"].get("cache") or {}).items():

@@ -62,10 +62,14 @@ def _known_params(options: dict) -> dict:
 
 
 def _options(raw: dict, jobname: str) -> dict:
-    options = dict(raw.get("global options") or {})
-    for entry in raw.get("jobs") or raw.get("client_stats") or []:
+    # Informative only: anything that is not fio's {option: value} is left out.
+    glob = raw.get("global options")
+    options = dict(glob) if isinstance(glob, dict) else {}
+    entries = raw.get("client_stats") if "client_stats" in raw else raw.get("jobs")
+    for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict) and entry.get("jobname") == jobname:
-            options.update(entry.get("job options") or {})
+            own = entry.get("job options")
+            options.update(own if isinstance(own, dict) else {})
             break
     return {str(k): str(v) for k, v in options.items()}
 

@@ -12,17 +12,28 @@ Rules the store keeps:
 - Every number round-trips exactly (REAL is IEEE double, INTEGER is int64).
 - The schema is versioned with `PRAGMA user_version` and migrated forward on
   open; a database from a newer iofleet is refused, never rewritten.
+- A run being measured is held by its process: an exclusive lock on
+  locks/run-<id>.lock (flock, released by the kernel when the process dies,
+  even by kill -9). A run left 'running' that no process holds is stale:
+  its process crashed, and `iofleet run --resume` can finish it.
+- Running out of space (or any other write failure of the data directory)
+  is a StoreError naming the directory, never a half-written test.
 
 A Store is one sqlite3 connection: use one Store per thread.
 """
 
+import contextlib
+import errno
+import fcntl
 import gzip
 import json
 import os
+import shutil
 import sqlite3
 import sys
 from array import array
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -33,10 +44,16 @@ from .model import Aggregate
 
 DB_NAME = "results.db"
 ARTIFACTS_DIR = "artifacts"
+# Threads compressing and syncing a test's artifact files: compression
+# uses every CPU, and the fsyncs overlap (a test on 64 hosts has ~300 files;
+# one at a time they take seconds).
+ARTIFACT_WRITERS = max(16, os.cpu_count() or 1)
+LOCKS_DIR = "locks"
 
 RUN_SOURCES = ("run", "import")
 RUN_STATUSES = ("running", "complete", "failed", "interrupted", "partial")
 TEST_STATUSES = ("ok", "failed", "interrupted", "partial")
+FINISHED_TEST_STATUSES = ("ok", "partial")  # not run again by a resume
 
 # Forward migrations: MIGRATIONS[i] takes a database from version i to i + 1.
 # The figures of one direction (read, write, all), in the aggregate table
@@ -193,6 +210,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE tests ADD COLUMN methodology TEXT;         -- JSON object
     ALTER TABLE series ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured';  -- measured | warmup
     """,
+    # v4: what `iofleet run --resume` needs to go on with a run where it
+    # stopped (targets, inventory, hosts); NULL: the run cannot be resumed.
+    """
+    ALTER TABLE runs ADD COLUMN resume TEXT;               -- JSON object
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -287,6 +309,7 @@ class Store:
         self.data_dir = data_dir
         self.path = data_dir / DB_NAME
         self._conn = conn
+        self._locks: dict[int, int] = {}  # run id → fd of its held lock file
 
     # ---- opening -------------------------------------------------------
 
@@ -317,6 +340,8 @@ class Store:
             _migrate(conn, version)
         except sqlite3.DatabaseError as e:
             conn.close()
+            if _no_space(e, data_dir):
+                raise _cannot_write(data_dir, e) from None
             if "not a database" in str(e) or "malformed" in str(e):
                 raise StoreError(f"{db} is not an iofleet results database (not SQLite); "
                                  f"move it away or choose another data directory") from None
@@ -327,7 +352,73 @@ class Store:
         return cls(data_dir, conn)
 
     def close(self) -> None:
+        for fd in self._locks.values():
+            os.close(fd)  # the runs stay as they are: running ones become stale
+        self._locks.clear()
         self._conn.close()
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """Failures to write the data directory (disk full, read-only, I/O
+        error) become one StoreError naming it."""
+        try:
+            yield
+        except (sqlite3.OperationalError, OSError) as e:
+            raise _cannot_write(self.data_dir, e) from None
+
+    # ---- who is running a run -----------------------------------------
+
+    def _lock_path(self, run_id: int) -> Path:
+        return self.data_dir / LOCKS_DIR / f"run-{run_id}.lock"
+
+    def claim_run(self, run_id: int) -> None:
+        """Hold the run for this process until finish_run, release_run or
+        close; StoreError when another process holds it."""
+        if run_id in self._locks:
+            return
+        path = self._lock_path(run_id)
+        with self._writing():
+            path.parent.mkdir(exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _lock_note(fd)
+            os.close(fd)
+            raise StoreError(f"run {run_id} is being run by another iofleet process{holder}; wait for it to end, "
+                             f"or stop it (Ctrl-C there), before resuming it") from None
+        try:  # who holds it, for that message; the lock works without it
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass
+        self._locks[run_id] = fd
+
+    def release_run(self, run_id: int) -> None:
+        """Let go of a run held by claim_run (its status is not changed)."""
+        fd = self._locks.pop(run_id, None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                self._lock_path(run_id).unlink()
+            os.close(fd)
+
+    def run_holder(self, run_id: int) -> int | None:
+        """The pid of the process running `run_id` (0 when it cannot be
+        read), or None when no process holds it."""
+        try:
+            fd = os.open(self._lock_path(run_id), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                return int(os.pread(fd, 32, 0).split()[0])
+            except (OSError, ValueError, IndexError):
+                return 0
+        finally:
+            os.close(fd)
+        return None
 
     def __enter__(self) -> "Store":
         return self
@@ -347,31 +438,57 @@ class Store:
         fio_version: str | None,
         host_facts: dict,
         tests_planned: int,
+        resume: dict | None = None,
     ) -> int:
-        """Record a new run with status 'running'; returns its id."""
+        """Record a new run with status 'running', held by this process
+        (see claim_run) until finish_run; returns its id. `resume`: what a
+        later `run --resume` needs (None: it cannot be resumed)."""
         if source not in RUN_SOURCES:
             raise ValueError(f"source must be one of {RUN_SOURCES}, not {source!r}")
-        cur = self._conn.execute(
-            "INSERT INTO runs (label, plan_name, plan_text, source, status, created_at,"
-            " fio_version, host_facts, tests_planned) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
-            (label, plan_name, plan_text, source, utc_now(), fio_version,
-             _json(host_facts), tests_planned),
-        )
-        return cur.lastrowid
+        conn = self._conn
+        with self._writing():
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                run_id = conn.execute(
+                    "INSERT INTO runs (label, plan_name, plan_text, source, status, created_at,"
+                    " fio_version, host_facts, tests_planned, resume) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                    (label, plan_name, plan_text, source, utc_now(), fio_version,
+                     _json(host_facts), tests_planned, _json(resume) if resume is not None else None),
+                ).lastrowid
+                if source == "run":  # held before any other process can see it
+                    self.claim_run(run_id)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return run_id
+
+    def reopen_run(self, run_id: int) -> None:
+        """A run held with claim_run is running again (a resume)."""
+        if run_id not in self._locks:
+            raise StoreError(f"internal: run {run_id} must be claimed before it is reopened")
+        with self._writing():
+            self._conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", (run_id,))
 
     def set_run_methodology(self, run_id: int, methodology: dict) -> None:
         """What was done before the tests: preparation and cache policy."""
-        with self._conn:
+        with self._writing(), self._conn:
             self._conn.execute("UPDATE runs SET methodology = ? WHERE id = ?", (_json(methodology), run_id))
 
     def finish_run(self, run_id: int, status: str, note: str | None = None) -> None:
-        """Set the final status and end time (and a note, when given)."""
+        """Set the final status and end time (and a note, when given), and
+        let go of the run."""
         if status not in RUN_STATUSES:
             raise ValueError(f"status must be one of {RUN_STATUSES}, not {status!r}")
-        cur = self._conn.execute(
-            "UPDATE runs SET status = ?, ended_at = ?, note = coalesce(?, note) WHERE id = ?",
-            (status, utc_now(), note, run_id),
-        )
+        try:
+            with self._writing():
+                cur = self._conn.execute(
+                    "UPDATE runs SET status = ?, ended_at = ?, note = coalesce(?, note) WHERE id = ?",
+                    (status, utc_now(), note, run_id),
+                )
+        finally:
+            self.release_run(run_id)  # not written: the run stays 'running', stale and resumable
         if cur.rowcount == 0:
             raise self._no_run(run_id)
 
@@ -384,10 +501,11 @@ class Store:
             return
         if "host_facts" in fields:
             fields["host_facts"] = _json(fields["host_facts"])
-        cur = self._conn.execute(
-            f"UPDATE runs SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?",
-            (*fields.values(), run_id),
-        )
+        with self._writing():
+            cur = self._conn.execute(
+                f"UPDATE runs SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?",
+                (*fields.values(), run_id),
+            )
         if cur.rowcount == 0:
             raise self._no_run(run_id)
 
@@ -401,6 +519,8 @@ class Store:
             by_status = {s: counts.get(run["id"], {}).get(s, 0) for s in TEST_STATUSES}
             run["tests_by_status"] = by_status
             run["tests_saved"] = sum(by_status.values())
+            # 'running' but held by no process: that process crashed (stale)
+            run["held_by"] = self.run_holder(run["id"]) if run["status"] == "running" else None
         return runs
 
     def latest_run_id(self) -> int | None:
@@ -529,11 +649,15 @@ class Store:
         controller: HostMetrics | None = None,
         fleet: dict | None = None,
         methodology: dict | None = None,
+        replace: bool = False,
     ) -> int:
         """Save one test and everything measured in it; returns the test's row id.
 
         All or nothing: on any error the transaction is rolled back and the
-        artifact files written by this call are removed.
+        artifact files written by this call are removed. `replace`: a test
+        run again by a resume takes the place (seq) of its stored failed or
+        interrupted result, in the same transaction; a finished one (ok,
+        partial) is never replaced.
         """
         if status not in TEST_STATUSES:
             raise ValueError(f"status must be one of {TEST_STATUSES}, not {status!r}")
@@ -543,15 +667,32 @@ class Store:
                 raise ValueError(f"artifact name {name!r} must be a plain file name")
 
         rel_dir = Path(ARTIFACTS_DIR, f"run-{run_id}", f"{seq:04d}-{_safe_name(spec['id'])}")
+        # Never into an existing directory: a replaced result's, or the
+        # files of a save that a crash cut short (harmless, but not ours).
+        base, n = rel_dir, 1
+        while (self.data_dir / rel_dir).exists():
+            n += 1
+            rel_dir = base.with_name(f"{base.name}.{n}")
         abs_dir = self.data_dir / rel_dir
         written: list[Path] = []
         made_dir = False
+        writer = None
+        old = None
         conn = self._conn
         # IMMEDIATE: take the write lock now rather than fail half-way on a busy DB.
-        conn.execute("BEGIN IMMEDIATE")
+        with self._writing():
+            conn.execute("BEGIN IMMEDIATE")
         try:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
                 raise self._no_run(run_id)
+            if replace:
+                old = conn.execute("SELECT id, status, artifact_dir FROM tests WHERE run_id = ? AND seq = ?",
+                                   (run_id, seq)).fetchone()
+                if old is not None and old["status"] in FINISHED_TEST_STATUSES:
+                    raise StoreError(f"test {seq + 1} of run {run_id} is stored {old['status']}; "
+                                     f"a finished test is never replaced")
+                if old is not None:
+                    conn.execute("DELETE FROM tests WHERE id = ?", (old["id"],))
             # The test row first: a duplicate (run, seq) fails here, before any
             # file of an already saved test could be touched.
             pk = conn.execute(
@@ -573,6 +714,10 @@ class Store:
                     _json(methodology) if methodology is not None else None,
                 ),
             ).lastrowid
+            if artifacts:  # compressed and synced on other threads while the rows go in
+                made_dir = not abs_dir.exists()
+                abs_dir.mkdir(parents=True, exist_ok=True)
+                writer = _ArtifactWriter(abs_dir, artifacts)
             self._insert_host_metrics(pk, host_metrics, controller)
             self._insert_aggregate(pk, aggregate)
             self._insert_jobs(pk, jobs)
@@ -591,25 +736,43 @@ class Store:
                 ],
             )
             if artifacts:
-                made_dir = not abs_dir.exists()
-                abs_dir.mkdir(parents=True, exist_ok=True)
-                for name, data in artifacts.items():
-                    written.append(_write_gz(abs_dir, name, data))
+                writer.finish(written)
                 _fsync_dir(abs_dir)  # the renames reach the disk before the row commits
                 conn.executemany(
                     "INSERT INTO artifacts (test_pk, name, size_bytes) VALUES (?, ?, ?)",
                     [(pk, name, len(data)) for name, data in artifacts.items()],
                 )
             conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as e:
+            if writer is not None:
+                writer.finish(written, failure=False)  # every writer done before its files go
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             for path in written:
                 path.unlink(missing_ok=True)
             if made_dir:
                 _remove_empty_dirs(abs_dir, stop=self.data_dir / ARTIFACTS_DIR)
+            if isinstance(e, (sqlite3.OperationalError, OSError)):  # disk full, ...
+                raise _cannot_write(self.data_dir, e) from None
             raise
+        if old is not None and old["artifact_dir"]:
+            shutil.rmtree(self.data_dir / old["artifact_dir"], ignore_errors=True)
         return pk
+
+    def discard_orphan_artifacts(self, run_id: int) -> list[Path]:
+        """Remove a run's artifact directories that no test refers to (a
+        save cut short by a crash); return them."""
+        run_dir = self.data_dir / ARTIFACTS_DIR / f"run-{run_id}"
+        if not run_dir.is_dir():
+            return []
+        used = {r[0] for r in self._conn.execute(
+            "SELECT artifact_dir FROM tests WHERE run_id = ? AND artifact_dir IS NOT NULL", (run_id,))}
+        removed = []
+        for d in run_dir.iterdir():
+            if d.is_dir() and Path(ARTIFACTS_DIR, run_dir.name, d.name).as_posix() not in used:
+                shutil.rmtree(d, ignore_errors=True)
+                removed.append(d)
+        return removed
 
     def _insert_aggregate(self, test_pk: int, aggregate: Aggregate | None) -> None:
         if aggregate is None:
@@ -696,7 +859,42 @@ class Store:
         run = dict(row)
         run["host_facts"] = json.loads(run["host_facts"])
         run["methodology"] = json.loads(run["methodology"]) if run.get("methodology") else None
+        run["resume"] = json.loads(run["resume"]) if run.get("resume") else None
         return run
+
+
+def _no_space(e: BaseException, data_dir: Path | None = None) -> bool:
+    """Whether a failed write ran out of space. SQLite says so (SQLITE_FULL)
+    for the database, but only "disk I/O error" when it cannot create its
+    WAL index: then the free space decides."""
+    if isinstance(e, OSError):
+        return e.errno in (errno.ENOSPC, errno.EDQUOT)
+    code = getattr(e, "sqlite_errorcode", None)
+    if (code is not None and code & 0xFF == 13) or "database or disk is full" in str(e):  # SQLITE_FULL
+        return True
+    if data_dir is not None and ((code is not None and code & 0xFF == 10) or "disk I/O error" in str(e)):
+        try:
+            return shutil.disk_usage(data_dir).free < 1024 * 1024
+        except OSError:
+            return False
+    return False
+
+
+def _cannot_write(data_dir: Path, e: BaseException) -> StoreError:
+    """One line for a failed write of the data directory."""
+    if _no_space(e, data_dir):
+        return StoreError(f"cannot write results to {data_dir}: no space left on device; "
+                          f"free space or use --data-dir")
+    why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    return StoreError(f"cannot write results to {data_dir}: {why}; fix it or use --data-dir")
+
+
+def _lock_note(fd: int) -> str:
+    """' (pid N)' from a held lock file, or nothing."""
+    try:
+        return f" (pid {int(os.pread(fd, 32, 0).split()[0])})"
+    except (OSError, ValueError, IndexError):
+        return ""
 
 
 _HOST_METRIC_COLS = ("host", "source", "samples", "cpu_avg_pct", "cpu_max_pct", "disk_busy_avg_pct",
@@ -736,7 +934,8 @@ def _write_gz(directory: Path, name: str, data: bytes) -> Path:
     tmp = directory / f".{name}.gz.tmp{os.getpid()}"
     try:
         with open(tmp, "wb") as f:
-            f.write(gzip.compress(data, compresslevel=6, mtime=0))
+            # level 4: on fio's logs and JSON about 3 % larger than 6, in half the time
+            f.write(gzip.compress(data, compresslevel=4, mtime=0))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, final)
@@ -744,6 +943,33 @@ def _write_gz(directory: Path, name: str, data: bytes) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return final
+
+
+class _ArtifactWriter:
+    """_write_gz for every artifact of a test, on several threads (zlib and
+    fsync let go of the GIL; a fleet test has hundreds of logs), started
+    as soon as the test's row exists so the files are written while its
+    other rows go in."""
+
+    def __init__(self, directory: Path, artifacts: dict[str, bytes]):
+        self._pool = ThreadPoolExecutor(max_workers=ARTIFACT_WRITERS, thread_name_prefix="artifacts")
+        self._futures = [self._pool.submit(_write_gz, directory, name, data) for name, data in artifacts.items()]
+        self._collected = False
+
+    def finish(self, written: list[Path], failure: bool = True) -> None:
+        """Wait for every writer (on an interrupt too), add the files written
+        to `written`, then raise the first failure (unless `failure` is False)."""
+        try:
+            self._pool.shutdown(wait=True)
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            if not self._collected:
+                self._collected = True
+                written.extend(f.result() for f in self._futures
+                               if f.done() and not f.cancelled() and f.exception() is None)
+        for f in self._futures:
+            if failure and not f.cancelled():
+                f.result()
 
 
 def _fsync_dir(directory: Path) -> None:

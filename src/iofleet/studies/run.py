@@ -2,6 +2,7 @@
 fleet of fio servers, aggregate, store, and report progress through an
 observer. Plain data in and out, so the CLI and the web UI share it."""
 
+import json
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -12,16 +13,19 @@ from ..analysis.methodology import cache_verdict, judge_steady, test_totals, win
 from ..analysis.skew import measure_skew
 from ..errors import FioError, IofleetError
 from ..fio.command import fio_version
-from ..fio.jobfile import LOG_INTERVAL_MS
+from ..fio.jobfile import DATA_DIR_NAME, LOG_INTERVAL_MS
 from ..fleet.execute import FleetPlace, LocalPlace, Measured
-from ..fleet.inventory import Host, host_groups
+from ..fleet.inventory import Host, host_groups, load_inventory
 from ..fleet.local import host_facts
+from ..fleet.procs import fio_using
 from ..fleet.runner import LiveFigures
+from ..fleet.space import check_space, explain_no_space
 from ..plan.expand import MixedStep, TestSpec, expand, expand_mixed
+from ..plan.load import parse_plan_text, with_destroy_data, with_targets
 from ..plan.model import Plan
 from ..results.aggregate import aggregate
 from ..results.model import Aggregate
-from ..results.store import Store
+from ..results.store import FINISHED_TEST_STATUSES, Store
 
 
 class RunObserver:
@@ -50,13 +54,19 @@ class TestOutcome:
 class RunOutcome:
     run_id: int
     status: str  # complete | failed | interrupted | partial
-    tests: list[TestOutcome] = field(default_factory=list)
+    tests: list[TestOutcome] = field(default_factory=list)  # run by this session
     tests_planned: int = 0
     cleaned: int = 0  # data files removed (local) or hosts cleaned (fleet)
+    kept: dict[int, str] = field(default_factory=dict)  # a resume: seq → status of the finished tests kept
 
     @property
     def ok(self) -> bool:
         return self.status == "complete"
+
+    @property
+    def tests_ok(self) -> int:
+        """Tests of the run stored ok, kept ones included."""
+        return sum(t.status == "ok" for t in self.tests) + sum(s == "ok" for s in self.kept.values())
 
 
 def estimate_seconds(specs: list[TestSpec]) -> float:
@@ -75,13 +85,19 @@ def _place(plan: Plan, hosts: list[Host] | None) -> tuple[LocalPlace | FleetPlac
             raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
                                f"run it on a fleet with --hosts INVENTORY")
         groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads})
-        return FleetPlace(hosts, groups, clear_cache=plan.clear_cache), expand_mixed(plan)
-    if hosts:
-        return FleetPlace(hosts, clear_cache=plan.clear_cache), expand(plan)
-    if not plan.targets:
+        place, specs = FleetPlace(hosts, groups, clear_cache=plan.clear_cache,
+                                  destroy_data=plan.destroy_data), expand_mixed(plan)
+    elif hosts:
+        place, specs = FleetPlace(hosts, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data), expand(plan)
+    elif not plan.targets:
         raise IofleetError(
             f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
-    return LocalPlace([Path(t).resolve() for t in plan.targets], clear_cache=plan.clear_cache), expand(plan)
+    else:
+        place, specs = LocalPlace([Path(t).resolve() for t in plan.targets], clear_cache=plan.clear_cache,
+                                  destroy_data=plan.destroy_data), expand(plan)
+    # On a device target each job gets its own region (sized to the device
+    # when the plan gives no size): the tests as they will run.
+    return place, place.fit(specs, plan.sets("size"))
 
 
 class RunSession:
@@ -94,18 +110,36 @@ class RunSession:
 
     def __init__(self, plan: Plan, plan_text: str, store: Store, *, specs: list, hosts: list[Host] | None = None,
                  label: str | None = None, observer: RunObserver | None = None,
-                 stop: threading.Event | None = None, place=None):
+                 stop: threading.Event | None = None, place=None, resumable: bool = False,
+                 inventory: Path | None = None, resume: "Resume | None" = None):
+        """`resumable`: store what `run --resume` needs (with the inventory's
+        path for a fleet); `resume`: go on with that stopped run (its tests
+        to run are `specs`) instead of creating one."""
         self.plan, self.store = plan, store
         self.observer = observer or RunObserver()
         self.stop = stop or threading.Event()
         self.place = place or _place(plan, hosts)[0]
-        self.specs = specs  # planned, or (a sweep) what preparation must cover
+        self.specs = specs  # planned (or what remains of a resumed run), or (a sweep) what preparation must cover
+        self.resume = resume
+        _check_local_targets(self.place, specs)
         self.place.prepare()
-        self.run_id = store.create_run(
-            plan_name=plan.name, plan_text=plan_text, label=label or plan.label, source="run",
-            fio_version=fio_version(), host_facts=host_facts() | self.place.describe(), tests_planned=len(specs),
-        )
-        self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(specs))
+        if resume is None:
+            try:
+                self.run_id = store.create_run(
+                    plan_name=plan.name, plan_text=plan_text, label=label or plan.label, source="run",
+                    fio_version=fio_version(), host_facts=host_facts() | self.place.describe(),
+                    tests_planned=len(specs), resume=_resume_record(self.place, inventory) if resumable else None,
+                )
+            except BaseException:
+                self.place.cleanup()
+                raise
+            self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(specs))
+        else:
+            _adopt_dirs(self.place, resume.record)
+            self.run_id = resume.run_id
+            store.reopen_run(self.run_id)
+            self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(resume.specs),
+                                      kept=dict(resume.kept))
         self.done = False  # stopped by the user, an error (on_error: stop) or lost hosts
         self._caches = None
         self._prepared = False
@@ -113,7 +147,8 @@ class RunSession:
 
     def __enter__(self) -> "RunSession":
         plan = self.plan
-        self.observer.run_started(self.run_id, self.specs, estimate_seconds(self.specs))
+        self.observer.run_started(self.run_id, self.resume.specs if self.resume else self.specs,
+                                  estimate_seconds(self.specs))
         try:
             self._caches = self.place.cache_sizes(plan.cache_size)
             method = {"prepare": None, "clear_cache": plan.clear_cache, "measure": plan.measure,
@@ -124,6 +159,8 @@ class RunSession:
                                                        plan.prepare_bs, Path(tmp), self.stop, self.observer.preparing)
                 method["prepare"] = prepared.to_dict()
                 self._prepared = True
+            if self.resume is not None:
+                method = self.resume.methodology_with(method, [self.resume.specs[i].id for i in self.resume.todo])
             self.methodology = method
             self.store.set_run_methodology(self.run_id, method)
         except BaseException:
@@ -131,11 +168,13 @@ class RunSession:
             raise
         return self
 
-    def run(self, spec: TestSpec | MixedStep) -> "TestOutcome":
-        """Run and store one test; sets `done` when the run must not go on."""
-        index = len(self.outcome.tests)
+    def run(self, spec: TestSpec | MixedStep, seq: int | None = None) -> "TestOutcome":
+        """Run and store one test (as test `seq` of the run: a resume's);
+        sets `done` when the run must not go on."""
+        index = len(self.outcome.tests) if seq is None else seq
         result = _run_test(index, spec, self.place, self.store, self.run_id, self.observer, self.stop,
-                           prepared=self._prepared, caches=self._caches or {})
+                           prepared=self._prepared, caches=self._caches or {}, replace=self.resume is not None,
+                           explain=self._explain)
         self.outcome.tests.append(result)
         self.observer.test_finished(index, spec, result)
         if result.status == "interrupted" or self.stop.is_set():
@@ -149,14 +188,21 @@ class RunSession:
                 self.place.drop(result.lost)
         return result
 
+    def _explain(self, error: str) -> str:
+        """A failed test's error, saying which target ran out of space."""
+        if not isinstance(self.place, LocalPlace):
+            return error
+        return explain_no_space(error, self.place.targets, self.resume.specs if self.resume else self.specs)
+
     def __exit__(self, *exc) -> None:
         outcome = self.outcome
         if not self.plan.keep_files:
             outcome.cleaned = self.place.cleanup()
-        statuses = {t.status for t in outcome.tests}
+        # A resumed run ends as if it had run straight through: its kept tests count.
+        statuses = {t.status for t in outcome.tests} | set(outcome.kept.values())
         if self.stop.is_set() or "interrupted" in statuses:
             outcome.status = "interrupted"
-        elif "failed" in statuses or len(outcome.tests) < outcome.tests_planned:
+        elif "failed" in statuses or len(outcome.tests) + len(outcome.kept) < outcome.tests_planned:
             outcome.status = "failed"
         elif "partial" in statuses:
             outcome.status = "partial"
@@ -172,12 +218,17 @@ def run_plan(
     label: str | None = None,
     observer: RunObserver | None = None,
     stop: threading.Event | None = None,
+    inventory: Path | None = None,
+    resumable: bool = True,
 ) -> RunOutcome:
     """Run every test of the plan, one after the other, storing each as it
-    ends: on the plan's targets here, or on `hosts` (fio servers) at once."""
+    ends: on the plan's targets here, or on `hosts` (fio servers) at once.
+    `inventory`: where `hosts` came from, stored so that `run --resume`
+    finds them again; `resumable=False` for a plan that is not stored as
+    it runs (a scaling step)."""
     place, specs = _place(plan, hosts)
     with RunSession(plan, plan_text, store, specs=specs, place=place, label=label,
-                    observer=observer, stop=stop) as session:
+                    observer=observer, stop=stop, resumable=resumable, inventory=inventory) as session:
         for spec in specs:
             if session.done or session.stop.is_set():
                 break
@@ -212,7 +263,8 @@ def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, cach
     return out
 
 
-def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False, caches=None) -> TestOutcome:
+def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False, caches=None, replace=False,
+              explain=None) -> TestOutcome:
     started = _now()
     observer.test_started(index, spec)
     with tempfile.TemporaryDirectory(prefix="iofleet-test-") as tmp:
@@ -223,6 +275,8 @@ def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False,
                 on_live=lambda live: observer.test_live(index, spec, live))
         except FioError as exc:
             m = Measured("failed", str(exc))
+    if m.status == "failed" and m.error and explain:
+        m.error = explain(m.error)
     agg = aggregate(m.jobs) if m.jobs else None
     fleet = None
     if isinstance(place, FleetPlace):
@@ -244,7 +298,204 @@ def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False,
         status=m.status, error=m.error, started_at=started, ended_at=_now(),
         jobs=m.jobs, aggregate=agg, host_cpu=m.host_cpu, disks=m.disks,
         series=m.series, artifacts=m.artifacts,
-        host_metrics=m.host_metrics, controller=m.controller, fleet=fleet, methodology=method,
+        host_metrics=m.host_metrics, controller=m.controller, fleet=fleet, methodology=method, replace=replace,
     )
     return TestOutcome(spec=spec, status=m.status, error=m.error, aggregate=agg, test_pk=test_pk,
                        lost=m.lost)
+
+
+# ---- resuming a stopped run ----------------------------------------------
+
+def _check_local_targets(place, specs: list) -> None:
+    """Before anything is written: no fio is still using the targets (another
+    run, or the fio of a killed one), and the data files fit."""
+    if not isinstance(place, LocalPlace):
+        return
+    dirs = [Path(t) / DATA_DIR_NAME for t in place.targets]
+    busy = fio_using(dirs)
+    if busy:
+        pids = " ".join(map(str, sorted(busy)))
+        raise IofleetError(f"fio (pid {pids}) is still using {next(iter(busy.values()))}: another iofleet run is "
+                           f"testing this target, or the fio of a killed one has not ended; wait for it, or stop "
+                           f"it with `kill {pids}`")
+    check_space(place.targets, [s for s in specs if isinstance(s, TestSpec)])
+
+
+def _resume_record(place, inventory: Path | None) -> dict:
+    """What `run --resume` needs to find the run's place again."""
+    if isinstance(place, FleetPlace):
+        return {"inventory": str(Path(inventory).resolve()) if inventory else None,
+                "hosts": {h.name: list(h.targets) for h in place.hosts}}
+    dirs = getattr(place, "dirs", None)
+    return {"targets": [str(t) for t in place.targets],
+            "created_dirs": [str(d) for d in getattr(dirs, "created", [])]}
+
+
+def _adopt_dirs(place, record: dict) -> None:
+    """iofleet's directories the run created on its targets are removed at
+    its end, by the resume that ends it too."""
+    dirs = getattr(place, "dirs", None)
+    if dirs is None:
+        return
+    for d in map(Path, record.get("created_dirs") or []):
+        if d.is_dir() and d not in dirs.created:
+            dirs.created.append(d)
+
+
+@dataclass
+class Resume:
+    """A stopped run, checked and held by this process, ready to go on
+    where it stopped (prepare_resume, then resume_run)."""
+
+    run_id: int
+    plan: Plan
+    plan_text: str
+    specs: list  # every test of the run, in run order
+    todo: list[int]  # the seqs to run: tests not stored, or stored failed or interrupted
+    kept: dict[int, str]  # seq → status of the finished tests (ok, partial), kept as they are
+    again: dict[int, str]  # seq → status of the stored results that run again (and are replaced)
+    hosts: list[Host] | None
+    place: object
+    record: dict
+    methodology: dict | None  # the run's, before this resume
+
+    def describe(self) -> str:
+        """One line: what is kept and what runs now."""
+        n = len(self.specs)
+        counts = ", ".join(f"{sum(s == st for s in self.kept.values())} {st}" for st in FINISHED_TEST_STATUSES
+                           if st in self.kept.values()) or "none"
+        todo = ", ".join(f"{i + 1}/{n} {self.specs[i].id}"
+                         + (f" (stored {self.again[i]}: runs again)" if i in self.again else "") for i in self.todo)
+        todo = todo or "none (all are stored: only the run's status is set)"
+        return (f"Resuming run {self.run_id} ({self.plan.name}): {len(self.kept)} of {n} tests kept ({counts}); "
+                f"running {len(self.todo)}: {todo}")
+
+    def methodology_with(self, method: dict, tests: list[str]) -> dict:
+        """The run's methodology, with this resume added: when, which tests,
+        what was replaced and what preparation wrote again."""
+        entry = {"at": _now(), "tests": tests, "prepare": method.get("prepare"),
+                 "replaced": {self.specs[i].id: status for i, status in self.again.items()}}
+        base = self.methodology or method  # killed before its methodology was stored: this one
+        return base | {"resumes": [*base.get("resumes", []), entry]}
+
+
+def _same_test(stored: dict, spec) -> bool:
+    params = {k: v for k, v in stored["params"].items() if k != "engine_used"}
+    return (stored["id"] == spec.id and stored["repeat"] == spec.repeat
+            and params == json.loads(json.dumps(spec.params())))
+
+
+def prepare_resume(store: Store, run_id: int, *, plan: Plan | None = None, targets: list[Path] | None = None,
+                   inventory: Path | None = None, destroy_data: list[str] | None = None) -> Resume:
+    """Check that a stopped run (interrupted, failed, or left `running` by
+    a crash) can go on, and hold it. The stored plan is run; `plan`, when
+    given, must be the same. Targets and hosts are the run's own; given
+    again (`targets`, `inventory`) they must be the same. A fleet run
+    needs its inventory again when its path was not stored or is gone."""
+    what = f"run {run_id}"
+    run = store.get_run(run_id)
+    if run["source"] != "run":
+        raise IofleetError(f"{what} was imported from fio outputs; only runs iofleet measured can be resumed")
+    if run["status"] == "complete":
+        raise IofleetError(f"{what} is complete ({run['tests_planned']} of {run['tests_planned']} tests ok); "
+                           f"there is nothing to resume")
+    if run.get("resume") is None:
+        raise IofleetError(f"{what} cannot be resumed: it is a step of a saturate sweep or a scaling study, which "
+                           f"choose their tests as results come in (or an older iofleet made it); start a new run")
+    store.claim_run(run_id)  # another process running it: refused here
+    try:
+        return _check_resume(store, store.get_run(run_id), plan, targets, inventory, destroy_data)
+    except BaseException:
+        store.release_run(run_id)
+        raise
+
+
+def _check_resume(store, run, given: Plan | None, targets, inventory, destroy_data) -> Resume:
+    run_id, record = run["id"], run["resume"]
+    what = f"run {run_id}"
+    if run["status"] == "complete":
+        raise IofleetError(f"{what} is complete; there is nothing to resume")
+    version = fio_version()
+    if run["fio_version"] and run["fio_version"] != version:
+        raise IofleetError(f"{what} was measured with {run['fio_version']}, and this host now has {version}: a "
+                           f"run's figures come from one fio version; start a new run")
+    plan = parse_plan_text(run["plan_text"] or "", f"{what}'s stored plan")
+    if given is not None:
+        ignore = {"targets", "destroy_data"}
+        mine, theirs = plan.model_dump(exclude=ignore), given.model_dump(exclude=ignore)
+        changed = [k for k in mine if mine[k] != theirs.get(k)]
+        if changed:
+            raise IofleetError(f"plan {given.name!r} differs from the plan {what} was started with "
+                               f"({', '.join(changed)}); resume without PLAN to go on with the stored plan, or "
+                               f"start a new run")
+    if destroy_data:
+        plan = with_destroy_data(plan, destroy_data)
+    hosts = None
+    if "hosts" in record:  # a fleet run
+        if targets:
+            raise IofleetError(f"{what} ran on a fleet: --target does not apply; give --hosts INVENTORY if needed")
+        path = inventory or (Path(record["inventory"]) if record.get("inventory") else None)
+        names = ", ".join(record["hosts"])
+        if path is None:
+            raise IofleetError(f"{what} ran on a fleet (hosts {names}); give its inventory again: "
+                               f"iofleet run --resume {run_id} --hosts INVENTORY")
+        if not Path(path).exists():
+            raise IofleetError(f"{what} ran on hosts {names} of {path}, which is gone; give the inventory again: "
+                               f"iofleet run --resume {run_id} --hosts INVENTORY")
+        hosts = load_inventory(Path(path)).select(plan.hosts)
+        now = {h.name: list(h.targets) for h in hosts}
+        if now != record["hosts"]:
+            raise IofleetError(f"{what} ran on hosts {names} (with their targets); {path} now gives "
+                               f"{', '.join(now) or 'none'}: a run's tests all run on the same hosts; give --hosts "
+                               f"with the same hosts and targets, or start a new run")
+    else:
+        if inventory:
+            raise IofleetError(f"{what} ran on this host's targets, not on a fleet; resume it without --hosts")
+        stored = record["targets"]
+        if targets and [str(Path(t).resolve()) for t in targets] != stored:
+            raise IofleetError(f"{what} ran on {', '.join(stored)}; --target {' '.join(map(str, targets))} is "
+                               f"another place: a run's tests all run on the same targets; resume without "
+                               f"--target, or start a new run")
+        was, here = run["host_facts"].get("hostname"), host_facts()["hostname"]
+        if was and was != here:
+            raise IofleetError(f"{what} ran on host {was} and this is {here}; resume it there")
+        plan = with_targets(plan, stored, f"{what}'s targets")
+    place, specs = _place(plan, hosts)
+    if len(specs) != run["tests_planned"]:
+        raise IofleetError(f"{what}'s tests no longer match its plan: it planned {run['tests_planned']} tests and "
+                           f"the plan now gives {len(specs)}; start a new run")
+    for t in run["tests"]:
+        seq = t["seq"]
+        if seq >= len(specs) or not _same_test(t, specs[seq]):
+            now = specs[seq].id if seq < len(specs) else "nothing"
+            raise IofleetError(f"{what}'s tests no longer match its plan: test {seq + 1} is stored as {t['id']} "
+                               f"and the plan now gives {now} there; start a new run")
+    stored_status = {t["seq"]: t["status"] for t in run["tests"]}
+    kept = {i: st for i, st in stored_status.items() if st in FINISHED_TEST_STATUSES}
+    again = {i: st for i, st in stored_status.items() if st not in FINISHED_TEST_STATUSES}
+    todo = [i for i in range(len(specs)) if i not in kept]
+    if not todo and run["status"] != "running":
+        raise IofleetError(f"{what} is {run['status']}: every test is stored ok or partial; there is nothing to "
+                           f"resume")
+    store.discard_orphan_artifacts(run_id)
+    return Resume(run_id=run_id, plan=plan, plan_text=run["plan_text"], specs=specs, todo=todo, kept=kept,
+                  again=again, hosts=hosts, place=place, record=record, methodology=run.get("methodology"))
+
+
+def resume_run(store: Store, resume: Resume, *, observer: RunObserver | None = None,
+               stop: threading.Event | None = None) -> RunOutcome:
+    """Run the unfinished tests of a run held by prepare_resume, each as
+    its own test of the run (its seq), and set the run's status as if it
+    had run straight through."""
+    try:
+        session = RunSession(resume.plan, resume.plan_text, store, specs=[resume.specs[i] for i in resume.todo],
+                             place=resume.place, observer=observer, stop=stop, resume=resume)
+    except BaseException:
+        store.release_run(resume.run_id)
+        raise
+    with session:
+        for seq in resume.todo:
+            if session.done or session.stop.is_set():
+                break
+            session.run(resume.specs[seq], seq=seq)
+    return session.outcome

@@ -86,14 +86,16 @@ def _max_jobs(sweep: Sweep, hosts: list[Host] | None) -> int:
     return min(known) if len(known) == len(cpus) else DEFAULT_MAX_JOBS
 
 
-def sweep_plan(sweep: Sweep, jobs: list[int], iodepths: list[int], targets: list[str]) -> tuple[dict, str]:
+def sweep_plan(sweep: Sweep, jobs: list[int], iodepths: list[int], targets: list[str],
+               destroy_data: list[str] = ()) -> tuple[dict, str]:
     """The sweep as a plan (the whole grid; the study runs part of it)."""
     workload = {"name": "saturate", "bs": format_size(sweep.bs), "read_pct": sweep.read_pct,
                 "random_pct": sweep.random_pct, "size": format_size(sweep.size),
                 "runtime": format_duration(sweep.runtime), "ramp": format_duration(sweep.ramp),
                 "engine": sweep.engine, "direct": sweep.direct,
                 "matrix": {"jobs": jobs, "iodepth": iodepths}}
-    data = {"name": "saturate", **({"targets": targets} if targets else {}), "prepare": sweep.prepare,
+    data = {"name": "saturate", **({"targets": targets} if targets else {}),
+            **({"destroy_data": [str(d) for d in destroy_data]} if destroy_data else {}), "prepare": sweep.prepare,
             "workloads": [workload]}
     target = f", target {sweep.slo.text}" if sweep.slo else ""
     text = (f"# iofleet saturate: an adaptive sweep of this grid. Each jobs row doubles iodepth until IOPS\n"
@@ -111,9 +113,11 @@ def run_saturate(
     label: str | None = None,
     observer: RunObserver | None = None,
     stop: threading.Event | None = None,
+    destroy_data: list[str] | None = None,
 ) -> SaturateOutcome:
     """Sweep outstanding IO on `targets` here or on every host of `hosts`,
-    one stored run whose tests are the cells, then analyse it."""
+    one stored run whose tests are the cells, then analyse it. `destroy_data`
+    names devices whose data may be destroyed."""
     if hosts:
         require_ready(hosts, what="sweep")
         names = []
@@ -123,7 +127,7 @@ def run_saturate(
         raise IofleetError("saturate needs a place to test: --target DIR (or --hosts INVENTORY)")
     jobs_axis = doubling(_max_jobs(sweep, hosts))
     depth_axis = doubling(sweep.max_iodepth)
-    data, text = sweep_plan(sweep, jobs_axis, depth_axis, names)
+    data, text = sweep_plan(sweep, jobs_axis, depth_axis, names, destroy_data or ())
     plan = parse_plan(data, "saturate")
     grid = expand(plan)  # the most the sweep can run; preparation covers its widest row
     base = grid[0]

@@ -145,7 +145,7 @@ def run_scale(
         header = (f"# iofleet scale: test {spec.id} of this plan, step {number}/{len(planned)} "
                   f"on {k} of {len(hosts)} hosts\n")
         try:
-            run = run_plan(narrowed, header + plan_text, store, hosts=used,
+            run = run_plan(narrowed, header + plan_text, store, hosts=used, resumable=False,
                            label=f"scale {k}/{len(hosts)} hosts", observer=observer, stop=stop)
         except IofleetError as exc:  # a host went away since the check
             step = ScaleStep(number, len(planned), [h.name for h in used], None, "failed", None,

@@ -1,0 +1,168 @@
+"""Device targets: the safety checks' parsers (on outputs recorded on a
+Debian 12 VM, util-linux 2.38.1, fio 3.33), the regions each job gets, and
+what fio's job files say for a device."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from iofleet.errors import DeviceError, FioError, PlanError
+from iofleet.fio.jobfile import Device, render_device_check, render_prepare, render_probe, render_test
+from iofleet.fleet.devices import (LocalDevice, RemoteDevice, exporter_mounts, fit_regions, holders_of, in_use,
+                                   mounts_of, signature_of, swaps_of, where)
+from iofleet.fleet.inventory import Inventory
+from iofleet.plan import expand, parse_plan
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+MiB, GiB = 1024**2, 1024**3
+
+# /proc/self/mountinfo of the VM, with /dev/loop0 (ext4) mounted on a
+# directory whose name has a space (written as \040).
+MOUNTINFO = r"""22 27 0:21 / /proc rw,relatime - proc proc rw
+24 27 0:6 / /dev rw,relatime - devtmpfs devtmpfs rw,size=12332544k,nr_inodes=3083136,mode=755
+27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard,resv_strict,resuid=65534,resgid=65534
+42 27 254:0 /run/netns /run/netns rw,relatime shared:1 - ext4 /dev/vda rw,discard,resv_strict
+43 27 7:0 / /tmp/fx/sp\040ace rw,relatime - ext4 /dev/loop0 rw
+"""
+# A btrfs mount shows an anonymous device number; only its source names the device.
+BTRFS_LINE = "51 27 0:45 / /srv/data rw,relatime shared:30 - btrfs /dev/sdb1 rw,space_cache=v2,subvolid=5,subvol=/\n"
+# /proc/swaps with /dev/loop0 as swap (tabs as the kernel writes them).
+SWAPS = ("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+         "/dev/loop0                              partition\t65532\t\t0\t\t-2\n")
+# `blkid -p -o export DEV` (output, exit code).
+BLKID_BLANK = ("", 2)
+BLKID_EXT4 = ("DEVNAME=/dev/loop0\nUUID=eebed0f9-8d77-4733-9a66-c0e8cdcffc4c\nVERSION=1.0\nBLOCK_SIZE=1024\n"
+              "TYPE=ext4\nUSAGE=filesystem\n", 0)
+BLKID_SWAP = ("DEVNAME=/dev/loop0\nUUID=4ea13c21-38d4-4e06-87e4-2c8fcbd357ae\nVERSION=1\nTYPE=swap\nUSAGE=other\n", 0)
+BLKID_DOS = ("DEVNAME=/dev/loop0\nPTTYPE=dos\n", 0)
+
+
+def loop0(**kw) -> LocalDevice:
+    return LocalDevice(**{"path": "/dev/loop0", "real": "/dev/loop0", "name": "loop0", "bytes": 64 * MiB,
+                          "members": {"loop0": "7:0"}} | kw)
+
+
+def test_mounts_by_device_number_or_source_with_escaped_mount_points():
+    assert mounts_of(MOUNTINFO, {"7:0": "loop0"}, {"/dev/loop0": "loop0"}) == [("loop0", "/tmp/fx/sp ace")]
+    assert mounts_of(MOUNTINFO, {"254:0": "vda"}, {}) == [("vda", "/"), ("vda", "/run/netns")]
+    assert mounts_of(MOUNTINFO + BTRFS_LINE, {"8:16": "sdb", "8:17": "sdb1"},
+                     {"/dev/sdb": "sdb", "/dev/sdb1": "sdb1"}) == [("sdb1", "/srv/data")]
+    assert mounts_of(MOUNTINFO, {"7:1": "loop1"}, {"/dev/loop1": "loop1"}) == []
+
+
+def test_swaps_and_signatures():
+    assert swaps_of(SWAPS, {"/dev/loop0": "loop0"}) == ["loop0"]
+    assert swaps_of(SWAPS, {"/dev/loop1": "loop1"}) == []
+    assert signature_of(*BLKID_BLANK) is None
+    assert signature_of(*BLKID_EXT4) == "it holds an ext4 filesystem"
+    assert signature_of(*BLKID_SWAP) == "it holds a swap signature"
+    assert signature_of(*BLKID_DOS) == "it holds a dos partition table"
+    assert signature_of("", 8) == "blkid cannot settle what it holds (exit code 8)"  # ambivalent probe
+    assert "blkid (util-linux) is not installed" in signature_of("", -1)
+    assert "this user may not read the device" in signature_of("", -2)
+
+
+def test_holders_of_the_device_and_its_partitions(tmp_path):
+    # The sysfs layout: /sys/class/block/sdb/{holders/,sdb1/{partition,holders/}}.
+    (tmp_path / "sdb" / "holders").mkdir(parents=True)
+    (tmp_path / "sdb" / "sdb1" / "holders" / "dm-0").mkdir(parents=True)
+    (tmp_path / "sdb" / "sdb1" / "partition").write_text("1\n")
+    (tmp_path / "sdb1").symlink_to(tmp_path / "sdb" / "sdb1")
+    assert holders_of(tmp_path, ["sdb", "sdb1"]) == [("sdb1", "dm-0")]
+    dev = loop0(path="/dev/sdb", real="/dev/sdb", name="sdb", members={"sdb": "8:16", "sdb1": "8:17"})
+    assert in_use(dev, "", "", holders_of(tmp_path, dev.members)) == [
+        "its partition /dev/sdb1 is held by dm-0 (LVM, md or device-mapper); remove it from dm-0 first"]
+
+
+def test_in_use_names_each_reason():
+    assert in_use(loop0(), MOUNTINFO, SWAPS, [("loop0", "md0")]) == [
+        "it is mounted on /tmp/fx/sp ace; unmount it first",
+        "it is held by md0 (LVM, md or device-mapper); remove it from md0 first",
+        "it is active swap; swapoff /dev/loop0 first"]
+    assert in_use(loop0(name="loop1", real="/dev/loop1", members={"loop1": "7:1"}), MOUNTINFO, SWAPS, []) == []
+
+
+def test_mounts_seen_by_node_exporter():
+    text = (FIXTURES / "node_exporter" / "metrics-1.txt").read_text()
+    assert exporter_mounts(text, "/dev/vda") == ["/dev/vda is mounted on /"]
+    assert exporter_mounts(text, "/dev/vd") == []
+    part = 'node_filesystem_size_bytes{device="/dev/nvme0n1p2",fstype="xfs",mountpoint="/data"} 1e+12\n'
+    assert exporter_mounts(part, "/dev/nvme0n1") == ["/dev/nvme0n1p2 is mounted on /data"]
+    assert exporter_mounts(part, "/dev/nvme0n") == []
+    loop10 = 'node_filesystem_size_bytes{device="/dev/loop10",fstype="ext4",mountpoint="/x"} 1e+9\n'
+    assert exporter_mounts(loop10, "/dev/loop1") == [] and exporter_mounts(loop10, "/dev/loop10") != []
+
+
+def specs(**plan):
+    return expand(parse_plan({"name": "p", "targets": ["/dev/sdb"], "workloads": [{"name": "w"}]} | plan))
+
+
+def test_regions_share_the_device_without_a_size_and_keep_a_given_one():
+    plan = {"defaults": {"bs": "64k"}, "workloads": [{"name": "w", "matrix": {"jobs": [1, 3]}}]}
+    fitted, stride = fit_regions(specs(**plan), "/dev/sdb", 100 * MiB, size_given=False)
+    assert stride == 33 * MiB and [s.size for s in fitted] == [33 * MiB, 33 * MiB]  # MiB-aligned
+    given = specs(defaults={"size": "10m"}, workloads=[{"name": "w", "jobs": 4}])
+    assert fit_regions(given, "/dev/sdb", 100 * MiB, size_given=True) == (given, 10 * MiB)
+    odd = [replace(s, size=3 * MiB + 4096) for s in given]  # regions start on MiB boundaries
+    assert fit_regions(odd, "/dev/sdb", 100 * MiB, size_given=True)[1] == 4 * MiB
+    with pytest.raises(DeviceError, match=r"^target /dev/sdb holds 100.0 MiB but the plan's regions need 160.0 MiB "
+                                          r"\(4 jobs × 40.0 MiB: each job"):
+        fit_regions(specs(defaults={"size": "40m", "jobs": 4}), "/dev/sdb", 100 * MiB, size_given=True)
+    with pytest.raises(DeviceError, match="too small for 2 jobs"):
+        fit_regions(specs(defaults={"jobs": 2}), "/dev/sdb", MiB, size_given=False)
+    # A fio server's device: its size is unknown, the plan's size (default 1 GiB) is used.
+    assert fit_regions(specs(), "/dev/sdb", None, size_given=False)[1] == GiB
+
+
+def test_job_files_on_a_device_use_its_regions_and_never_create_files():
+    spec = specs(defaults={"size": "8m", "jobs": 2, "working_set_pct": 50})[0]
+    text = render_test(spec, Device("/dev/sdb", 8 * MiB), "libaio")
+    for line in ("filename=/dev/sdb", "allow_file_create=0", f"offset_increment={8 * MiB}", f"size={4 * MiB}"):
+        assert line in text.splitlines()
+    assert "directory=" not in text and "filename_format" not in text
+    prep = render_prepare([(2, 8 * MiB)], Device("/dev/sdb", 8 * MiB), "libaio", True, "random", 2, 128 * 1024)
+    assert "filename=/dev/sdb" in prep and f"offset_increment={8 * MiB}" in prep
+    probe = render_probe(Device("/dev/sdb"), "libaio", True)  # only reads: nothing written before preparation
+    assert "rw=randread" in probe and "unlink" not in probe and "offset_increment" not in probe
+    check = render_device_check("/dev/sdb", 2 * GiB).split("[end]")
+    assert "verify=pattern" in check[0] and "verify_pattern=0" in check[0] and "rw=read" in check[0]
+    assert f"offset={2 * GiB - 4096}" in check[1] and "write" not in "".join(check)
+    for bad in ("/dev/a:b", "/dev/sdb\nexec_prerun=id", "/etc/passwd", "/dev/x,y"):
+        with pytest.raises(FioError, match="refused"):
+            render_test(spec, Device(bad, MiB), "libaio")
+
+
+def test_remote_device_problems_say_what_cannot_be_seen():
+    seen = RemoteDevice("/dev/sdb", blank=True, fits=True, needed=GiB)
+    assert seen.problems(None) == [] and seen.summary == "device, blank"
+    assert seen.problems(["/dev/sdb"]) == []
+    assert seen.problems([]) == [
+        "target /dev/sdb: refused: its first MiB reads as zeros, but holders (LVM, md, device-mapper), swap and "
+        "signatures cannot be seen through fio's server; if its data may be destroyed, add "
+        "`destroy_data: [/dev/sdb]` to the plan or pass --destroy-data /dev/sdb"]
+    data = RemoteDevice("/dev/sdb", blank=False, fits=False, needed=2 * GiB)
+    small, unconfirmed = data.problems([])
+    assert small.startswith("target /dev/sdb holds less than the 2.0 GiB the plan's regions need")
+    assert unconfirmed.startswith("target /dev/sdb: refused: its first MiB holds data (a filesystem, partition")
+    assert data.summary == "device, has data"
+    mounted = RemoteDevice("/dev/sdb", blank=False, mounts=["/dev/sdb1 is mounted on /data"])
+    assert mounted.problems(["/dev/sdb"]) == [
+        "target /dev/sdb: refused: /dev/sdb1 is mounted on /data (node_exporter); unmount it first (iofleet never "
+        "writes to a device in use, destroy_data or not)"]
+    assert RemoteDevice("/dev/sdx", exists=False).problems(["/dev/sdx"]) == [
+        "target /dev/sdx does not exist there; give a block device such as /dev/sdb"]
+    assert "is not a block device" in RemoteDevice("/dev/nvme0", block=False).problems(None)[0]
+
+
+def test_plan_and_inventory_take_one_device_alone_and_destroy_data():
+    plan = parse_plan({"name": "p", "targets": ["/dev/disk/by-id/nvme-X_1"], "destroy_data": ["/dev/sdb"],
+                       "workloads": [{"name": "w", "matrix": {"size": ["1g", "2g"]}}]})
+    assert plan.destroy_data == ["/dev/sdb"] and plan.sets("size") and not plan.sets("bs")
+    assert where(plan.targets) == Device("/dev/disk/by-id/nvme-X_1") and where(["/a", "/b"]) == [Path("/a"), Path("/b")]
+    for bad in ({"targets": ["/dev/sdb", "/dev/sdc"]}, {"targets": ["/dev/sdb", "/mnt/x"]},
+                {"destroy_data": ["/mnt/x"]}, {"destroy_data": ["/dev/sd*"]}):
+        with pytest.raises(PlanError):
+            parse_plan({"name": "p", "workloads": [{"name": "w"}]} | bad)
+    with pytest.raises(ValueError, match="a device target is tested alone"):
+        Inventory.model_validate({"hosts": [{"address": "10.0.0.1", "targets": ["/dev/sdb", "/dev/sdc"]}]})
