@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -26,3 +27,14 @@ def write_plan(path: Path, **plan) -> Path:
 
 def show_json(run_id, data_dir: Path) -> dict:
     return json.loads(iofleet("results", "show", run_id, "--format", "json", data_dir=data_dir).stdout)
+
+
+def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
+    """Poll until `predicate()` is truthy; its value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -16,7 +16,7 @@ from iofleet.fleet.procs import fio_using
 from iofleet.results.ingest import import_outputs
 from iofleet.results.store import Store
 
-from ..cli import iofleet, write_plan
+from ..cli import iofleet, wait_for, write_plan
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "fio"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
@@ -51,16 +51,6 @@ def fill(fs: Path) -> Path:
         except OSError:
             pass
     return filler
-
-
-def wait_for(predicate, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def one_line(stderr: str) -> str:

@@ -15,7 +15,7 @@ from iofleet.results.export import run_to_dict
 from iofleet.results.store import Store
 from iofleet.studies.run import prepare_resume
 
-from ..cli import iofleet, write_plan
+from ..cli import iofleet, wait_for, write_plan
 
 # Four short tests.
 WORKLOADS = [{"name": "w", "bs": "4k", "matrix": {"read_pct": [100, 70, 30, 0]}}]
@@ -34,16 +34,6 @@ def stored_tests(db) -> list[tuple]:
         return []
     finally:
         conn.close()
-
-
-def wait_for(predicate, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_kill_9_mid_plan_then_resume_runs_only_the_rest(tmp_path, disk_dir, data_dir, spawn):
