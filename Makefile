@@ -64,6 +64,8 @@ test-scale: system $(STAMP)
 bench: system $(STAMP)
 	mkdir -p $(SCRATCH)
 	$(BIN)/python bench/overhead.py --target $(SCRATCH)
+	$(BIN)/python bench/ingest.py --data-dir $(SCRATCH)/bench-ingest
+	$(BIN)/python bench/report.py --data-dir $(SCRATCH)/bench-ingest
 	$(SUDO) $(BIN)/python bench/fleet_start.py
 
 clean:

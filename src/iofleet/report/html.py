@@ -19,6 +19,7 @@ from ..analysis.diagnostics import RULES, diagnose
 from ..analysis.steady import SteadyVerdict
 from ..fio.records import Series
 from ..plan.units import format_bytes
+from ..results.aggregate import shared_by_host
 from ..results.export import run_to_dict
 from . import charts
 from .compare import comparison_tables, header_lines, metric_table, note_lines, ranking_lines
@@ -96,6 +97,11 @@ def run_report_html(run: dict, series: dict[int, list[Series]]) -> str:
 
 def run_report_context(run: dict, series: dict[int, list[Series]]) -> dict:
     """What report.html.j2 shows of a run (the web UI's result page shows the same)."""
+    with shared_by_host():  # the summary, its notes and the export each ask for every test's hosts
+        return _run_report_context(run, series)
+
+
+def _run_report_context(run: dict, series: dict[int, list[Series]]) -> dict:
     doc = run_to_dict(run, include_bins=True)
     names = charts.test_names(doc)
     overview = charts.block_size_charts(doc)
