@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import IofleetError
 from ..plan.load import YAML_VALUE_PROBLEM, format_validation_error
-from ..plan.model import check_name, check_target_path, device_alone
+from ..plan.model import Targets, check_name
 from ..plan.units import parse_size, shown
 
 DEFAULT_FIO_PORT = 8765
@@ -96,20 +96,12 @@ class Host(BaseModel):
     name: Optional[Annotated[str, BeforeValidator(check_name)]] = None
     address: Annotated[str, BeforeValidator(lambda v: (parse_address(v), v)[1])]
     labels: Annotated[dict[str, str], BeforeValidator(_check_labels)] = {}
-    targets: Annotated[list[Annotated[str, BeforeValidator(check_target_path)]], Field(min_length=1)]
+    targets: Annotated[Targets, Field(min_length=1)]
     metrics: Optional[Annotated[str, BeforeValidator(_check_url)]] = None
     nic_gbps: Optional[Annotated[float, Field(gt=0, le=10_000)]] = None
     # Cache in front of this host's storage (e.g. an HCI cache tier):
     # tests then say whether their working set fits (cache test) or not.
     cache_size: Optional[Annotated[int, BeforeValidator(parse_size)]] = None
-
-    @field_validator("targets")
-    @classmethod
-    def _device_alone(cls, targets):
-        problem = device_alone(targets)
-        if problem:
-            raise ValueError(problem)
-        return targets
 
     @model_validator(mode="after")
     def _default_name(self):

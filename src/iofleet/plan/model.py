@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
 from .params import MATRIX_PARAMS, PARAMS, RUN_PARAMS
 
@@ -61,14 +61,18 @@ def check_target_path(value: Any) -> str:
     return value
 
 
-def device_alone(targets: list[str]) -> str | None:
-    """Why a list of targets mixing a device with others is refused, or None.
-    A device is one region per job, which fio cannot spread over several
-    targets the way it spreads job files over directories."""
+def device_alone(targets: list[str]) -> list[str]:
+    """A list of targets mixing a device with others is refused: a device is
+    one region per job, which fio cannot spread over several targets the way
+    it spreads job files over directories."""
     if len(targets) > 1 and any(is_device_path(t) for t in targets):
-        return ("a device target is tested alone (one device per host, no directories beside it); "
-                "run one plan per device, or give directories only")
-    return None
+        raise ValueError("a device target is tested alone (one device per host, no directories beside it); "
+                         "run one plan per device, or give directories only")
+    return targets
+
+
+# A plan's or a host's targets: directories, or one block device.
+Targets = Annotated[list[Annotated[str, BeforeValidator(check_target_path)]], AfterValidator(device_alone)]
 
 
 def _param_type(name: str):
@@ -117,7 +121,7 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
     # Directories on the storage under test. iofleet writes only inside an
     # `iofleet/` sub-directory of each. `--target` on the command line
     # replaces this list.
-    targets: list[Annotated[str, BeforeValidator(check_target_path)]] = []
+    targets: Targets = []
     # Devices whose data may be destroyed: a device target carrying a
     # filesystem, partition table or other signature is refused unless it is
     # named here (never a mounted or in-use one).
@@ -133,14 +137,6 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
     mixed: bool = False
     defaults: WorkloadParams = WorkloadParams()  # type: ignore[valid-type]
     workloads: Annotated[list[Workload], Field(min_length=1)]
-
-    @field_validator("targets")
-    @classmethod
-    def _device_alone(cls, targets):
-        problem = device_alone(targets)
-        if problem:
-            raise ValueError(problem)
-        return targets
 
     @model_validator(mode="after")
     def _host_groups(self):
