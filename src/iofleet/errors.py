@@ -26,6 +26,12 @@ class StoreError(IofleetError):
     """The results store cannot be opened or does not hold what was asked."""
 
 
+class StoreDamagedError(IofleetError):
+    """The results database file is damaged (not a StoreError: "no such run"
+    handlers must not hide it); `iofleet results check` says what is
+    damaged, `iofleet results recover` copies the intact runs to a new store."""
+
+
 class ImportFormatError(IofleetError):
     """A file given to `results import` is not fio JSON output."""
 

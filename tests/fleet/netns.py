@@ -432,10 +432,42 @@ class TestFleet:
             _ip("link", "set", host.veth, "down")
         host.alive = False
 
+    def restart_server(self, name: str, timeout: float = 10.0) -> None:
+        """Start the fio server of a host `kill_server` killed again (the
+        host is back), and wait until it accepts connections."""
+        host = self.host(name)
+        self._start_server(host)
+        deadline = time.monotonic() + timeout
+        while not accepts(host.address, host.port):
+            if time.monotonic() > deadline:
+                raise FleetError(f"{name}: fio server not accepting {timeout:.0f} s after its restart")
+            time.sleep(0.05)
+        host.alive = True
+
     def cut_link(self, name: str) -> None:
         """Take the host's link down with its fio server still running: its
         packets vanish, with no reset (a pulled cable or a powered-off host)."""
         _ip("link", "set", self.host(name).veth, "down")
+
+    def freeze(self, name: str, io_only: bool = False) -> list[int]:
+        """kill -STOP the host's fio: every fio process in its namespace (a
+        frozen host: its connections stay up, as the kernel still answers
+        for them, but fio answers nothing), or with io_only=True only the
+        processes below the server's per-connection process (the backend
+        and its jobs: IO hung, the server still answers fio's client).
+        Returns the pids stopped; `thaw` them before teardown."""
+        host = self.host(name)
+        fios = [p for p in self.namespace_pids(name) if comm(p) == "fio"]
+        if io_only:
+            fios = [p for p in fios if p != host.server_pid and _ppid(p) != host.server_pid]
+        for pid in fios:
+            _kill(pid, signal.SIGSTOP)
+        return fios
+
+    def thaw(self, pids: list[int]) -> None:
+        """kill -CONT what `freeze` stopped."""
+        for pid in pids:
+            _kill(pid, signal.SIGCONT)
 
     def server_pid(self, name: str) -> int:
         """pid of the host's fio --server listener."""

@@ -1,12 +1,17 @@
 """Raw block devices as targets, on loop devices (root only): refused with a
-clear line and untouched when they hold a filesystem or are mounted, run
-when blank or named in destroy_data, on this host and through a fio server.
+clear line and untouched when they hold a filesystem, are mounted, locked,
+or in a stack of devices with a user above or below them (loop devices over
+loop devices and partitions), run when blank or named in destroy_data, on
+this host and through a fio server.
 A neighbour file beside the loop devices' backing files must never change."""
 
+import fcntl
 import hashlib
 import os
+import re
 import shutil
 import socket
+import struct
 import subprocess
 import time
 
@@ -45,25 +50,53 @@ class Loops:
         self.devices: dict[str, object] = {}  # device → backing file
         self.mounts: list = []
 
-    def make(self, mib: int, ext4: bool = False) -> str:
+    def make(self, mib: int, ext4: bool = False, partition: bool = False) -> str:
+        """A loop device over a fresh file; with `partition`, a dos table whose
+        one partition ({dev}p1) starts at 1 MiB."""
         backing = self.folder / f"disk{len(self.devices)}.img"
         with open(backing, "wb") as f:
             f.truncate(mib * MiB)  # a fresh file reads as zeros
-        proc = subprocess.run(["losetup", "-f", "--show", str(backing)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            pytest.skip(f"losetup cannot attach a loop device here: {proc.stderr.strip()}")
-        dev = proc.stdout.strip()
+            if partition:  # one dos entry; partx adds it where the kernel has no dos parser
+                f.seek(446)
+                f.write(bytes([0, 0, 0, 0, 0x83, 0, 0, 0]) + struct.pack("<II", 2048, (mib - 1) * 2048))
+                f.seek(510)
+                f.write(b"\x55\xaa")
+        dev = self._attach(backing, ["-P"] if partition else [])
         self.devices[dev] = backing
-        if ext4:  # no lazy init: the kernel writes nothing later on its own
-            subprocess.run(["mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev], check=True)
+        if partition:
+            subprocess.run(["partx", "-u", dev], check=True, capture_output=True)
+        if ext4:
+            self.mkfs(dev)
         return dev
 
+    def stack(self, lower: str, ext4: bool = False) -> str:
+        """A loop device over another device: what it writes lands in `lower`'s backing file."""
+        dev = self._attach(lower, [])
+        self.devices[dev] = self.devices[re.sub(r"(\d)p\d+$", r"\1", lower)]  # a partition: its disk's file
+        if ext4:
+            self.mkfs(dev)
+        return dev
+
+    def _attach(self, backing, options: list[str]) -> str:
+        proc = subprocess.run(["losetup", "-f", "--show", *options, str(backing)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.skip(f"losetup cannot attach a loop device here: {proc.stderr.strip()}")
+        return proc.stdout.strip()
+
+    @staticmethod
+    def mkfs(dev: str):  # no lazy init: the kernel writes nothing later on its own
+        subprocess.run(["mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev], check=True)
+
     def mount_ro(self, dev: str):
-        point = self.folder / f"mnt{len(self.mounts)}"
+        point = self.folder / f"mnt{len(list(self.folder.glob('mnt*')))}"
         point.mkdir()
         subprocess.run(["mount", "-o", "ro,noload", dev, str(point)], check=True)  # read-only: writes nothing
         self.mounts.append(point)
         return point
+
+    def umount(self, point):
+        subprocess.run(["umount", str(point)], check=True)
+        self.mounts.remove(point)
 
     def sum(self, dev: str) -> str:
         return sha256(self.devices[dev])
@@ -71,7 +104,7 @@ class Loops:
     def close(self):
         for point in self.mounts:
             subprocess.run(["umount", str(point)], capture_output=True)
-        for dev in self.devices:
+        for dev in reversed(self.devices):  # a loop device over another one first
             subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
@@ -79,8 +112,8 @@ class Loops:
 def loops(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("loop devices need root")
-    if not shutil.which("losetup") or not shutil.which("mkfs.ext4"):
-        pytest.skip("losetup and mkfs.ext4 (util-linux, e2fsprogs) are needed")
+    if not all(shutil.which(tool) for tool in ("losetup", "partx", "mkfs.ext4")):
+        pytest.skip("losetup, partx and mkfs.ext4 (util-linux, e2fsprogs) are needed")
     folder = tmp_path / "disks"
     folder.mkdir()
     lo = Loops(folder)
@@ -142,6 +175,95 @@ def test_a_mounted_device_is_refused_even_with_destroy_data(tmp_path, loops, dat
         f"error: target {dev}: refused: it is mounted on {point}; unmount it first (iofleet never writes to a "
         f"device in use, destroy_data or not)"]
     assert loops.sum(dev) == before and _no_run(data_dir)
+
+
+def _in_use(dev: str, why: str) -> str:
+    return f"error: target {dev}: refused: {why} (iofleet never writes to a device in use, destroy_data or not)"
+
+
+def _e2fsck_clean(dev: str) -> bool:
+    return subprocess.run(["e2fsck", "-fn", dev], capture_output=True).returncode == 0
+
+
+def test_a_device_under_a_loop_device_is_refused_even_with_destroy_data(tmp_path, loops, data_dir):
+    # The hostile test's case: a loop device does not claim the device under
+    # it, so neither sysfs holders nor an exclusive open showed its user.
+    lower = loops.make(64)
+    upper = loops.stack(lower, ext4=True)
+    point = loops.mount_ro(upper)
+    before = loops.sum(lower)
+    plan = write_plan(tmp_path / "p.yaml", name="dev", defaults=SHORT, workloads=[{"name": "w", "read_pct": 0}])
+    proc = iofleet("run", plan, "--target", lower, "--destroy-data", lower, data_dir=data_dir, check_rc=2)
+    assert proc.stderr.splitlines() == [_in_use(lower, f"{upper} is a loop device backed by it, and {upper} is "
+                                                       f"mounted on {point}; detach it (losetup -d {upper}) first")]
+    loops.umount(point)  # not mounted, the loop device over it is still a user
+    proc = iofleet("run", plan, "--target", lower, "--destroy-data", lower, data_dir=data_dir, check_rc=2)
+    assert proc.stderr.splitlines() == [
+        _in_use(lower, f"{upper} is a loop device backed by it; detach it (losetup -d {upper}) first")]
+    # A loop device over one of its partitions is a user of it too.
+    disk = loops.make(64, partition=True)
+    over_part = loops.stack(f"{disk}p1")
+    proc = iofleet("run", plan, "--target", disk, "--destroy-data", disk, data_dir=data_dir, check_rc=2)
+    assert proc.stderr.splitlines() == [_in_use(disk, f"{over_part} is a loop device backed by its partition "
+                                                      f"{disk}p1; detach it (losetup -d {over_part}) first")]
+    assert loops.sum(lower) == before and _e2fsck_clean(upper) and _no_run(data_dir)
+
+
+def test_a_loop_device_over_a_device_in_use_is_refused(tmp_path, loops, data_dir):
+    # Writing a loop device writes the device under it: its users count.
+    disk = loops.make(64, partition=True)
+    loops.mkfs(f"{disk}p1")
+    part_point = loops.mount_ro(f"{disk}p1")
+    over_disk = loops.stack(disk)
+    whole = loops.make(64, ext4=True)
+    whole_point = loops.mount_ro(whole)
+    over_whole = loops.stack(whole)
+    sums = {dev: loops.sum(dev) for dev in (disk, whole)}
+    plan = write_plan(tmp_path / "p.yaml", name="dev", defaults=SHORT, workloads=[{"name": "w", "read_pct": 0}])
+    proc = iofleet("run", plan, "--target", over_disk, "--destroy-data", over_disk, data_dir=data_dir, check_rc=2)
+    assert proc.stderr.splitlines() == [_in_use(over_disk, f"it is a loop device over {disk}, and {disk}p1 is "
+                                                           f"mounted on {part_point}; unmount it first")]
+    proc = iofleet("run", plan, "--target", over_whole, "--destroy-data", over_whole, data_dir=data_dir, check_rc=2)
+    assert proc.stderr.splitlines() == [_in_use(over_whole, f"it is a loop device over {whole}, and {whole} is "
+                                                            f"mounted on {whole_point}; unmount it first")]
+    assert {dev: loops.sum(dev) for dev in sums} == sums and _no_run(data_dir)
+
+
+def test_a_loop_device_over_a_device_mounted_in_another_namespace_is_refused(tmp_path, loops, data_dir):
+    # This mount namespace shows no mount: the exclusive open of the device under the loop device does.
+    if not shutil.which("unshare"):
+        pytest.skip("unshare (util-linux) is needed")
+    lower = loops.make(64, ext4=True)
+    upper = loops.stack(lower)
+    before = loops.sum(lower)
+    point = tmp_path / "elsewhere"
+    point.mkdir()
+    holder = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                               f"mount -o ro,noload {lower} {point} && echo mounted && exec sleep 60"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "mounted\n"
+        plan = write_plan(tmp_path / "p.yaml", name="dev", defaults=SHORT, workloads=[{"name": "w", "read_pct": 0}])
+        proc = iofleet("run", plan, "--target", upper, "--destroy-data", upper, data_dir=data_dir, check_rc=2)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.stderr.splitlines() == [_in_use(
+        upper, f"it is a loop device over {lower}, and the kernel refuses exclusive access to {lower} (mounted in "
+               f"another mount namespace, or opened exclusively by a program); free it first")]
+    assert loops.sum(lower) == before and _no_run(data_dir)
+
+
+def test_a_device_locked_by_a_program_is_refused(tmp_path, loops, data_dir):
+    # A raw Ceph OSD flocks its device, as partitioning tools do: no holder, no mount, no exclusive open.
+    dev = loops.make(64)
+    plan = write_plan(tmp_path / "p.yaml", name="dev", defaults=SHORT, workloads=[{"name": "w", "read_pct": 0}])
+    with open(dev, "rb") as locked:
+        fcntl.flock(locked, fcntl.LOCK_EX)  # this process holds the lock
+        proc = iofleet("run", plan, "--target", dev, "--destroy-data", dev, data_dir=data_dir, check_rc=2)
+    assert proc.stderr.splitlines() == [_in_use(dev, f"it is locked by process {os.getpid()} (flock, as a Ceph OSD "
+                                                     f"or a partitioning tool does); stop it first")]
+    assert _no_run(data_dir)
 
 
 def test_a_blank_device_is_benchmarked_in_one_region_per_job(tmp_path, loops, data_dir):

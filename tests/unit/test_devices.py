@@ -2,15 +2,18 @@
 Debian 12 VM, util-linux 2.38.1, fio 3.33), the regions each job gets, and
 what fio's job files say for a device."""
 
+import os
+import stat
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from iofleet.errors import DeviceError, FioError, PlanError
 from iofleet.fio.jobfile import Device, render_device_check, render_prepare, render_probe, render_test
-from iofleet.fleet.devices import (LocalDevice, RemoteDevice, exporter_mounts, fit_regions, holders_of, in_use,
-                                   mounts_of, signature_of, swaps_of, where)
+from iofleet.fleet.devices import (Backing, BlockLayer, LocalDevice, RemoteDevice, exporter_mounts, fit_regions,
+                                   in_use, loop_backings, mounts_of, signature_of, swaps_of, where, write_locks)
 from iofleet.fleet.inventory import Inventory
 from iofleet.plan import expand, parse_plan
 
@@ -30,6 +33,14 @@ BTRFS_LINE = "51 27 0:45 / /srv/data rw,relatime shared:30 - btrfs /dev/sdb1 rw,
 # /proc/swaps with /dev/loop0 as swap (tabs as the kernel writes them).
 SWAPS = ("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
          "/dev/loop0                              partition\t65532\t\t0\t\t-2\n")
+# /proc/locks: an exclusive flock on /dev/loop1 (devtmpfs 00:06, inode 94), a waiter for it, udev's shared
+# lock, an open file description lock (no process), and a POSIX lock on a file.
+LOCKS = """1: FLOCK  ADVISORY  WRITE 4242 00:06:94 0 EOF
+1: -> FLOCK  ADVISORY  WRITE 4243 00:06:94 0 EOF
+2: FLOCK  ADVISORY  READ 301 00:06:96 0 EOF
+3: OFDLCK ADVISORY  WRITE -1 00:06:95 0 EOF
+4: POSIX  ADVISORY  READ 12850 fe:00:9987228 128 128
+"""
 # `blkid -p -o export DEV` (output, exit code).
 BLKID_BLANK = ("", 2)
 BLKID_EXT4 = ("DEVNAME=/dev/loop0\nUUID=eebed0f9-8d77-4733-9a66-c0e8cdcffc4c\nVERSION=1.0\nBLOCK_SIZE=1024\n"
@@ -63,24 +74,159 @@ def test_swaps_and_signatures():
     assert "this user may not read the device" in signature_of("", -2)
 
 
+def sysfs(root: Path, **devices: dict) -> Path:
+    """A fake /sys/class/block: name=dict(dev="major:minor", and optionally
+    disk= (a partition, nested in its disk as sysfs does), holders=[...],
+    slaves=[...], dm= (a device-mapper name), md=True, loop=True)."""
+    for name, d in devices.items():
+        folder = root / d["disk"] / name if "disk" in d else root / name
+        folder.mkdir(parents=True)
+        (folder / "dev").write_text(d["dev"] + "\n")
+        if "disk" in d:
+            (folder / "partition").write_text("1\n")
+            (root / name).symlink_to(folder)
+        for kind in ("holders", "slaves"):
+            (folder / kind).mkdir()
+            for other in d.get(kind, []):
+                (folder / kind / other).mkdir()
+        if "dm" in d:
+            (folder / "dm").mkdir()
+            (folder / "dm" / "name").write_text(d["dm"] + "\n")
+        if d.get("md"):
+            (folder / "md").mkdir()
+    return root
+
+
+def layer(root, loops=None, mountinfo="", swaps="") -> BlockLayer:
+    return BlockLayer(root, loops or {}, mountinfo, swaps)
+
+
+def mounted(number: str, node: str, point: str) -> str:
+    return f"60 27 {number} / {point} ro,relatime - ext4 {node} ro\n"
+
+
+SDB = {"sdb": {"dev": "8:16"}, "sdb1": {"dev": "8:17", "disk": "sdb"}, "sdb2": {"dev": "8:18", "disk": "sdb"}}
+DISK = loop0(path="/dev/sdb", real="/dev/sdb", name="sdb", members={"sdb": "8:16", "sdb1": "8:17", "sdb2": "8:18"})
+
+
 def test_holders_of_the_device_and_its_partitions(tmp_path):
-    # The sysfs layout: /sys/class/block/sdb/{holders/,sdb1/{partition,holders/}}.
-    (tmp_path / "sdb" / "holders").mkdir(parents=True)
-    (tmp_path / "sdb" / "sdb1" / "holders" / "dm-0").mkdir(parents=True)
-    (tmp_path / "sdb" / "sdb1" / "partition").write_text("1\n")
-    (tmp_path / "sdb1").symlink_to(tmp_path / "sdb" / "sdb1")
-    assert holders_of(tmp_path, ["sdb", "sdb1"]) == [("sdb1", "dm-0")]
-    dev = loop0(path="/dev/sdb", real="/dev/sdb", name="sdb", members={"sdb": "8:16", "sdb1": "8:17"})
-    assert in_use(dev, "", "", holders_of(tmp_path, dev.members)) == [
-        "its partition /dev/sdb1 is held by dm-0 (LVM, md or device-mapper); remove it from dm-0 first"]
+    tree = sysfs(tmp_path, **SDB | {"sdb1": {"dev": "8:17", "disk": "sdb", "holders": ["dm-0"]},
+                                    "dm-0": {"dev": "254:0", "dm": "vg0-data", "slaves": ["sdb1"]}})
+    assert in_use(DISK, layer(tree)) == [
+        "its partition /dev/sdb1 is held by dm-0 (device-mapper vg0-data); remove it from dm-0 first"]
+    # The whole stack above a holder, in one line.
+    mounts = mounted("254:1", "/dev/mapper/vg1-data", "/srv")
+    tree = sysfs(tmp_path / "md", sdc={"dev": "8:32", "holders": ["md0"]},
+                 md0={"dev": "9:0", "md": True, "slaves": ["sdc"], "holders": ["dm-1"]},
+                 **{"dm-1": {"dev": "254:1", "dm": "vg1-data", "slaves": ["md0"]}})
+    sdc = loop0(path="/dev/sdc", real="/dev/sdc", name="sdc", members={"sdc": "8:32"})
+    assert in_use(sdc, layer(tree, mountinfo=mounts)) == [
+        "it is held by md0 (md), and /dev/md0 is held by dm-1 (device-mapper vg1-data), and /dev/dm-1 is mounted on "
+        "/srv; remove it from md0 first"]
 
 
-def test_in_use_names_each_reason():
-    assert in_use(loop0(), MOUNTINFO, SWAPS, [("loop0", "md0")]) == [
+def test_in_use_names_each_reason(tmp_path):
+    tree = sysfs(tmp_path, loop0={"dev": "7:0", "holders": ["md0"]}, loop1={"dev": "7:1"},
+                 md0={"dev": "9:0", "md": True, "slaves": ["loop0"]})
+    assert in_use(loop0(), layer(tree, mountinfo=MOUNTINFO, swaps=SWAPS)) == [
         "it is mounted on /tmp/fx/sp ace; unmount it first",
-        "it is held by md0 (LVM, md or device-mapper); remove it from md0 first",
-        "it is active swap; swapoff /dev/loop0 first"]
-    assert in_use(loop0(name="loop1", real="/dev/loop1", members={"loop1": "7:1"}), MOUNTINFO, SWAPS, []) == []
+        "it is active swap; swapoff /dev/loop0 first",
+        "it is held by md0 (md); remove it from md0 first"]
+    loop1 = loop0(name="loop1", real="/dev/loop1", members={"loop1": "7:1"})
+    assert in_use(loop1, layer(tree, mountinfo=MOUNTINFO, swaps=SWAPS)) == []
+    # An exclusive lock on the device node (/proc/locks: its st_dev in hex, its inode).
+    locks = write_locks(LOCKS)
+    assert locks == {(os.makedev(0, 6), 94): "process 4242", (os.makedev(0, 6), 95): "a program"}
+
+    def stat_of(path):
+        return SimpleNamespace(st_dev=os.makedev(0, 6), st_ino={"/dev/loop1": 94}.get(path, 96))
+
+    assert in_use(loop1, BlockLayer(tree, {}, "", "", locks, stat_of)) == [
+        "it is locked by process 4242 (flock, as a Ceph OSD or a partitioning tool does); stop it first"]
+    assert in_use(loop0(), BlockLayer(tree, {}, "", "", locks, stat_of)) == [
+        "it is held by md0 (md); remove it from md0 first"]
+
+
+def test_loop_backings_by_device_number_or_file_inode(tmp_path):
+    image = tmp_path / "disk.img"
+    image.write_bytes(b"")
+    for name, backing in {"loop0": "/dev/sdb", "loop1": str(image), "loop2": "/img/old.img (deleted)"}.items():
+        (tmp_path / name / "loop").mkdir(parents=True)
+        (tmp_path / name / "loop" / "backing_file").write_text(backing + "\n")
+    (tmp_path / "loop3").mkdir()  # not attached: sysfs has no loop/ folder
+
+    def stat_of(path):  # /dev/sdb is no device node in tmp_path
+        return SimpleNamespace(st_mode=stat.S_IFBLK, st_rdev=os.makedev(8, 16)) if path == "/dev/sdb" else os.stat(path)
+
+    st = os.stat(image)
+    assert loop_backings(tmp_path, stat_of) == {
+        "loop0": Backing("/dev/sdb", number="8:16"), "loop1": Backing(str(image), inode=(st.st_dev, st.st_ino)),
+        "loop2": Backing("/img/old.img (deleted)")}
+
+
+def test_a_loop_device_over_the_device_or_a_partition_is_a_user(tmp_path):
+    # The hostile test's case: loop devices do not show in holders.
+    tree = sysfs(tmp_path, **SDB, loop0={"dev": "7:0"}, loop1={"dev": "7:1"}, loop2={"dev": "7:2"})
+    loops = {"loop0": Backing("/dev/sdb", number="8:16"), "loop1": Backing("/dev/sdb1", number="8:17"),
+             "loop2": Backing("/dev/loop1", number="7:1")}
+    assert in_use(DISK, layer(tree, loops, mountinfo=mounted("7:0", "/dev/loop0", "/mnt2"))) == [
+        "/dev/loop0 is a loop device backed by it, and /dev/loop0 is mounted on /mnt2; detach it (losetup -d "
+        "/dev/loop0) first",
+        "/dev/loop1 is a loop device backed by its partition /dev/sdb1, and /dev/loop2 is a loop device backed by "
+        "/dev/loop1; detach it (losetup -d /dev/loop1) first"]
+    # A loop device over a file on a filesystem of the device: the mount says it.
+    assert in_use(DISK, layer(tree, {"loop0": Backing("/data/x.img", inode=(2065, 12))})) == []
+
+
+def test_writing_a_stacked_device_writes_the_devices_under_it(tmp_path):
+    tree = sysfs(tmp_path, **SDB, sdc={"dev": "8:32", "holders": ["md0"]}, sdd={"dev": "8:48", "holders": ["md0"]},
+                 md0={"dev": "9:0", "md": True, "slaves": ["sdc", "sdd"]},
+                 **{f"loop{n}": {"dev": f"7:{n}"} for n in range(10)})
+    loops = {"loop3": Backing("/dev/sdb", number="8:16"), "loop4": Backing("/dev/sdb", number="8:16"),
+             "loop5": Backing("/dev/sdb2", number="8:18"), "loop6": Backing("/dev/sdd", number="8:48"),
+             "loop7": Backing("/img/a.img", inode=(2065, 12)), "loop8": Backing("/img/a.img", inode=(2065, 12)),
+             "loop9": Backing("/img/b.img", inode=(2065, 13))}
+    host = layer(tree, loops, mountinfo=mounted("8:17", "/dev/sdb1", "/data"), swaps="Filename\n/dev/sdb partition\n")
+
+    def device(name, number):
+        return loop0(path=f"/dev/{name}", real=f"/dev/{name}", name=name, members={name: number})
+
+    assert in_use(device("loop3", "7:3"), host) == [
+        "it is a loop device over /dev/sdb, and /dev/sdb is active swap; swapoff /dev/sdb first",
+        "it is a loop device over /dev/sdb, and /dev/loop4 is a loop device backed by /dev/sdb; detach it (losetup "
+        "-d /dev/loop4) first",
+        "it is a loop device over /dev/sdb, and /dev/sdb1 is mounted on /data; unmount it first",
+        "it is a loop device over /dev/sdb, and /dev/loop5 is a loop device backed by /dev/sdb2; detach it (losetup "
+        "-d /dev/loop5) first"]
+    # Under a partition, only its disk itself counts: /dev/sdb1 beside it is not written.
+    assert in_use(device("loop5", "7:5"), host) == [
+        "it is a loop device over /dev/sdb2, which is a partition of /dev/sdb, and /dev/sdb is active swap; swapoff "
+        "/dev/sdb first",
+        "it is a loop device over /dev/sdb2, which is a partition of /dev/sdb, and /dev/loop3 is a loop device "
+        "backed by /dev/sdb; detach it (losetup -d /dev/loop3) first",
+        "it is a loop device over /dev/sdb2, which is a partition of /dev/sdb, and /dev/loop4 is a loop device "
+        "backed by /dev/sdb; detach it (losetup -d /dev/loop4) first"]
+    # md (and device-mapper): each slave's users other than the device itself.
+    assert in_use(device("md0", "9:0"), host) == [
+        "it is built on /dev/sdd, and /dev/loop6 is a loop device backed by /dev/sdd; detach it (losetup -d "
+        "/dev/loop6) first"]
+    # Device-mapper devices over one device have their own extents (two LVM volumes of one group).
+    lvm = sysfs(tmp_path / "lvm", sde={"dev": "8:64", "holders": ["dm-2", "dm-3"]}, loop0={"dev": "7:0"},
+                **{"dm-2": {"dev": "254:2", "dm": "vg-bench", "slaves": ["sde"]},
+                   "dm-3": {"dev": "254:3", "dm": "vg-root", "slaves": ["sde"]}})
+    root = mounted("254:3", "/dev/mapper/vg-root", "/")
+    assert in_use(device("dm-2", "254:2"), layer(lvm, mountinfo=root)) == []
+    assert in_use(device("dm-2", "254:2"), layer(lvm, {"loop0": Backing("/dev/sde", number="8:64")}, root)) == [
+        "it is built on /dev/sde, and /dev/loop0 is a loop device backed by /dev/sde; detach it (losetup -d "
+        "/dev/loop0) first"]
+    # Over a file: the file's filesystem is mounted, as it should be; another loop device over it is a user.
+    assert in_use(device("loop7", "7:7"), host) == [
+        "it is a loop device over /img/a.img, and /dev/loop8 is a loop device over that file too; detach it "
+        "(losetup -d /dev/loop8) first"]
+    assert in_use(device("loop9", "7:9"), host) == []
+    # Devices under loop devices are not claimed: worth an exclusive open. md's slaves are claimed by md.
+    assert host.loop_lowers("loop5") == [("it is a loop device over /dev/sdb2", "sdb2")]
+    assert host.loop_lowers("md0") == []
 
 
 def test_mounts_seen_by_node_exporter():

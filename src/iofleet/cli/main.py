@@ -21,13 +21,13 @@ from rich.text import Text
 
 from ..errors import IofleetError
 from ..fio.command import fio_version
-from ..fleet.check import check_hosts, problem_lines
+from ..fleet.check import check_hosts, clean_hosts, problem_lines
 from ..fleet.devices import REMOTE_UNSEEN
 from ..fleet.inventory import load_inventory
 from ..plan import expand
 from ..plan.expand import data_per_target_set, expand_mixed
 from ..plan.imports import load_plan_source
-from ..plan.load import with_destroy_data, with_targets
+from ..plan.load import check_targets, with_destroy_data, with_targets
 from ..plan.model import check_name, is_device_path
 from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
@@ -39,6 +39,7 @@ from ..report.saturation import saturation_report, sweep_of_run
 from ..report.summary import diagnostics_lines, methodology_notes, summary_table
 from ..results.export import run_to_csv, run_to_dict
 from ..results.ingest import import_outputs
+from ..results.recover import check_store, recover_store
 from ..results.store import Store, default_data_dir
 from ..plan.easy import Durations
 from ..studies.easy_run import easy_run
@@ -68,7 +69,8 @@ if not console.is_terminal:
 err_console = Console(stderr=True)
 
 DataDir = typer.Option(None, "--data-dir", help="Results directory (default: $IOFLEET_DATA or ./iofleet-data).")
-TargetOpt = typer.Option(None, "--target", "-t", help="Directory, or one block device (/dev/X), to test "
+# parser=str: typer's Path('') would be '.', the current directory; the text is checked as a plan's targets.
+TargetOpt = typer.Option(None, "--target", "-t", parser=str, metavar="PATH", help="Directory, or one block device (/dev/X), to test "
                                                        "(repeatable); replaces the plan's targets.")
 DestroyOpt = typer.Option(None, "--destroy-data", metavar="/dev/X",
                           help="A device target whose data may be destroyed (repeatable): allows one that holds a "
@@ -110,6 +112,11 @@ def _stop_on_signals():
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _targets(target: Optional[List[str]]) -> Optional[List[Path]]:
+    """--target values, checked as a plan's targets are (refused in one line)."""
+    return [Path(t) for t in check_targets(target)] if target else None
 
 
 def _plan_with_targets(plan_path: Path, targets: Optional[List[Path]], destroy_data: Optional[List[str]] = None):
@@ -188,6 +195,7 @@ def run(
                                               "(checked against the run; --hosts where its inventory moved)."),
 ):
     """Run a plan's tests on this machine (or on a fleet with --hosts) and print the summary."""
+    _check_label(label)
     if resume is not None:
         return _resume(resume, plan_path, target, data_dir, label, hosts, destroy_data)
     if plan_path is None:
@@ -209,7 +217,8 @@ def _resume(run_id, plan_path, target, data_dir, label, hosts, destroy_data) -> 
         raise IofleetError(f"a resumed run keeps its label; change it with `iofleet results label {run_id} LABEL`")
     plan = _plan_with_targets(plan_path, target, destroy_data)[0] if plan_path else None
     with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
-        todo = prepare_resume(store, run_id, plan=plan, targets=target, inventory=hosts, destroy_data=destroy_data)
+        todo = prepare_resume(store, run_id, plan=plan, targets=_targets(target), inventory=hosts,
+                              destroy_data=destroy_data)
         console.print(todo.describe(), highlight=False, markup=False)
         with TerminalProgress(console) as progress:
             outcome = resume_run(store, todo, observer=progress, stop=stop)
@@ -225,7 +234,13 @@ def _finish(outcome, db, fleet) -> None:
         f"Run {outcome.run_id} {outcome.status}: {done} of {outcome.tests_planned} tests ok. "
         f"Results: {db} (see `iofleet results show {outcome.run_id}`)"
     )
-    if outcome.cleaned:
+    if outcome.not_cleaned:
+        left = ", ".join(outcome.not_cleaned)
+        console.print(f"Removed iofleet's data files from {outcome.cleaned} host{'s' if outcome.cleaned != 1 else ''}"
+                      f", not from {left} (lost during the run, or the removal failed): once back, `iofleet hosts "
+                      f"check INVENTORY` finds them and `iofleet hosts clean INVENTORY` removes them (as does the "
+                      f"next run there).", highlight=False, markup=False, soft_wrap=True)
+    elif outcome.cleaned:
         what = "hosts" if fleet else "targets"
         console.print(f"Removed iofleet's data files from the {what}.")
     if outcome.status == "interrupted":
@@ -249,6 +264,7 @@ def easy_run_command(
     destroy_data: Optional[List[str]] = DestroyOpt,
 ):
     """Measure the storage with nothing else given: sized for the hosts, four standard profiles."""
+    _check_label(label)
     durations = Durations()
     for name, value in (("runtime", runtime), ("max_runtime", max_runtime), ("ramp", ramp), ("round", round_)):
         if value is not None:
@@ -269,7 +285,7 @@ def easy_run_command(
 
     with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console) as progress:
-            outcome = easy_run(store, targets=target, hosts=fleet, durations=durations, working_set=working_set,
+            outcome = easy_run(store, targets=_targets(target), hosts=fleet, durations=durations, working_set=working_set,
                                label=label, observer=progress, stop=stop, on_plan=on_plan,
                                destroy_data=destroy_data)
         console.print(summary_table(store.get_run(outcome.run_id)))
@@ -328,8 +344,30 @@ def hosts_check(
                 err_console.print(f"note: host {c.host.name}: target {t.path} is a block device; a run writes to it "
                                   f"only when the plan's destroy_data (or --destroy-data) names it: {REMOTE_UNSEEN}",
                                   markup=False, highlight=False, soft_wrap=True)
+        if c.leftovers:
+            err_console.print(f"note: host {c.host.name}: iofleet's data files from an earlier run are left on "
+                              f"target {c.host.targets[0]} (a run that lost this host could not remove them); "
+                              f"`iofleet hosts clean {inventory}` removes them, as does the next run's clean-up",
+                              markup=False, highlight=False, soft_wrap=True)
     ok = len(checks) - len({line.split(" (")[0] for line in problems})
     console.print(f"{ok} of {len(checks)} hosts ready.")
+    if problems:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@hosts_app.command("clean")
+@user_errors
+def hosts_clean(
+    inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
+):
+    """Remove iofleet's data files that runs left on the hosts' targets (e.g. on a host lost during a run)."""
+    hosts = load_inventory(inventory).hosts
+    with console.status(f"Removing iofleet's data files from {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
+        removed, problems = clean_hosts(hosts)
+    for name, count in removed.items():
+        console.print(f"{name}: {count} data file{'s' if count != 1 else ''} removed", highlight=False, markup=False)
+    for line in problems:
+        err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
     if problems:
         raise typer.Exit(EXIT_FAILED)
 
@@ -358,6 +396,15 @@ def params():
         console.print(table)
 
 
+def _check_label(label: Optional[str]) -> None:
+    """A label given on the command line follows the rule of plans and the web API."""
+    if label is not None:
+        try:
+            check_name(label)
+        except ValueError as exc:
+            raise IofleetError(f"label {label!r}: {exc}") from None
+
+
 @results_app.command("label")
 @user_errors
 def results_label(
@@ -367,10 +414,7 @@ def results_label(
     data_dir: Optional[str] = DataDir,
 ):
     """Label a stored run (replacing its label)."""
-    try:
-        check_name(label)
-    except ValueError as exc:
-        raise IofleetError(f"label {label!r}: {exc}") from None
+    _check_label(label)
     with Store.open(default_data_dir(data_dir)) as store:
         store.update_run(run_id, label=label)
     console.print(f"Run {run_id} is labelled {label}.")
@@ -402,6 +446,57 @@ def results_list(data_dir: Optional[str] = DataDir):
     if stale:
         console.print(f"running (stale): no process runs it any more (it crashed or was killed); "
                       f"`iofleet run --resume {stale[-1]}` runs its unfinished tests.", highlight=False)
+
+
+@results_app.command("check")
+@user_errors
+def results_check(data_dir: Optional[str] = DataDir):
+    """Check the results database for damage (SQLite's integrity check) and which runs still read."""
+    report = check_store(default_data_dir(data_dir))
+    if report.ok:
+        console.print(f"ok: {report.db} passed SQLite's integrity check; {len(report.readable)} runs read whole.",
+                      highlight=False)
+        return
+    console.print(f"{report.db} is damaged.", highlight=False)
+    if report.problems:
+        console.print("SQLite's integrity check found:", highlight=False)
+        for line in report.problems:
+            console.print(f"  {line}", highlight=False, markup=False)
+    if report.unlisted:
+        console.print(f"No run can be read: {report.unlisted}.", highlight=False, markup=False)
+    else:
+        console.print(f"Runs that read whole: {', '.join(map(str, report.readable)) or 'none'}.", highlight=False)
+        for run_id, why in report.unreadable.items():
+            console.print(f"Run {run_id} cannot be read: {why}.", highlight=False, markup=False)
+        console.print(f"Copy the runs that read to a new store with `iofleet results recover --data-dir "
+                      f"{report.db.parent}` (the damaged file is not changed).", highlight=False, markup=False,
+                      soft_wrap=True)
+    raise typer.Exit(EXIT_FAILED)
+
+
+@results_app.command("recover")
+@user_errors
+def results_recover(
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="NEWDIR",
+                                          help="New data directory for the runs that can be read "
+                                               "(default: DATA_DIR-recovered)."),
+    data_dir: Optional[str] = DataDir,
+):
+    """Copy every run of a damaged store that can still be read (tests, figures, files) into a new store."""
+    report = recover_store(default_data_dir(data_dir), output)
+    for run_id, why in report.lost.items():
+        console.print(f"lost: run {run_id}: {why}", highlight=False, markup=False)
+    if report.unlisted:
+        console.print(f"lost: every run: {report.unlisted}", highlight=False, markup=False)
+    if report.missing_files:
+        console.print(f"note: {report.missing_files} tests' artifact directories were not on disk", highlight=False)
+    lost = ", ".join(map(str, report.lost)) or ("all" if report.unlisted else "none")
+    console.print(f"Recovered {len(report.saved)} runs ({', '.join(map(str, report.saved)) or 'none'}) from "
+                  f"{report.source} into {report.target}; lost: {lost}.", highlight=False, markup=False, soft_wrap=True)
+    console.print(f"{report.source} is unchanged; use the new store with --data-dir {report.target.parent}",
+                  highlight=False, markup=False, soft_wrap=True)
+    if report.lost or report.unlisted:
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _load_run(store: Store, run_id: Optional[int]):
@@ -686,6 +781,7 @@ def saturate(
     destroy_data: Optional[List[str]] = DestroyOpt,
 ):
     """Sweep outstanding IO (jobs × iodepth, doubling) to find the knee, the best configuration and the most IOPS under a latency target."""
+    _check_label(label)
     sweep = Sweep(
         bs=_option("bs", PARAMS["bs"], bs), read_pct=_option("read-pct", PARAMS["read_pct"], read_pct),
         random_pct=_option("random-pct", PARAMS["random_pct"], random_pct),
@@ -702,7 +798,7 @@ def saturate(
     fleet = load_inventory(hosts).hosts if hosts else None
     with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console, sweep=True) as progress:
-            outcome = run_saturate(store, sweep, targets=target, hosts=fleet, label=label,
+            outcome = run_saturate(store, sweep, targets=_targets(target), hosts=fleet, label=label,
                                    observer=progress, stop=stop, destroy_data=destroy_data)
         run = store.get_run(outcome.run_id)
         db = store.path

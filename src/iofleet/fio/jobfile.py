@@ -256,18 +256,25 @@ def render_probe(target: Path | Device, engine: str, direct: bool) -> str:
     return _render(f"iofleet probe of {engine}", "probe", options)
 
 
+def _data_file_reads(targets: list[Path]) -> list[tuple[str, object]]:
+    """Each job reads the first 4 KiB of its data file and never creates one
+    (a missing file: fio says so and reads nothing), so the bytes read tell
+    which files exist, through a fio server too."""
+    return [("ioengine", "psync"), ("directory", _directory_value(targets)), ("filename_format", DATA_FILE_FORMAT),
+            ("allow_file_create", False), ("rw", "read"), ("bs", 4096), ("size", 4096)]
+
+
 def render_cleanup(targets: list[Path], jobs: int) -> str:
-    """A job that removes iofleet's data files of up to `jobs` jobs (used
-    where iofleet cannot remove files itself: on fio servers)."""
-    options: list[tuple[str, object]] = [
-        ("directory", _directory_value(targets)),
-        ("filename_format", DATA_FILE_FORMAT),
-        ("size", 4096),
-        ("numjobs", jobs),
-        ("create_only", True),
-        ("unlink", True),
-    ]
-    return _render("iofleet cleanup", "cleanup", options)
+    """A job that removes iofleet's data files of jobs 0 .. `jobs`-1 (used
+    where iofleet cannot remove files itself: on fio servers); each job
+    that read 4 KiB had a file there."""
+    return _render("iofleet cleanup", "cleanup", [*_data_file_reads(targets), ("numjobs", jobs), ("unlink", True)])
+
+
+def render_leftover_check(targets: list[Path]) -> str:
+    """Read-only: does job 0's data file exist on a host's targets (left by
+    a run that could not clean up there)? Section `leftover`."""
+    return _render("iofleet leftover check (read-only)", "leftover", _data_file_reads(targets))
 
 
 def render_target_check(targets: list[Path]) -> str:

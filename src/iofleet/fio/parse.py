@@ -46,26 +46,33 @@ def _show(value) -> str:
         return type(value).__name__
 
 
-_MAX_INT = 2**64  # fio's counters are unsigned 64-bit
+_MAX_INT = 2**64  # fio's counters are unsigned 64-bit (histogram counts)
+# Every figure fio reports (counts, times, rates, latencies, CPU %) is 0 or
+# more, and far below 2**63, the largest integer the results store holds:
+# anything else is an impossible figure, refused rather than stored as ok.
+_MAX_FIGURE = 2**63
 
 
 def _int(obj: dict, key: str, where: str) -> int:
     value = _field(obj, key, where)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _MAX_INT:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _MAX_FIGURE:
         raise ImportFormatError(
-            f"not fio JSON output: {_where(where, key)} should be a non-negative integer, got {_show(value)}"
+            f"not fio JSON output: {_where(where, key)} should be a non-negative integer below 2^63, "
+            f"got {_show(value)}"
         )
     return value
 
 
 def _num(obj: dict, key: str, where: str) -> float:
-    value = _field(obj, key, where)
+    given = _field(obj, key, where)
+    value = given
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) < _MAX_INT:
-        return float(value)
-    if not isinstance(value, float) or not math.isfinite(value):
-        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be a number, got {_show(value)}")
+        value = float(value)
+    if not isinstance(value, float) or not 0 <= value < _MAX_FIGURE:  # NaN fails the comparison too
+        raise ImportFormatError(f"not fio JSON output: {_where(where, key)} should be a number from 0 up to 2^63, "
+                                f"got {_show(given)}")
     return value
 
 

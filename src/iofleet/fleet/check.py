@@ -11,7 +11,10 @@ Per host, in parallel:
    carries the server's fio version, the JSON part each target's result;
    a device target gets read-only jobs instead (devices.RemoteDevice);
 3. free space of each target from the host's node_exporter, when it has
-   one (for a device: its mounts there).
+   one (for a device: its mounts there);
+4. in the same fio run, a read-only look for iofleet's data files that a
+   run left behind (a host lost during a run keeps them): `iofleet hosts
+   clean` removes them, as does the next run's clean-up there.
 """
 
 import errno
@@ -27,12 +30,14 @@ from pathlib import Path
 
 from ..errors import ImportFormatError, IofleetError
 from ..fio.command import error_line, fio_binary, fio_version
-from ..fio.jobfile import Device, render_device_check, render_target_check
+from ..fio.jobfile import Device, render_device_check, render_leftover_check, render_target_check
 from ..fio.parse import parse_output
 from .devices import RemoteDevice, exporter_mounts, where
 from .inventory import Host
 from .metrics import fetch_metrics, free_bytes
+from .remote import remove_data_files
 from .runner import run_fio
+from .targets_lock import holder_facts, lock_fleet_target
 
 CONNECT_TIMEOUT_S = 3.0
 PROBE_TIMEOUT_S = 60.0
@@ -57,6 +62,7 @@ class HostCheck:
     targets: list[TargetCheck] = field(default_factory=list)
     metrics: str = "none"  # none | ok | the scrape's error
     problems: list[str] = field(default_factory=list)
+    leftovers: bool | None = None  # iofleet's data files of an earlier run are there (None: not known)
 
     @property
     def ok(self) -> bool:
@@ -142,7 +148,7 @@ def _probe(check: HostCheck, controller_version: str, needed: int | None = None)
     with tempfile.TemporaryDirectory(prefix="iofleet-check-") as tmp:
         job = Path(tmp) / "check.fio"
         job.write_text(render_device_check(target.path, needed) if isinstance(target, Device)
-                       else render_target_check(target))
+                       else render_target_check(target) + render_leftover_check(target))
         cmd = [fio_binary(), "--output-format=normal,json", "--eta=never",
                f"--client={host.fio_client_arg}", str(job)]
         fio = run_fio(cmd, Path(tmp), threading.Event(), timeout_s=PROBE_TIMEOUT_S)
@@ -167,12 +173,16 @@ def _probe(check: HostCheck, controller_version: str, needed: int | None = None)
         for t in check.targets:
             if t.path == missing:
                 t.problem = "does not exist (or is not a directory)"
-    results = {}
+    results, leftover = {}, None
     if fio.final_output:
         try:
-            results = {j.job: j.error for j in parse_output(fio.final_output).jobs}
+            jobs = parse_output(fio.final_output).jobs
         except ImportFormatError:
-            pass
+            jobs = []
+        results = {j.job: j.error for j in jobs}
+        leftover = next((j for j in jobs if j.job == "leftover"), None)
+    if leftover is not None and not leftover.error:
+        check.leftovers = leftover.read.io_bytes >= 4096  # job 0's file: every run makes one
     missing = any(t.problem for t in check.targets)
     for i, t in enumerate(check.targets):
         code = results.get(f"t{i}")
@@ -211,3 +221,27 @@ def _device_seen(path: str, needed: int | None, output: str | None, said: str) -
         seen.blank = not blank.error
         seen.fits = None if not needed else end is not None and end.read.io_bytes >= 4096
     return seen
+
+
+def clean_hosts(hosts: list[Host]) -> tuple[dict[str, int], list[str]]:
+    """`hosts clean`: remove iofleet's data files that runs left on the
+    hosts' targets, with the targets locked as a run locks them: (host →
+    files removed, one line per host that could not be cleaned)."""
+    with_files = [h for h in hosts if not isinstance(where(h.targets), Device)]
+    with ThreadPoolExecutor(max_workers=min(32, len(with_files)) or 1) as pool:
+        reasons = dict(zip([h.name for h in with_files], pool.map(lambda h: _connect(*h.endpoint), with_files)))
+    problems = [f"host {h.name} ({h.address}): fio server not reachable ({reasons[h.name]}); nothing removed"
+                for h in with_files if reasons[h.name]]
+    reachable = [h for h in with_files if not reasons[h.name]]
+    locks = []
+    try:
+        for h in reachable:
+            for t in h.targets:
+                locks.append(lock_fleet_target(*h.endpoint, t, holder_facts(command="hosts clean")))
+        with tempfile.TemporaryDirectory(prefix="iofleet-clean-") as tmp:
+            removed, failed = remove_data_files(reachable, 8, Path(tmp))
+    finally:
+        for lock in locks:
+            lock.release()
+    problems += [f"host {name}: removing iofleet's data files failed through its fio server" for name in failed]
+    return removed, problems

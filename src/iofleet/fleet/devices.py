@@ -1,17 +1,33 @@
 """Raw block devices as targets: their regions and their safety checks.
 
 Truth rule 5: nothing is destroyed that iofleet did not create, and a raw
-device needs an explicit, exact opt-in. On this host a device target is
-refused, before anything is written, when it or one of its partitions is
-mounted (/proc/self/mountinfo), held by LVM, md or device-mapper (sysfs
-`holders`), active swap (/proc/swaps) or otherwise busy (the kernel refuses
-an exclusive open) — nothing overrides these — and when `blkid -p` finds a
-filesystem, partition table or other signature on it, unless the plan's
-`destroy_data` (or --destroy-data) names it.
+device needs an explicit, exact opt-in. A device is written only when
+nothing stacks on it and nothing holds it, checked through the whole stack
+of this host's block devices, both ways, before anything is written:
+
+- upward, what uses the device or one of its partitions: mounts
+  (/proc/self/mountinfo), active swap (/proc/swaps), holders (sysfs
+  `holders`: md, device-mapper, so LVM, multipath, dm-crypt), loop devices
+  backed by it (sysfs `loop/backing_file`: a loop device does not claim
+  its backing device, so neither holders nor an exclusive open show it),
+  and in turn whatever uses those; then an exclusive open, which the
+  kernel refuses to a device mounted in any mount namespace or claimed;
+- downward, what writing the device writes in turn (a loop device's
+  backing device, a partition's disk, the slaves of md and device-mapper
+  devices): refused when something else uses it, as above (other loop
+  devices over the same backing file too, and an exclusive open of a
+  device under a loop device). The filesystem holding a loop device's
+  backing file is mounted, naturally: that is no use of the target.
+
+Nothing overrides these. Then, unless the plan's `destroy_data` (or
+--destroy-data) names the device, it is refused when `blkid -p` finds a
+filesystem, partition table or other signature on it (an LVM, md, ZFS or
+Ceph member's label too: on a host where that stack is assembled, its
+holder already refused it).
 
 On a fio server only what fio and node_exporter show can be checked (see
-RemoteDevice): holders, swap and signatures cannot be seen there, so a
-remote device is written only when destroy_data names it.
+RemoteDevice): holders, loop devices, swap and signatures cannot be seen
+there, so a remote device is written only when destroy_data names it.
 """
 
 import errno
@@ -139,14 +155,17 @@ def swaps_of(swaps: str, nodes: dict[str, str]) -> list[str]:
     return [nodes[f[0]] for f in (line.split() for line in swaps.splitlines()[1:]) if f and f[0] in nodes]
 
 
-def holders_of(sys_block: Path, names) -> list[tuple[str, str]]:
-    """(member, holder) for each device-mapper, md or other holder sysfs
-    lists for the device or its partitions."""
-    out = []
-    for name in names:
-        folder = sys_block / name / "holders"
-        if folder.is_dir():
-            out += [(name, h.name) for h in sorted(folder.iterdir())]
+def write_locks(locks: str) -> dict[tuple[int, int], str]:
+    """(st_dev, st_ino) of each file /proc/locks shows an exclusive lock on
+    → who holds it. A raw Ceph OSD flocks its device, as tools that
+    rewrite a disk do (systemd's block device locking); udev's probes take
+    shared locks, which are left out."""
+    out = {}
+    for line in locks.splitlines():  # "1: FLOCK  ADVISORY  WRITE 4242 00:06:94 0 EOF"; a waiter has "->"
+        m = re.match(r"\d+: +\w+ +\w+ +WRITE +(-?\d+) +([0-9a-f]+):([0-9a-f]+):(\d+) ", line)
+        if m:  # an open file description lock has no process (-1)
+            holder = "a program" if m[1] == "-1" else f"process {m[1]}"
+            out[(os.makedev(int(m[2], 16), int(m[3], 16)), int(m[4]))] = holder
     return out
 
 
@@ -201,29 +220,30 @@ def _blkid(node: str) -> tuple[str, int]:
     return proc.stdout, proc.returncode
 
 
-def in_use(dev: LocalDevice, mountinfo: str, swaps: str, holders: list[tuple[str, str]]) -> list[str]:
-    """Why the device is in use, one phrase each; empty when it is not."""
-    nodes = {f"/dev/{n}": n for n in dev.members} | {dev.real: dev.name}
-    numbers = {number: name for name, number in dev.members.items()}
-
-    def who(name: str) -> str:
-        return "it is" if name == dev.name else f"its partition /dev/{name} is"
-
-    found = [f"{who(name)} mounted on {point}; unmount it first"
-             for name, point in mounts_of(mountinfo, numbers, nodes)]
-    found += [f"{who(name)} held by {holder} (LVM, md or device-mapper); remove it from {holder} first"
-              for name, holder in holders]
-    found += [f"{who(name)} active swap; swapoff /dev/{name} first" for name in swaps_of(swaps, nodes)]
-    return found
+def in_use(dev: LocalDevice, layer: "BlockLayer") -> list[str]:
+    """Why the device is in use, one phrase each; empty when it is not.
+    Upward: what uses it or one of its partitions (mounts, swap, holders,
+    loop devices backed by it, and what stacks on those). Downward: what
+    writing it writes in turn (a loop device's backing, a partition's disk,
+    md and device-mapper slaves), when that is used by something else."""
+    found = []
+    for name in dev.members:
+        who = "it" if name == dev.name else f"its partition /dev/{name}"
+        found += [f"{what}; {fix}" for what, fix in layer.uses(name, who)]
+    return found + [f"{what}; {fix}" for what, fix in layer.below(dev.name)]
 
 
 def check_local_device(path: str, destroy_data: list[str]) -> LocalDevice:
     """The device, if it may be written; else DeviceError, one line per problem."""
     dev = local_device(path)
-    busy = in_use(dev, _read("/proc/self/mountinfo"), _read("/proc/swaps"), holders_of(SYS_BLOCK, dev.members))
+    layer = BlockLayer(SYS_BLOCK, loop_backings(SYS_BLOCK), _read("/proc/self/mountinfo"), _read("/proc/swaps"),
+                       write_locks(_read("/proc/locks")))
+    busy = in_use(dev, layer)
     if not busy and _busy(dev.real):
-        busy = ["the kernel refuses exclusive access (mounted in another mount namespace, or opened "
-                "exclusively by a program); free it first"]
+        busy = [f"the kernel refuses exclusive access{_EXCL_WHY}; free it first"]
+    if not busy:  # a loop device does not claim its backing device: ask about that one too
+        busy = [f"{chain}, and the kernel refuses exclusive access to /dev/{lower}{_EXCL_WHY}; free it first"
+                for chain, lower in layer.loop_lowers(dev.name) if _busy(f"/dev/{lower}")]
     if busy:
         raise DeviceError("\n".join(f"target {dev.shown}: refused: {why} ({_IN_USE})" for why in busy))
     found = signature_of(*_blkid(dev.real))
@@ -232,6 +252,182 @@ def check_local_device(path: str, destroy_data: list[str]) -> LocalDevice:
         raise DeviceError(f"target {dev.shown}: refused: {found}, and the benchmark would overwrite it; "
                           f"{_confirm(path)}")
     return dev
+
+
+_EXCL_WHY = " (mounted in another mount namespace, or opened exclusively by a program)"
+
+
+# ------------------------------------------------------------ the stack of block devices
+
+
+@dataclass(frozen=True)
+class Backing:
+    """What a loop device reads and writes: a block device (by its number)
+    or a file (by its inode); neither when its path cannot be looked up."""
+
+    path: str  # as sysfs shows it
+    number: str | None = None  # "major:minor" of a block device
+    inode: tuple[int, int] | None = None  # (st_dev, st_ino) of a file
+
+
+def loop_backings(sys_block: Path, stat_of=os.stat) -> dict[str, Backing]:
+    """Each attached loop device's backing, from sysfs `loop/backing_file`.
+    A loop device opens its backing device without claiming it, so neither
+    `holders` nor an exclusive open shows it: this is the only trace."""
+    out = {}
+    for file in sorted(sys_block.glob("loop*/loop/backing_file")):
+        try:
+            path = file.read_text().rstrip("\n")
+        except OSError:  # detached meanwhile
+            continue
+        name = file.parent.parent.name
+        try:
+            st = stat_of(path)
+        except OSError:  # a deleted file ("... (deleted)"), or a path in another mount namespace
+            out[name] = Backing(path)
+            continue
+        if stat.S_ISBLK(st.st_mode):
+            out[name] = Backing(path, number=f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+        else:
+            out[name] = Backing(path, inode=(st.st_dev, st.st_ino))
+    return out
+
+
+def _link(chain: str, how: str) -> str:
+    """'it is a loop device over /dev/loop0', then ', which is ...' for each step down."""
+    return f"{chain} is {how}" if chain == "it" else f"{chain}, which is {how}"
+
+
+class BlockLayer:
+    """This host's block devices as the kernel shows them: what stacks on
+    what (partitions, sysfs holders and slaves, loop backings) and what uses
+    each device (mounts, swap, exclusive locks). Built from text and a sysfs
+    tree, so a fake tree can stand in for /sys/class/block."""
+
+    def __init__(self, sys_block: Path, loops: dict[str, Backing], mountinfo: str, swaps: str,
+                 locks: dict[tuple[int, int], str] | None = None, stat_of=os.stat):
+        self.sys_block, self.loops, self.mountinfo, self.swaps = sys_block, loops, mountinfo, swaps
+        self.locks, self.stat_of = locks or {}, stat_of
+        numbers = {d.name: _read(str(d / "dev")).strip() for d in sys_block.iterdir()}
+        self.numbers = {name: number for name, number in numbers.items() if number}  # kernel name → "major:minor"
+
+    def _list(self, name: str, folder: str) -> list[str]:
+        path = self.sys_block / name / folder
+        return sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+
+    def partitions(self, name: str) -> list[str]:
+        folder = self.sys_block / name
+        return sorted(c.name for c in folder.iterdir() if (c / "partition").is_file()) if folder.is_dir() else []
+
+    def disk_of(self, name: str) -> str | None:
+        """The disk a partition is part of (sysfs nests a partition in its disk)."""
+        folder = self.sys_block / name
+        return folder.resolve().parent.name if (folder / "partition").is_file() else None
+
+    def loops_on(self, name: str) -> list[str]:
+        number = self.numbers.get(name)
+        return [loop for loop, backing in self.loops.items() if number and backing.number == number]
+
+    def _locker(self, name: str) -> str | None:
+        """The process holding an exclusive lock on the device's node."""
+        if not self.locks:
+            return None
+        try:
+            st = self.stat_of(f"/dev/{name}")
+        except OSError:
+            return None
+        return self.locks.get((st.st_dev, st.st_ino))
+
+    def _is_dm(self, name: str) -> bool:
+        return (self.sys_block / name / "dm").is_dir()
+
+    def _holder(self, name: str) -> str:
+        dm = _read(str(self.sys_block / name / "dm" / "name")).strip()  # LVM, multipath, dm-crypt...
+        if dm:
+            return f"{name} (device-mapper {dm})"
+        return f"{name} (md)" if (self.sys_block / name / "md").is_dir() else name
+
+    def uses(self, name: str, who: str, seen: frozenset = frozenset()) -> list[tuple[str, str]]:
+        """(what, fix) for each direct use of device `name` (called `who`):
+        mounts, swap, holders and loop devices backed by it, each holder and
+        loop device with what uses it in turn. Devices in `seen` (the way
+        here) are no other users."""
+        node = f"/dev/{name}"
+        out = [(f"{who} is mounted on {point}", "unmount it first")
+               for _, point in mounts_of(self.mountinfo, {self.numbers.get(name, "?"): name}, {node: name})]
+        out += [(f"{who} is active swap", f"swapoff {node} first") for _ in swaps_of(self.swaps, {node: name})]
+        if (locker := self._locker(name)):
+            out.append((f"{who} is locked by {locker} (flock, as a Ceph OSD or a partitioning tool does)",
+                        "stop it first"))
+        out += [(f"{who} is held by {self._holder(holder)}{self.above(holder, seen)}", f"remove it from {holder} first")
+                for holder in self._list(name, "holders") if holder not in seen]
+        out += [(f"/dev/{loop} is a loop device backed by {who}{self.above(loop, seen)}",
+                 f"detach it (losetup -d /dev/{loop}) first")
+                for loop in self.loops_on(name) if loop not in seen]
+        return out
+
+    def above(self, name: str, seen: frozenset = frozenset()) -> str:
+        """", and ..." for each use of `name` and its partitions, and of what
+        stacks on them in turn: the whole stack above a device, in one line."""
+        seen = seen | {name}
+        return "".join(f", and {what}" for member in [name, *self.partitions(name)]
+                       for what, _ in self.uses(member, f"/dev/{member}", seen))
+
+    def under(self, name: str) -> list[tuple[str, str, str]]:
+        """(lower device, how `name` stacks on it, kind) for what writing
+        `name` writes in turn: a partition's disk, a loop device's backing
+        device, the slaves of an md or device-mapper device. A loop device
+        over a file is not listed: the file's own filesystem is naturally
+        mounted."""
+        if (disk := self.disk_of(name)):
+            return [(disk, f"a partition of /dev/{disk}", "partition")]
+        backing = self.loops.get(name)
+        if backing and backing.number:
+            lower = next((n for n, number in self.numbers.items() if number == backing.number), None)
+            return [(lower, f"a loop device over /dev/{lower}", "loop")] if lower else []
+        return [(slave, f"built on /dev/{slave}", "slave") for slave in self._list(name, "slaves")]
+
+    def below(self, name: str, chain: str = "it", seen: frozenset = frozenset()) -> list[tuple[str, str]]:
+        """(what, fix) for each other user of what writing `name` writes:
+        the devices under it and their partitions, down to the bottom of the
+        stack. Under a partition only its disk itself counts (the other
+        partitions are not written); under a device-mapper device its
+        siblings do not (LVM gives each volume of a group its own extents)."""
+        seen = seen | {name}
+        out = self._same_file(name, chain)
+        for lower, how, kind in self.under(name):
+            if lower in seen:
+                continue
+            link = _link(chain, how)
+            members = [lower] if kind == "partition" else [lower, *self.partitions(lower)]
+            for member in members:
+                siblings = {h for h in self._list(member, "holders") if self._is_dm(h)} if self._is_dm(name) else set()
+                out += [(f"{link}, and {what}", fix)
+                        for what, fix in self.uses(member, f"/dev/{member}", seen | siblings)]
+            out += self.below(lower, link, seen)
+        return out
+
+    def _same_file(self, name: str, chain: str) -> list[tuple[str, str]]:
+        """Another loop device over the same backing file writes the same
+        blocks: a user like any other."""
+        backing = self.loops.get(name)
+        if not backing or not backing.inode:
+            return []
+        link = _link(chain, f"a loop device over {backing.path}")
+        return [(f"{link}, and /dev/{other} is a loop device over that file too{self.above(other)}",
+                 f"detach it (losetup -d /dev/{other}) first")
+                for other, b in self.loops.items() if other != name and b.inode == backing.inode]
+
+    def loop_lowers(self, name: str, chain: str = "it") -> list[tuple[str, str]]:
+        """(chain, lower device) for each device under a loop device in the
+        stack under `name`: unclaimed, so worth an exclusive open."""
+        out = []
+        for lower, how, kind in self.under(name):
+            link = _link(chain, how)
+            if kind == "loop":
+                out.append((link, lower))
+            out += self.loop_lowers(lower, link)
+        return out
 
 
 # ------------------------------------------------------------ fio servers

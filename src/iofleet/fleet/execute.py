@@ -2,7 +2,6 @@
 (`FleetPlace`). Both return a `Measured` record the run study stores."""
 
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,6 +20,8 @@ from .metrics import HostCpu, HostMetrics, MetricsSampler, exporter_facts, fetch
 from .local import TargetDirs, drop_kernel_caches, host_facts, resolve_engine
 from .remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts
 from .runner import FioRun, LiveFigures, killed_reason, read_series, rebase_series, run_fio
+from .targets_lock import TargetLock, holder_facts, lock_fleet_target, lock_on_this_machine
+from .workdir import work_dir
 
 # fio needs a moment beyond ramp + runtime to lay out files and write its
 # results; past this margin a test is stopped as hung.
@@ -97,6 +98,7 @@ class LocalPlace:
         self.where = where([str(t) for t in targets])  # a Device gets its regions in fit()
         self.device_bytes: int | None = None
         self.dirs = TargetDirs([] if isinstance(self.where, Device) else targets)
+        self.locks: list[TargetLock] = []  # held from prepare() to release()
         self._engines: dict[tuple[str, bool], str] = {}
 
     def describe(self) -> dict:
@@ -119,17 +121,35 @@ class LocalPlace:
         """host → (stated cache bytes, where it was stated, RAM bytes)."""
         return {"local": (plan_cache, "plan cache_size", host_facts().get("memory_bytes"))}
 
-    def prepare(self) -> None:
-        """Check the targets before anything is written to them."""
+    def prepare(self, facts: dict | None = None) -> None:
+        """Lock the targets for this run (targets_lock; `facts` say who
+        holds them), then check them, before anything is written."""
         if isinstance(self.where, Device):
             if not self.where.stride:
                 raise IofleetError("internal: a device target's regions are set by fit() before prepare()")
-            check_local_device(self.where.path, self.destroy_data)
+            lock = lock_on_this_machine("device", self.where.path, f"target {self.where.path}",
+                                        facts or holder_facts())
+            try:
+                check_local_device(self.where.path, self.destroy_data)
+            except BaseException:
+                lock.release()
+                raise
+            self.locks = [lock]
         else:
-            self.dirs.prepare()
+            self.dirs.prepare(facts)
+            self.locks = self.dirs.locks
+
+    not_cleaned: tuple[str, ...] = ()  # hosts whose data files are left (a fleet's)
 
     def cleanup(self) -> int:
         return len(self.dirs.cleanup())  # nothing on a device: it only had regions
+
+    def release(self) -> None:
+        """The run is over: let go of the targets."""
+        self.dirs.release()
+        for lock in self.locks:
+            lock.release()
+        self.locks = []
 
     def engine_for(self, spec: TestSpec) -> str:
         key = (spec.engine, spec.direct)
@@ -143,6 +163,7 @@ class LocalPlace:
         """Write every data file's working set sequentially before the first
         test; `progress(done_bytes, total_bytes, elapsed_s, hosts)`."""
         prepared, total = _prepare_sizes(specs, passes)
+        self.dirs.claim(max(s.jobs for s in specs))
         job = render_prepare(prepare_tiers(specs), self.where, self.engine_for(specs[0]), specs[0].direct,
                              mode, passes, bs)
         (work / "prepare.fio").write_text(job)
@@ -160,6 +181,7 @@ class LocalPlace:
         return Prepared(mode, passes, bs, {"local": prepared}, {"local": total}, fio.wall_s)
 
     def run_test(self, spec: TestSpec, work: Path, stop: threading.Event, phase, on_live) -> Measured:
+        self.dirs.claim(spec.jobs)  # recorded as iofleet's before fio makes them
         phase("checking the IO engine")
         engine = self.engine_for(spec)
         if spec.working_set_pct < 100 and not isinstance(self.where, Device):
@@ -228,6 +250,10 @@ class FleetPlace:
         self._max_jobs = 0
         self._strides: dict[str, int] = {}  # host → region stride on its device target
         self._needed: dict[str, int] = {}  # host → bytes its device's regions reach
+        self.locks: list[TargetLock] = []  # held from prepare() to release()
+        self.lost: set[str] = set()  # hosts that gave no result in a test (dropped or not)
+        self.not_cleaned: tuple[str, ...] = ()  # after cleanup(): hosts whose data files are left
+        self._started = list(hosts)  # every host the run began with
 
     def _where(self, host: Host) -> list[Path] | Device:
         return where(host.targets, self._strides.get(host.name, 0))
@@ -251,7 +277,7 @@ class FleetPlace:
         return steps
 
     def drop(self, names: list[str]) -> None:
-        """Go on without hosts that were lost."""
+        """Go on without hosts that were lost (run_test notes them as lost)."""
         self.hosts = [h for h in self.hosts if h.name not in names]
 
     def describe(self) -> dict:
@@ -274,19 +300,39 @@ class FleetPlace:
             out[h.name] = (*stated, ram)
         return out
 
-    def prepare(self) -> None:
-        """Refuse to start unless every host passes `hosts check`, device
+    def prepare(self, facts: dict | None = None) -> None:
+        """Lock every host's targets on this machine (targets_lock), then
+        refuse to start unless every host passes `hosts check`, device
         targets included (what a fio server shows of them: devices.py)."""
-        require_ready(self.hosts, destroy_data=self.destroy_data, needed=self._needed)
+        try:
+            for h in self.hosts:
+                for t in h.targets:
+                    self.locks.append(lock_fleet_target(*h.endpoint, t, facts or holder_facts()))
+            require_ready(self.hosts, destroy_data=self.destroy_data, needed=self._needed)
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        """The run is over: let go of the hosts' targets."""
+        for lock in self.locks:
+            lock.release()
+        self.locks = []
 
     def cleanup(self) -> int:
         """Remove the data files on every host; return how many hosts did
-        (a device target has no files)."""
-        with_files = [h for h in self.hosts if not isinstance(where(h.targets), Device)]
-        if not self._max_jobs or not with_files:
+        (a device target has no files). Hosts lost during the run are not
+        tried (gone, or frozen): `not_cleaned` names them, and the hosts
+        where removing failed."""
+        lost = [h for h in self._started if h.name in self.lost and not isinstance(where(h.targets), Device)]
+        with_files = [h for h in self.hosts if not isinstance(where(h.targets), Device) and h.name not in self.lost]
+        if not self._max_jobs:
             return 0
-        with tempfile.TemporaryDirectory(prefix="iofleet-cleanup-") as tmp:
-            failed = cleanup_fleet(with_files, self._max_jobs, Path(tmp))
+        failed = []
+        if with_files:
+            with work_dir("iofleet-cleanup-") as tmp:
+                failed = cleanup_fleet(with_files, self._max_jobs, Path(tmp))
+        self.not_cleaned = tuple(sorted({h.name for h in lost} | set(failed)))
         return len(with_files) - len(failed)
 
     def specs_by_host(self, step: TestSpec | MixedStep) -> dict[str, TestSpec]:
@@ -351,13 +397,16 @@ class FleetPlace:
             layouts = {h.name: render_layout(specs[h.name], [Path(t) for t in h.targets]) for h in layout_hosts}
             run = run_on_hosts(layouts, layout_hosts, work, stop, timeout_s=timeout, tag="layout")
             if run.lost or run.fio.returncode != 0 and not run.fio.stopped:
-                return Measured("failed", error_line(run.fio.stderr, run.fio.stdout), engine=engine)
+                why = lost_reason(run) if run.lost else error_line(run.fio.stderr, run.fio.stdout)
+                return Measured("failed", why, engine=engine)
         jobfiles = {h.name: render_test(specs[h.name], self._where(h), engines[h.name],
                                         self.clear_cache) for h in hosts}
         phase(f"running on {len(hosts)} hosts")
         with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
                 _LiveHosts(sampler, on_live):
-            run = run_on_hosts(jobfiles, hosts, work, stop, timeout_s=timeout)
+            run = run_on_hosts(jobfiles, hosts, work, stop, timeout_s=timeout,
+                               planned_s={h.name: specs[h.name].ramp + specs[h.name].longest_s for h in hosts})
+        self.lost |= set(run.lost)  # left out of cleanup: gone, or frozen
         m = Measured("ok", None, run.jobs, run.disks, engine=engine)
         if run.fio.stopped and not run.lost:
             m.status, m.error = "interrupted", _stopped_reason(run.fio)
@@ -376,12 +425,14 @@ class FleetPlace:
         m.cache = {h.name: _cache_note(self.clear_cache, "no iofleet on the host to drop them",
                                        isinstance(self._where(h), Device)) for h in hosts}
         m.artifacts = {f"job.{name}.fio": text.encode() for name, text in jobfiles.items()}
-        m.artifacts.update(_fio_artifacts(run.fio))
+        m.artifacts.update(run.artifacts())
         for prefix in (WARMUP_LOG_PREFIX, LOG_PREFIX):
             for f in sorted(work.glob(f"{prefix}_*.log.*")):
                 m.artifacts[f.name] = f.read_bytes()
         listing = os.listdir(work)
-        m.series = [s for h in hosts for s in read_series(work, h.name, f".{h.endpoint[0]}", listing)]
+        # A lost host's logs (a late one's may come with its stopped client) are no result.
+        m.series = [s for h in hosts if h.name not in run.lost
+                    for s in read_series(work, h.name, f".{h.endpoint[0]}", listing)]
         rebase_series(m.series)
         metrics = sampler.summary(skip_s=step.ramp, until_s=run.fio.wall_s)
         m.controller = metrics.pop(CONTROLLER)

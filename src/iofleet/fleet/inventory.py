@@ -14,11 +14,10 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import IofleetError
-from ..plan.load import YAML_VALUE_PROBLEM, format_validation_error
+from ..errors import IofleetError, PlanError
+from ..plan.load import format_validation_error, read_yaml
 from ..plan.model import Targets, check_name
 from ..plan.units import parse_size, shown
 
@@ -156,20 +155,9 @@ class Inventory(BaseModel):
 def load_inventory(path: str | Path) -> Inventory:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise InventoryError(f"{path}: no such inventory file") from None
-    except UnicodeDecodeError as exc:
-        raise InventoryError(f"{path}: byte {exc.start} is not UTF-8 text; save the inventory as UTF-8") from None
-    except OSError as exc:
-        raise InventoryError(f"{path}: cannot read the inventory ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise InventoryError(f"{path}: not valid YAML{where}") from None
-    except (ValueError, TypeError, LookupError, AttributeError, OverflowError, RecursionError) as exc:  # PyYAML's constructors
-        problem = YAML_VALUE_PROBLEM if not isinstance(exc, RecursionError) else "nested too deeply"
-        raise InventoryError(f"{path}: not valid YAML: {problem}") from None
+        data = read_yaml(path, "inventory")  # bounded: a regular file, 1 MiB, few YAML aliases
+    except PlanError as exc:
+        raise InventoryError(str(exc)) from None
     if not isinstance(data, dict):
         raise InventoryError(f"{path}: an inventory is a YAML mapping with a `hosts:` list")
     try:

@@ -1,9 +1,16 @@
-"""Runs a test on many `fio --server` hosts at once: one fio client
-invocation with one job file per host (targets differ per host)."""
+"""Runs a test on many `fio --server` hosts at once: one job file and one
+fio client per host, all started together.
+
+One client per host, not one for all: fio's client prints its results only
+when its last server has ended, so one frozen host (its fio stopped, its
+connection still up) would hold every host's results, and stopping that
+client would lose them all. Here a host that dies, freezes, vanishes or
+falls far behind costs its own result only, within a stated time."""
 
 import re
 import threading
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import FioError, ImportFormatError
@@ -14,66 +21,155 @@ from ..plan.params import AUTO_ENGINES
 from ..fio.records import DiskUtil, JobResult
 from .devices import where
 from .inventory import Host
-from .runner import FioRun, run_fio
+from .runner import FioRun, killed_reason, run_fio
 
 # fio's client prints this when it loses a server.
 _DISCONNECTED = re.compile(r"client: host=(\S+) disconnected")
+# Once a host has returned its results, another host still running this
+# long after its own planned end (plus the delay the finished hosts took
+# beyond theirs) is declared lost and its fio client stopped: healthy
+# hosts end within a second or two of each other (docs/fleet.md).
+LATE_HOST_S = 15.0
+# The most jobs a plan may give a host (plan/params.py: jobs), so the most
+# data files a run leaves in a host's iofleet directory.
+MOST_JOBS = 1024
+# A clean-up reads 4 KiB of each file and removes it: seconds, even for 1024 files.
+CLEANUP_TIMEOUT_S = 30.0
 
 
 @dataclass
 class FleetRun:
-    fio: FioRun
+    fio: FioRun  # every host's fio client as one: first failing return code, all messages, longest time
+    runs: dict[str, FioRun] = field(default_factory=dict)  # host → its own fio client
     jobs: list[JobResult] = field(default_factory=list)
     disks: list[DiskUtil] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # hosts that gave no result
+    why_lost: dict[str, str] = field(default_factory=dict)  # lost host → "no result ..."
     parse_error: str | None = None
     warmup_errors: list[str] = field(default_factory=list)  # hosts whose warm-up failed
 
-
-def _host_names(hosts: list[Host]) -> dict[str, str]:
-    """Inventory names of hosts as fio's client names them (their address,
-    or address:port when two servers share an address): reported name →
-    the first host that answers to it. One table per run rather than a
-    search per job (64 hosts × 128 jobs)."""
-    names: dict[str, str] = {}
-    for h in hosts:
-        addr, port = h.endpoint
-        for reported in (addr, f"{addr}:{port}", h.fio_client_arg):
-            names.setdefault(reported, h.name)
-    return names
+    def artifacts(self) -> dict[str, bytes]:
+        """fio's own output of each host, and every client's messages."""
+        out = {f"fio-output.{name}.json": r.final_output.encode() for name, r in self.runs.items()
+               if r.final_output}
+        said = "".join(f"== {name}\n{r.stdout}{r.stderr}" for name, r in self.runs.items() if r.stdout or r.stderr)
+        if said:
+            out["fio-messages.txt"] = said.encode()
+        return out
 
 
 def run_on_hosts(
     jobfiles: dict[str, str], hosts: list[Host], work: Path, stop: threading.Event,
-    timeout_s: float | None = None, tag: str = "job",
+    timeout_s: float | None = None, tag: str = "job", planned_s: dict[str, float] | None = None,
 ) -> FleetRun:
-    """Run one job file per host (by host name) in a single fio client."""
-    pairs = []
+    """Run one job file per host (by host name), each through a fio client
+    of its own, all at once. A host whose client has not ended `timeout_s`
+    after the start, or, with `planned_s` (host → its test's planned
+    seconds, warm-up + runtime), LATE_HOST_S after its planned end once
+    another host has finished (plus that host's delay beyond its own
+    planned end), is lost: its client is killed (its server then stops its
+    jobs, as when iofleet dies) and its output dropped."""
+    commands = {}
     for h in hosts:
         path = work / f"{tag}.{h.name}.fio"
         path.write_text(jobfiles[h.name])
-        pairs.append((h.fio_client_arg, str(path)))
-    fio = run_fio(client_command(pairs), work, stop, timeout_s=timeout_s)
-    run = FleetRun(fio=fio)
-    if fio.final_output:
+        commands[h.name] = client_command([(h.fio_client_arg, str(path))])
+    halt = {h.name: threading.Event() for h in hosts}  # the user stopped the run: results wanted
+    drop = {h.name: threading.Event() for h in hosts}  # the host is lost: its client is killed at once
+    runs: dict[str, FioRun] = {}
+    ended: dict[str, float] = {}  # host → seconds from the start to its client's end
+    late: dict[str, str] = {}  # host → why it was stopped as lost
+    crashed: list[BaseException] = []
+    start = time.monotonic()
+
+    def drive(name: str) -> None:
         try:
-            parsed = parse_output(fio.final_output)
-        except ImportFormatError as exc:
-            run.parse_error = str(exc)
+            runs[name] = run_fio(commands[name], work, halt[name], abandon=drop[name])
+        except BaseException as exc:  # raised below, once every client has ended
+            crashed.append(exc)
+        finally:
+            ended[name] = time.monotonic() - start
+
+    threads = [threading.Thread(target=drive, args=(h.name,), daemon=True) for h in hosts]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        if stop.is_set():
+            for event in halt.values():
+                event.set()
         else:
-            names = _host_names(hosts)
-            run.jobs = [JobResult(**{**j.__dict__, "host": names.get(j.host, j.host)}) for j in parsed.jobs]
-            run.disks = [DiskUtil(**{**d.__dict__, "host": names.get(d.host, d.host)}) for d in parsed.disks]
-            run.warmup_errors = sorted({names.get(j.host, j.host) for j in parsed.warmup_jobs if j.error})
+            now = time.monotonic() - start
+            for h in hosts:
+                if h.name not in ended and h.name not in late:
+                    why = _overdue(h.name, now, timeout_s, planned_s, ended, runs)
+                    if why:
+                        late[h.name] = why
+                        drop[h.name].set()
+        time.sleep(0.1)
+    for t in threads:
+        t.join()
+    if crashed:
+        raise crashed[0]
+    return _collect(hosts, runs, late)
+
+
+def _overdue(name: str, now: float, timeout_s: float | None, planned_s: dict[str, float] | None,
+             ended: dict[str, float], runs: dict[str, FioRun]) -> str | None:
+    """Why a host still running `now` s after the start is lost, or None."""
+    if planned_s is not None:
+        done = [n for n in list(ended) if n in runs and runs[n].returncode == 0]
+        if done:
+            # Hosts that ended early (steady state) count as on time.
+            delay = max(0.0, *(ended[n] - planned_s[n] for n in done))
+            if now > planned_s[name] + delay + LATE_HOST_S:
+                return (f"no result {now - planned_s[name]:.0f} s after its planned end, while the other hosts "
+                        f"had ended (its fio frozen, or far behind); its fio client was ended")
+    if timeout_s is not None and now > timeout_s:
+        return f"no result in {timeout_s:.0f} s; its fio client was ended"
+    return None
+
+
+def _collect(hosts: list[Host], runs: dict[str, FioRun], late: dict[str, str]) -> FleetRun:
+    """The hosts' results, each job named by its host's inventory name."""
+    ordered = [(h.name, runs[h.name]) for h in hosts]
+    counted = [r for name, r in ordered if name not in late]
+    run = FleetRun(fio=FioRun(
+        returncode=next((r.returncode for _, r in ordered if r.returncode != 0), 0),
+        final_output=None,  # one document per host: FleetRun.runs
+        stdout="".join(r.stdout for _, r in ordered), stderr="".join(r.stderr for _, r in ordered),
+        stopped=any(r.stopped for r in counted), killed=any(r.killed for r in counted),
+        wall_s=max((r.wall_s for _, r in ordered), default=0.0)), runs=dict(ordered))
+    warmup_errors = set()
+    for name, r in ordered:
+        if name in late or not r.final_output:
+            continue
+        try:
+            parsed = parse_output(r.final_output)
+        except ImportFormatError as exc:
+            run.parse_error = run.parse_error or f"host {name}: {exc}"
+            continue
+        run.jobs += [replace(j, host=name) for j in parsed.jobs]
+        run.disks += [replace(d, host=name) for d in parsed.disks]
+        if any(j.error for j in parsed.warmup_jobs):
+            warmup_errors.add(name)
+    run.warmup_errors = sorted(warmup_errors)
     seen = {j.host for j in run.jobs}
-    run.lost = [h.name for h in hosts if h.name not in seen]
+    run.lost = [name for name, _ in ordered if name not in seen]
+    run.why_lost = {name: late.get(name) or _no_result(runs[name]) for name in run.lost}
     return run
 
 
+def _no_result(fio: FioRun) -> str:
+    said = _DISCONNECTED.findall(fio.stdout + fio.stderr)
+    if said:
+        return f"no result (fio: {', '.join(sorted(set(said)))} disconnected)"
+    return f"no result ({killed_reason(fio) or error_line(fio.stderr, fio.stdout)})"
+
+
 def lost_reason(run: FleetRun) -> str:
-    said = set(_DISCONNECTED.findall(run.fio.stdout + run.fio.stderr))
-    detail = f" (fio: {', '.join(sorted(said))} disconnected)" if said else ""
-    return f"lost host{'s' if len(run.lost) > 1 else ''} {', '.join(run.lost)}: no result{detail}"
+    if len(run.lost) == 1:
+        return f"lost host {run.lost[0]}: {run.why_lost[run.lost[0]]}"
+    return f"lost hosts {', '.join(run.lost)}: " + "; ".join(f"{n}: {run.why_lost[n]}" for n in run.lost)
 
 
 def resolve_fleet_engines(hosts: list[Host], engine: str, direct: bool, work: Path,
@@ -93,7 +189,8 @@ def resolve_fleet_engines(hosts: list[Host], engine: str, direct: bool, work: Pa
             if h.name in ok:
                 chosen[h.name] = candidate
             else:
-                errors[h.name].append(f"{candidate}: {error_line(run.fio.stderr, run.fio.stdout)}")
+                fio = run.runs.get(h.name, run.fio)
+                errors[h.name].append(f"{candidate}: {error_line(fio.stderr, fio.stdout)}")
     missing = [h for h in hosts if h.name not in chosen]
     if missing:
         raise FioError("; ".join(f"host {h.name}: no IO engine works ({' / '.join(errors[h.name])})"
@@ -107,8 +204,30 @@ def _probe_target(host: Host) -> Path | Device:
 
 
 def cleanup_fleet(hosts: list[Host], jobs: int, work: Path) -> list[str]:
-    """Remove iofleet's data files on every host through its fio server;
-    return the hosts where that failed."""
-    files = {h.name: render_cleanup([Path(t) for t in h.targets], jobs) for h in hosts}
-    run = run_on_hosts(files, hosts, work, threading.Event(), timeout_s=120, tag="cleanup")
-    return [h.name for h in hosts if h.name in run.lost] + [j.host for j in run.jobs if j.error]
+    """Remove iofleet's data files on every host after a run of up to
+    `jobs` jobs per host (and any an earlier run left); return the hosts
+    where that failed."""
+    return remove_data_files(hosts, jobs + 1, work)[1]
+
+
+def remove_data_files(hosts: list[Host], first: int, work: Path) -> tuple[dict[str, int], list[str]]:
+    """Remove iofleet's data files on every host through its fio server:
+    (host → files removed, hosts where that failed). fio names the files by
+    job number: first those of jobs 0 .. `first`-1; while every new number
+    had a file (an earlier run with more jobs left them, e.g. on a host it
+    lost), twice as many."""
+    removed = {h.name: 0 for h in hosts}
+    failed: list[str] = []
+    todo, done_n, n = list(hosts), 0, first
+    while todo:
+        files = {h.name: render_cleanup([Path(t) for t in h.targets], n) for h in todo}
+        run = run_on_hosts(files, todo, work, threading.Event(), timeout_s=CLEANUP_TIMEOUT_S, tag="cleanup")
+        failed += [h.name for h in todo if h.name in run.lost or any(j.error for j in run.jobs if j.host == h.name)]
+        found = {h.name: sum(j.read.io_bytes >= 4096 for j in run.jobs if j.host == h.name) for h in todo}
+        for name, count in found.items():
+            removed[name] += count
+        if n > MOST_JOBS:
+            break
+        todo = [h for h in todo if h.name not in failed and found[h.name] >= n - done_n]
+        done_n, n = n, min(2 * n, MOST_JOBS + 1)
+    return removed, failed

@@ -95,13 +95,15 @@ def run_fio(
     stop: threading.Event,
     on_live=None,
     timeout_s: float | None = None,
+    abandon: threading.Event | None = None,
 ) -> FioRun:
     """Run a fio command line in `workdir` (where its logs land).
 
     `on_live(LiveFigures)` is called about once a second. Setting `stop`
     sends fio SIGINT (it stops its jobs and still writes its results); if
     it has not exited STOP_GRACE_S later it is killed. `timeout_s` bounds
-    the whole run the same way.
+    the whole run the same way. Setting `abandon` kills fio at once: its
+    results are not wanted (a fleet host declared lost).
     """
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -153,6 +155,11 @@ def run_fio(
     while proc.poll() is None:
         now = time.monotonic()
         over_time = timeout_s is not None and now - start > timeout_s
+        if abandon is not None and abandon.is_set():
+            stopped = killed = True
+            _signal(proc, signal.SIGKILL)
+            proc.wait()
+            break
         if (stop.is_set() or over_time) and stop_sent_at is None:
             stopped = True
             stop_sent_at = now

@@ -14,6 +14,7 @@ from ..errors import IofleetError
 from ..fio.jobfile import DATA_DIR_NAME
 from ..plan.expand import TestSpec
 from ..plan.units import format_bytes
+from .local import owned_data_files
 
 
 class NoSpaceError(IofleetError):
@@ -41,9 +42,10 @@ def free_bytes(path: Path) -> int:
 
 def _held(target: Path) -> int:
     """Bytes already allocated to iofleet's data files there (a killed or
-    kept run's): the plan's files reuse them."""
+    kept run's, in iofleet's record of its files): the plan's files reuse
+    them. A file iofleet did not make is not counted (a run refuses it)."""
     total = 0
-    for f in (target / DATA_DIR_NAME).glob("iofleet-data.*"):
+    for f in owned_data_files(target / DATA_DIR_NAME):
         try:
             total += f.stat().st_blocks * 512
         except OSError:

@@ -7,6 +7,7 @@ working_set_pct, runtime, ramp, engine, direct); repeats of one test run one
 after the other.
 """
 
+import collections
 import itertools
 from dataclasses import asdict, dataclass, replace
 
@@ -135,7 +136,7 @@ def expand(plan: Plan) -> list[TestSpec]:
     ids = [make_id(w, p, False) for w, p in rows]
     if len(set(ids)) != len(ids):
         ids = [make_id(w, p, True) for w, p in rows]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    dupes = sorted(i for i, n in collections.Counter(ids).items() if n > 1)
     if dupes:
         raise PlanError(
             [f"test {d!r} appears more than once: the matrix lists a value twice" for d in dupes]

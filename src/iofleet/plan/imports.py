@@ -22,6 +22,7 @@ would then differ from the job file's.
 """
 
 import fnmatch
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +30,9 @@ from pathlib import Path
 import yaml
 
 from ..errors import PlanError
+from ..inputs import read_input
 from .expand import expand
-from .load import load_plan, parse_plan
+from .load import parse_plan, parse_plan_text, read_plan_text
 from .model import NAME_RE, Plan, check_target_path, is_device_path
 from .params import ENGINES, PARAMS
 from .units import format_size, parse_duration
@@ -104,17 +106,10 @@ class _Notes:
 
 def _read_text(path: Path) -> str:
     src = str(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise PlanError([f"{src}: no such file"]) from None
-    except IsADirectoryError:
-        raise PlanError([f"{src}: is a directory; give a vdbench parameter file or fio job file"]) from None
-    except OSError as exc:
-        raise PlanError([f"{src}: cannot read the file ({exc.strerror or exc}); check its permissions"]) from None
-    if len(data) > MAX_BYTES:
-        raise PlanError([f"{src}: {len(data) // 1024**2} MiB is far too large for a parameter or job file; "
-                         f"give the vdbench parameter file or fio job file itself"])
+    if not os.path.lexists(path):
+        raise PlanError([f"{src}: no such file"])
+    # A regular file only (not a FIFO, device or directory), at most MAX_BYTES.
+    data = read_input(path, "parameter or job", MAX_BYTES, error=lambda line: PlanError([line]))
     if b"\0" in data:
         raise PlanError([f"{src}: is a binary file, not a vdbench parameter file or fio job file"])
     try:
@@ -1292,23 +1287,23 @@ def load_plan_source(path: str | Path) -> tuple[Plan, str, list[str]]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in PLAN_SUFFIXES:
-        plan = load_plan(path)
-        return plan, path.read_text(), []
+        text = read_plan_text(path)
+        return parse_plan_text(text, str(path)), text, []
     is_fio = suffix in FIO_SUFFIXES
     text = None
     if not is_fio:
         try:
             text = _read_text(path)
         except PlanError:
-            return load_plan(path), path.read_text(), []  # load_plan words the error
+            text = read_plan_text(path)  # words the error as a plan's
+            return parse_plan_text(text, str(path)), text, []
         kind = detect_kind(text)
         if kind == "vdbench":
             raise PlanError([f"{path}: is a vdbench parameter file; convert it first: "
                              f"iofleet import {path} -o plan.yaml (then check the notes)"])
         is_fio = kind == "fio"
     if not is_fio:
-        plan = load_plan(path)
-        return plan, text if text is not None else path.read_text(), []
+        return parse_plan_text(text, str(path)), text, []
     result = import_file(path)
     blocking = result.refused + result.unsupported
     if blocking:

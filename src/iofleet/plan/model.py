@@ -4,6 +4,7 @@ The workload fields are generated from the parameter table in params.py so
 that validation, rendering and docs never disagree.
 """
 
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
@@ -12,6 +13,9 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, create_
 
 from .params import MATRIX_PARAMS, PARAMS, RUN_PARAMS
 
+# Tests one plan may expand to (matrix cells × repeats, all workloads): a day
+# of 10 s tests; more is a mistake in the matrix, refused before expanding.
+MAX_TESTS = 10_000
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")  # \Z: `$` would pass "name\n"
 # Characters a target path may hold. Excludes what fio or a shell would
 # interpret: ':' (fio's directory separator), '$' (fio expands ${VAR}),
@@ -147,6 +151,24 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
             if not self.mixed and w.hosts:
                 raise ValueError(f"workloads[{i}].hosts: host groups per workload need `mixed: true` "
                                  f"(the workloads then run at the same time)")
+        return self
+
+    @model_validator(mode="after")
+    def _bounded_tests(self):
+        """Refused before expanding: a matrix of six keys of ten values is a
+        million tests, which would take memory and time just to list."""
+        default_repeat = self.defaults.repeat or 1
+        counts = []
+        for w in self.workloads:
+            cells = math.prod(len(v) for v in (w.matrix.model_dump(exclude_none=True) if w.matrix else {}).values())
+            counts.append(cells * (w.repeat or default_repeat))
+        total = sum(counts)
+        if total > MAX_TESTS:
+            i = max(range(len(counts)), key=counts.__getitem__)
+            where = f"workloads[{i}]" if counts[i] > MAX_TESTS or len(counts) == 1 else "workloads"
+            raise ValueError(f"{where}: the plan expands to {total:,} tests (workload {self.workloads[i].name!r}: "
+                             f"{counts[i]:,}), more than the limit of {MAX_TESTS:,} tests per plan; "
+                             f"list fewer matrix values or split the plan")
         return self
 
     @field_validator("workloads")

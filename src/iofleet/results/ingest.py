@@ -12,9 +12,12 @@ from pathlib import Path
 
 from ..errors import ImportFormatError, IofleetError
 from ..fio.parse import parse_output, split_documents
+from ..fio.records import DIRECTIONS
+from ..inputs import MAX_FIO_OUTPUT_BYTES, read_input
+from ..plan.model import check_name
 from ..plan.units import parse_duration, parse_size
 from .aggregate import aggregate
-from .store import Store
+from .store import MAX_INTEGER, Store
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -22,10 +25,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 def _read_document(path: Path) -> tuple[str, str]:
     """(document text, note). A --status-interval stream gives its last
     document, which is fio's final result."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise IofleetError(f"{path}: cannot read ({exc.strerror})") from None
+    # A regular file only (a FIFO would block, /dev/zero fill the memory), bounded.
+    text = read_input(path, "fio output", MAX_FIO_OUTPUT_BYTES).decode(errors="replace")
     docs = split_documents(text)
     if len(docs) > 1:
         return docs[-1], f"{path.name}: {len(docs)} status documents, imported the final one"
@@ -74,9 +75,28 @@ def _options(raw: dict, jobname: str) -> dict:
     return {str(k): str(v) for k, v in options.items()}
 
 
+def _check_totals(path: Path, output) -> None:
+    """Each test's summed counts must fit the store's integers (each job's
+    do: the parser checks them)."""
+    for name in dict.fromkeys(j.job for j in output.jobs):
+        totals = aggregate([j for j in output.jobs if j.job == name])
+        for direction in DIRECTIONS:
+            d = getattr(totals, direction)
+            for figure in ("ios", "io_bytes", "lat_n"):
+                if getattr(d, figure) > MAX_INTEGER:
+                    raise ImportFormatError(f"{path}: job {name!r}: the jobs' {direction} {figure} add up to "
+                                            f"{getattr(d, figure):.3g}, more than fio can have counted")
+
+
 def import_outputs(store: Store, files: list[Path], label: str | None = None) -> int:
     """Parse every file first (nothing is stored if one is unreadable),
-    then store them as one run; return its id."""
+    then store them as one run; return its id. `label` follows the rule
+    of every run label (plans, `results label`, the web API)."""
+    if label is not None:
+        try:
+            check_name(label)
+        except ValueError as exc:
+            raise IofleetError(f"label {label!r}: {exc}") from None
     parsed = []
     for path in files:
         text, note = _read_document(Path(path))
@@ -86,6 +106,7 @@ def import_outputs(store: Store, files: list[Path], label: str | None = None) ->
             raise ImportFormatError(f"{path}: {exc}") from None
         if not output.jobs:
             raise ImportFormatError(f"{path}: fio output without any job")
+        _check_totals(path, output)
         parsed.append((Path(path), output, json.loads(text), note))
 
     versions = sorted({o.fio_version for _, o, _, _ in parsed})

@@ -18,6 +18,12 @@ Rules the store keeps:
   its process crashed, and `iofleet run --resume` can finish it.
 - Running out of space (or any other write failure of the data directory)
   is a StoreError naming the directory, never a half-written test.
+- A damaged database file (SQLite's "malformed" or "not a database", or a
+  stored value that no longer decodes) is one StoreDamagedError naming the
+  file and the commands that help (results/recover.py: check, recover).
+- Processes creating or migrating one store at once take turns (an
+  exclusive lock on locks/schema.lock): every one of them succeeds.
+- A run id is an SQLite integer: a larger one is "no run N", as any unknown id.
 
 A Store is one sqlite3 connection: use one Store per thread.
 """
@@ -25,19 +31,21 @@ A Store is one sqlite3 connection: use one Store per thread.
 import contextlib
 import errno
 import fcntl
+import functools
 import gzip
 import json
 import os
 import shutil
 import sqlite3
 import sys
+import time
 from array import array
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import StoreError
+from ..errors import StoreDamagedError, StoreError
 from ..fio.records import DIRECTIONS, PERCENTILES, DirectionStats, DiskUtil, JobResult, Series, pct_key
 from ..fleet.metrics import HostCpu, HostMetrics, HostSample
 from .model import Aggregate
@@ -49,6 +57,9 @@ ARTIFACTS_DIR = "artifacts"
 # one at a time they take seconds).
 ARTIFACT_WRITERS = max(16, os.cpu_count() or 1)
 LOCKS_DIR = "locks"
+SCHEMA_LOCK = "schema.lock"  # in LOCKS_DIR: held while a process creates or migrates the database
+SCHEMA_LOCK_WAIT_S = 60  # longest wait for another process's migration (they take milliseconds)
+MAX_INTEGER = 2**63 - 1  # SQLite's largest integer (run ids, counts)
 
 RUN_SOURCES = ("run", "import")
 RUN_STATUSES = ("running", "complete", "failed", "interrupted", "partial")
@@ -218,6 +229,19 @@ MIGRATIONS: list[str] = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
+# Every table below `runs`, parents first: (table, its column holding the
+# parent's id, the parent table). `results recover` copies a run by walking it.
+RUN_TABLES = (
+    ("tests", "run_id", "runs"),
+    ("test_directions", "test_pk", "tests"),
+    ("jobs", "test_pk", "tests"),
+    ("job_directions", "job_pk", "jobs"),
+    ("disks", "test_pk", "tests"),
+    ("series", "test_pk", "tests"),
+    ("artifacts", "test_pk", "tests"),
+    ("host_metrics", "test_pk", "tests"),
+)
+
 # Columns of a DirectionStats row, in table order (after the key columns).
 _PCT_COLS = {pct_key(p): pct_key(p).replace(".", "_") + "_ns" for p in PERCENTILES}
 _STAT_COLS = (
@@ -263,10 +287,62 @@ def _pack(values: Iterable, typecode: str) -> bytes:
 
 def _unpack(blob: bytes, typecode: str) -> list:
     a = array(typecode)
-    a.frombytes(blob)
+    try:
+        a.frombytes(blob)
+    except (TypeError, ValueError) as e:
+        raise _Damage(f"a stored series is unreadable ({e})") from None
     if sys.byteorder == "big":
         a.byteswap()
     return a.tolist()
+
+
+class _Damage(Exception):
+    """A stored value that no longer decodes: the database file is damaged."""
+
+
+def _loads(text):
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as e:
+        raise _Damage(f"a stored JSON value is unreadable ({e})") from None
+
+
+def _is_damage(e: BaseException) -> bool:
+    """Whether an error says the database file is damaged (or not a database)."""
+    if isinstance(e, _Damage):
+        return True
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB
+        return True
+    return isinstance(e, sqlite3.DatabaseError) and ("malformed" in str(e) or "not a database" in str(e))
+
+
+def damaged(db: Path, e: BaseException) -> StoreDamagedError:
+    """One line for a damaged database file: what SQLite said and what helps."""
+    d = db.parent
+    return StoreDamagedError(
+        f"{db} is damaged ({e}); see what with `iofleet results check --data-dir {d}`, and copy the runs "
+        f"that can still be read to a new store with `iofleet results recover --data-dir {d}`")
+
+
+def _guarded(method):
+    """A Store method whose damaged-file errors become one StoreDamagedError."""
+
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.DatabaseError, _Damage) as e:
+            if not _is_damage(e):
+                raise
+            raise damaged(self.path, e) from None
+
+    return guarded
+
+
+def _valid_run_id(run_id) -> bool:
+    """Whether run_id can be a stored run's id (SQLite cannot even look up a larger one)."""
+    return isinstance(run_id, int) and 0 < run_id <= MAX_INTEGER
 
 
 def _dir_row(d: DirectionStats) -> tuple:
@@ -292,7 +368,7 @@ def _dir_from_values(values) -> DirectionStats:
         **dict(zip(_STAT_COLS, values[:n_stat])),
         # All standard percentiles come back; None where unavailable.
         percentiles_ns=dict(zip(_PCT_COLS, values[n_stat:n_stat + n_pct])),
-        bins=None if bins is None else dict(json.loads(bins)),
+        bins=None if bins is None else dict(_loads(bins)),
         percentile_basis=basis,
     )
 
@@ -336,15 +412,19 @@ class Store:
                     f"{db} was written by a newer iofleet (schema version {version}, "
                     f"this iofleet knows {SCHEMA_VERSION}); upgrade iofleet to use it"
                 )
-            conn.execute("PRAGMA journal_mode = WAL")
-            _migrate(conn, version)
+            if version < SCHEMA_VERSION:  # a new or older store: one process at a time sets it up
+                with _schema_lock(data_dir):
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    # Read again under the lock: another process may have done it meanwhile.
+                    _migrate(conn, conn.execute("PRAGMA user_version").fetchone()[0])
+            else:
+                conn.execute("PRAGMA journal_mode = WAL")  # already WAL: changes nothing
         except sqlite3.DatabaseError as e:
             conn.close()
             if _no_space(e, data_dir):
                 raise _cannot_write(data_dir, e) from None
-            if "not a database" in str(e) or "malformed" in str(e):
-                raise StoreError(f"{db} is not an iofleet results database (not SQLite); "
-                                 f"move it away or choose another data directory") from None
+            if _is_damage(e):
+                raise damaged(db, e) from None
             raise StoreError(f"cannot open results database {db}: {e}") from None
         except BaseException:
             conn.close()
@@ -428,6 +508,7 @@ class Store:
 
     # ---- runs ----------------------------------------------------------
 
+    @_guarded
     def create_run(
         self,
         *,
@@ -464,6 +545,7 @@ class Store:
                 raise
         return run_id
 
+    @_guarded
     def reopen_run(self, run_id: int) -> None:
         """A run held with claim_run is running again (a resume)."""
         if run_id not in self._locks:
@@ -471,16 +553,20 @@ class Store:
         with self._writing():
             self._conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", (run_id,))
 
+    @_guarded
     def set_run_methodology(self, run_id: int, methodology: dict) -> None:
         """What was done before the tests: preparation and cache policy."""
         with self._writing(), self._conn:
             self._conn.execute("UPDATE runs SET methodology = ? WHERE id = ?", (_json(methodology), run_id))
 
+    @_guarded
     def finish_run(self, run_id: int, status: str, note: str | None = None) -> None:
         """Set the final status and end time (and a note, when given), and
         let go of the run."""
         if status not in RUN_STATUSES:
             raise ValueError(f"status must be one of {RUN_STATUSES}, not {status!r}")
+        if not _valid_run_id(run_id):
+            raise self._no_run(run_id)
         try:
             with self._writing():
                 cur = self._conn.execute(
@@ -492,11 +578,14 @@ class Store:
         if cur.rowcount == 0:
             raise self._no_run(run_id)
 
+    @_guarded
     def update_run(self, run_id: int, **fields) -> None:
         """Fill in what was learnt after create_run (fio_version, host_facts, ...)."""
         bad = set(fields) - set(_RUN_UPDATABLE)
         if bad:
             raise TypeError(f"update_run cannot set {sorted(bad)}; allowed: {_RUN_UPDATABLE}")
+        if not _valid_run_id(run_id):
+            raise self._no_run(run_id)
         if not fields:
             return
         if "host_facts" in fields:
@@ -509,6 +598,7 @@ class Store:
         if cur.rowcount == 0:
             raise self._no_run(run_id)
 
+    @_guarded
     def list_runs(self) -> list[dict]:
         """All runs, newest first, with their number of tests by status."""
         runs = [self._run_dict(r) for r in self._conn.execute("SELECT * FROM runs ORDER BY id DESC")]
@@ -523,12 +613,16 @@ class Store:
             run["held_by"] = self.run_holder(run["id"]) if run["status"] == "running" else None
         return runs
 
+    @_guarded
     def latest_run_id(self) -> int | None:
         return self._conn.execute("SELECT max(id) FROM runs").fetchone()[0]
 
+    @_guarded
     def get_run(self, run_id: int, from_seq: int = 0) -> dict:
         """A run with its tests (seq order; those from `from_seq` on, for a
         study that reads each test as it ends), each with aggregate, jobs and disks."""
+        if not _valid_run_id(run_id):
+            raise self._no_run(run_id)
         row = self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise self._no_run(run_id)
@@ -607,7 +701,7 @@ class Store:
                 "id": t["test_id"],
                 "workload": t["workload"],
                 "repeat": t["repeat"],
-                "params": json.loads(t["params"]),
+                "params": _loads(t["params"]),
                 "status": t["status"],
                 "error": t["error"],
                 "started_at": t["started_at"],
@@ -616,8 +710,8 @@ class Store:
                 # per host (the fleet's, or this machine's) and the controller's own
                 "host_metrics": metrics.get(pk, {}).get("host", []),
                 "controller": (metrics.get(pk, {}).get("controller") or [None])[0],
-                "fleet": json.loads(t["fleet"]) if t["fleet"] else None,
-                "methodology": json.loads(t["methodology"]) if t["methodology"] else None,
+                "fleet": _loads(t["fleet"]) if t["fleet"] else None,
+                "methodology": _loads(t["methodology"]) if t["methodology"] else None,
                 "aggregate": aggregate,
                 "jobs": jobs.get(pk, []),
                 "disks": disks.get(pk, []),
@@ -629,6 +723,7 @@ class Store:
 
     # ---- tests ---------------------------------------------------------
 
+    @_guarded
     def save_test(
         self,
         run_id: int,
@@ -661,6 +756,8 @@ class Store:
         """
         if status not in TEST_STATUSES:
             raise ValueError(f"status must be one of {TEST_STATUSES}, not {status!r}")
+        if not _valid_run_id(run_id):
+            raise self._no_run(run_id)
         artifacts = artifacts or {}
         for name in artifacts:
             if not name or "/" in name or "\\" in name or name in (".", "..") or name.startswith("."):
@@ -759,11 +856,12 @@ class Store:
             shutil.rmtree(self.data_dir / old["artifact_dir"], ignore_errors=True)
         return pk
 
+    @_guarded
     def discard_orphan_artifacts(self, run_id: int) -> list[Path]:
         """Remove a run's artifact directories that no test refers to (a
         save cut short by a crash); return them."""
         run_dir = self.data_dir / ARTIFACTS_DIR / f"run-{run_id}"
-        if not run_dir.is_dir():
+        if not _valid_run_id(run_id) or not run_dir.is_dir():
             return []
         used = {r[0] for r in self._conn.execute(
             "SELECT artifact_dir FROM tests WHERE run_id = ? AND artifact_dir IS NOT NULL", (run_id,))}
@@ -808,15 +906,17 @@ class Store:
              for role, m in rows],
         )
 
+    @_guarded
     def get_host_series(self, test_pk: int) -> dict[tuple[str, str], list[HostSample]]:
         """Per-second host metrics of one test, warm-up included: {(role, host): samples}."""
         out = {}
         for r in self._conn.execute(
                 "SELECT role, host, series FROM host_metrics WHERE test_pk = ? ORDER BY role, host", (test_pk,)):
-            cols = json.loads(r["series"])
+            cols = _loads(r["series"])
             out[(r["role"], r["host"])] = [HostSample(*values) for values in zip(*(cols[f] for f in _SAMPLE_FIELDS))]
         return out
 
+    @_guarded
     def get_series(self, test_pk: int) -> list[Series]:
         """The per-second series of one test (row id `pk` from get_run), in saved order."""
         return [
@@ -832,6 +932,7 @@ class Store:
         """Every test's per-second series of a run from get_run, by test seq."""
         return {t["seq"]: self.get_series(t["pk"]) for t in run["tests"]}
 
+    @_guarded
     def read_artifact(self, test_pk: int, name: str) -> bytes:
         """One artifact of a test, decompressed."""
         t = self._conn.execute("SELECT artifact_dir FROM tests WHERE id = ?", (test_pk,)).fetchone()
@@ -849,6 +950,43 @@ class Store:
         except (OSError, EOFError, gzip.BadGzipFile) as e:
             raise StoreError(f"cannot read artifact {path}: {e}") from None
 
+    # ---- recovery (results/recover.py) ---------------------------------
+
+    @_guarded
+    def restore_run(self, rows: dict[str, list[dict]]) -> None:
+        """Insert one run's rows as read from another store ({table: rows},
+        ids kept), in one transaction; columns this schema lacks (none, or
+        a store's from a later iofleet) are left out."""
+        conn = self._conn
+        with self._writing():
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for table in ("runs", *(t for t, _, _ in RUN_TABLES)):
+                    known = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+                    for row in rows.get(table, []):
+                        cols = [c for c in row if c in known]
+                        conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                                     [row[c] for c in cols])
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @_guarded
+    def forget_run(self, run_id: int) -> None:
+        """Remove a run restored by restore_run that does not read back (its rows only)."""
+        with self._writing(), self._conn:
+            self._conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+
+    @_guarded
+    def reserve_run_ids(self, up_to: int) -> None:
+        """New runs get ids above `up_to`: a lost run's id is never given to another."""
+        with self._writing(), self._conn:
+            if self._conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'runs'",
+                                  (up_to,)).rowcount == 0:
+                self._conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('runs', ?)", (up_to,))
+
     # ---- helpers -------------------------------------------------------
 
     def _no_run(self, run_id: int) -> StoreError:
@@ -857,9 +995,9 @@ class Store:
     @staticmethod
     def _run_dict(row: sqlite3.Row) -> dict:
         run = dict(row)
-        run["host_facts"] = json.loads(run["host_facts"])
-        run["methodology"] = json.loads(run["methodology"]) if run.get("methodology") else None
-        run["resume"] = json.loads(run["resume"]) if run.get("resume") else None
+        run["host_facts"] = _loads(run["host_facts"])
+        run["methodology"] = _loads(run["methodology"]) if run.get("methodology") else None
+        run["resume"] = _loads(run["resume"]) if run.get("resume") else None
         return run
 
 
@@ -912,6 +1050,33 @@ def _host_metrics_from_row(r: sqlite3.Row) -> HostMetrics:
     """A stored host's figures; its series are read with get_host_series."""
     values = {c: r[c] for c in _HOST_METRIC_COLS if c not in ("cpu_avg_pct", "cpu_max_pct")}
     return HostMetrics(**values, cpu=HostCpu(r["samples"], r["cpu_avg_pct"], r["cpu_max_pct"]), series=[])
+
+
+@contextlib.contextmanager
+def _schema_lock(data_dir: Path):
+    """Hold locks/schema.lock (flock) while creating or migrating the
+    database: two processes opening one new store would otherwise both
+    create its tables. Released by the kernel if the process dies."""
+    path = data_dir / LOCKS_DIR / SCHEMA_LOCK
+    try:
+        path.parent.mkdir(exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise _cannot_write(data_dir, e) from None
+    try:
+        deadline = time.monotonic() + SCHEMA_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError(f"another iofleet process has been setting up {data_dir / DB_NAME} for "
+                                     f"{SCHEMA_LOCK_WAIT_S} s (it holds {path}); stop it and try again") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _migrate(conn: sqlite3.Connection, version: int) -> None:

@@ -3,7 +3,6 @@ fleet of fio servers, aggregate, store, and report progress through an
 observer. Plain data in and out, so the CLI and the web UI share it."""
 
 import json
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,6 +19,8 @@ from ..fleet.local import host_facts
 from ..fleet.procs import fio_using
 from ..fleet.runner import LiveFigures
 from ..fleet.space import check_space, explain_no_space
+from ..fleet.targets_lock import holder_facts
+from ..fleet.workdir import reclaim, work_dir
 from ..plan.expand import MixedStep, TestSpec, expand, expand_mixed
 from ..plan.load import parse_plan_text, with_destroy_data, with_targets
 from ..plan.model import Plan
@@ -57,6 +58,7 @@ class RunOutcome:
     tests: list[TestOutcome] = field(default_factory=list)  # run by this session
     tests_planned: int = 0
     cleaned: int = 0  # data files removed (local) or hosts cleaned (fleet)
+    not_cleaned: list[str] = field(default_factory=list)  # fleet hosts whose data files are left (lost ones)
     kept: dict[int, str] = field(default_factory=dict)  # a resume: seq → status of the finished tests kept
 
     @property
@@ -121,25 +123,33 @@ class RunSession:
         self.place = place or _place(plan, hosts)[0]
         self.specs = specs  # planned (or what remains of a resumed run), or (a sweep) what preparation must cover
         self.resume = resume
-        _check_local_targets(self.place, specs)
-        self.place.prepare()
-        if resume is None:
-            try:
+        reclaim()  # scratch directories of iofleet processes that were killed (-9) before
+        # The targets are this run's from here to the end of __exit__
+        # (targets_lock): locked before anything is written or checked.
+        self.place.prepare(holder_facts(data_dir=str(store.data_dir), run=resume.run_id if resume else None))
+        try:
+            _check_local_targets(self.place, specs)
+            if resume is None:
                 self.run_id = store.create_run(
                     plan_name=plan.name, plan_text=plan_text, label=label or plan.label, source="run",
                     fio_version=fio_version(), host_facts=host_facts() | self.place.describe(),
                     tests_planned=len(specs), resume=_resume_record(self.place, inventory) if resumable else None,
                 )
-            except BaseException:
+                for lock in self.place.locks:
+                    lock.note(run=self.run_id)  # for the message another run gets
+                self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(specs))
+            else:
+                _adopt_dirs(self.place, resume.record)
+                self.run_id = resume.run_id
+                store.reopen_run(self.run_id)
+                self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(resume.specs),
+                                          kept=dict(resume.kept))
+        except BaseException:
+            try:
                 self.place.cleanup()
-                raise
-            self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(specs))
-        else:
-            _adopt_dirs(self.place, resume.record)
-            self.run_id = resume.run_id
-            store.reopen_run(self.run_id)
-            self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(resume.specs),
-                                      kept=dict(resume.kept))
+            finally:
+                self.place.release()
+            raise
         self.done = False  # stopped by the user, an error (on_error: stop) or lost hosts
         self._caches = None
         self._prepared = False
@@ -154,7 +164,7 @@ class RunSession:
             method = {"prepare": None, "clear_cache": plan.clear_cache, "measure": plan.measure,
                       "percentile": plan.percentile}
             if plan.prepare != "none" and self.specs:
-                with tempfile.TemporaryDirectory(prefix="iofleet-prepare-") as tmp:
+                with work_dir("iofleet-prepare-") as tmp:
                     prepared = self.place.prepare_data(self.specs, plan.prepare, plan.prepare_passes,
                                                        plan.prepare_bs, Path(tmp), self.stop, self.observer.preparing)
                 method["prepare"] = prepared.to_dict()
@@ -195,9 +205,16 @@ class RunSession:
         return explain_no_space(error, self.place.targets, self.resume.specs if self.resume else self.specs)
 
     def __exit__(self, *exc) -> None:
+        try:
+            self._finish()
+        finally:
+            self.place.release()  # the targets are free once their clean-up has ended
+
+    def _finish(self) -> None:
         outcome = self.outcome
         if not self.plan.keep_files:
             outcome.cleaned = self.place.cleanup()
+            outcome.not_cleaned = list(self.place.not_cleaned)
         # A resumed run ends as if it had run straight through: its kept tests count.
         statuses = {t.status for t in outcome.tests} | set(outcome.kept.values())
         if self.stop.is_set() or "interrupted" in statuses:
@@ -267,7 +284,7 @@ def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False,
               explain=None) -> TestOutcome:
     started = _now()
     observer.test_started(index, spec)
-    with tempfile.TemporaryDirectory(prefix="iofleet-test-") as tmp:
+    with work_dir("iofleet-test-") as tmp:
         try:
             m = place.run_test(
                 spec, Path(tmp), stop,
@@ -307,8 +324,9 @@ def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False,
 # ---- resuming a stopped run ----------------------------------------------
 
 def _check_local_targets(place, specs: list) -> None:
-    """Before anything is written: no fio is still using the targets (another
-    run, or the fio of a killed one), and the data files fit."""
+    """With the targets locked, before fio writes: no fio is still using them
+    (the fio of a killed run, or of a run of an older iofleet), and the data
+    files fit."""
     if not isinstance(place, LocalPlace):
         return
     dirs = [Path(t) / DATA_DIR_NAME for t in place.targets]

@@ -8,18 +8,20 @@ from pathlib import Path
 
 import plotly
 from fastapi import FastAPI, Form, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from .. import __version__
-from ..errors import IofleetError
+from ..errors import IofleetError, StoreDamagedError
 from . import compare, fleet, metrics, plans, results, run
 from .live import RunManager
 from .render import Settings
-from .security import CSRF_COOKIE, LOGIN_PAGE, TOKEN_COOKIE, Guard, csrf_of, same
+from .security import CSRF_COOKIE, LOGIN_PAGE, TOKEN_COOKIE, BodyLimit, Guard, csrf_of, same
 
 STATIC = Path(__file__).parent / "static"
+MAX_PROBLEMS = 20  # a 422 lists at most this many of a request's problems
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 SWAGGER = files("fastapi_offline") / "static"
 # Pages load nothing from elsewhere and run no inline script (plotly injects styles).
@@ -48,7 +50,13 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(IofleetError)
     async def iofleet_error(request: Request, exc: IofleetError):
         from .render import error_response
+        if isinstance(exc, StoreDamagedError):
+            return results.damaged_store(request, exc)
         return error_response(exc, getattr(exc, "status_code", 400))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError):
+        return JSONResponse(request_problems(exc), status_code=422)
 
     @app.get("/static/plotly.min.js", include_in_schema=False)  # before the mount, which would shadow it
     def plotly_js():
@@ -98,4 +106,16 @@ def create_app(settings: Settings) -> FastAPI:
 
     for module in (plans, fleet, run, results, compare, metrics):
         app.include_router(module.router)
+    app.add_middleware(BodyLimit)  # added last: the outermost, before anything reads the body
     return app
+
+
+def request_problems(exc: RequestValidationError) -> dict:
+    """A 422's body: each problem's field path and message, never the input
+    (FastAPI's default echoes the whole request body back), bounded."""
+    problems = []
+    for err in exc.errors()[:MAX_PROBLEMS]:
+        where = ".".join(str(part)[:64] for part in err.get("loc", ()))
+        problems.append({"field": where, "message": str(err.get("msg", "invalid"))[:200]})
+    lines = [f"{p['field']}: {p['message']}" for p in problems] or ["invalid request"]
+    return {"error": lines[0], "problems": lines, "fields": problems}

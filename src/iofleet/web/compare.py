@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT, Comparison
-from ..errors import IofleetError
+from ..errors import IofleetError, StoreDamagedError
 from ..report.compare import comparison_json
 from ..report.html import compare_context
 from ..results.store import Store
@@ -61,6 +61,8 @@ def compare_page(request: Request, runs: Configs = [], baseline: str = "", noise
         if runs:
             try:
                 context = compare_context(comparison(store, runs, baseline, noise, ",".join(DEFAULT_MATCH)))
+            except StoreDamagedError:
+                raise  # a page of its own, not a message under the form
             except IofleetError as exc:
                 error = str(exc)
     pick = dict(choices=choices, labels=labels, picked=set(runs), baseline=baseline, noise=noise)

@@ -170,8 +170,9 @@ class RunManager:
     def start(self, plan: Plan, plan_text: str, hosts: list[Host] | None, label: str | None) -> LiveRun:
         with self.lock:
             if self.running:
-                raise RunBusy(f"run {self.live.run_id} ({self.live.plan_name}) is still going on this store; "
-                              f"stop it or wait for it to end before starting another")
+                going = (f"run {self.live.run_id} ({self.live.plan_name}) is still going" if self.live.run_id
+                         is not None else f"a run of plan {self.live.plan_name} is starting")  # not stored yet
+                raise RunBusy(f"{going} on this store; stop it or wait for it to end before starting another")
             self._take_store_lock()
             self.live = LiveRun(plan_name=plan.name, label=label or plan.label)
             self.events = []

@@ -14,12 +14,12 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from ..errors import IofleetError, StoreError
+from ..errors import IofleetError, StoreDamagedError, StoreError
 from ..report.bundle import run_bundle
 from ..report.html import run_report_context, run_report_html
 from ..results.export import run_to_csv, run_to_dict
 from ..results.store import RUN_STATUSES, Store
-from .render import NotFound, fragment, open_store, render
+from .render import NotFound, error_response, fragment, open_store, render
 
 router = APIRouter()
 
@@ -80,6 +80,15 @@ def load_run(store: Store, run_id: int) -> dict:
         return store.get_run(run_id)
     except StoreError:
         raise NotFound(f"no run {run_id} in this store; see GET /api/results") from None
+
+
+def damaged_store(request: Request, exc: StoreDamagedError) -> Response:
+    """A damaged results database: 503 (the server cannot serve results until
+    the store is recovered) with the one-line message; a page for pages,
+    the JSON error for the API."""
+    if request.url.path.startswith("/api/"):
+        return error_response(exc, 503)
+    return render(request, "store_damaged.html.j2", "Results store damaged", status_code=503, message=str(exc))
 
 
 def attachment(body: bytes | str, filename: str, media_type: str) -> Response:
@@ -165,6 +174,8 @@ def results_page(request: Request, label: str = "", plan: str = "", status: str 
     form = {"label": label, "plan": plan, "status": status, "since": since, "until": until}
     try:
         runs, error = list_results(request, **form), None
+    except StoreDamagedError:
+        raise  # a page of its own, not a filter's message
     except IofleetError as exc:
         runs, error = [], str(exc)
     context = dict(runs=runs, error=error, filtered=any(v.strip() for v in form.values()))

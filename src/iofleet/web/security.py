@@ -9,10 +9,14 @@
   CSRF token in the `X-CSRF-Token` header (double-submit: the page reads it
   from its <meta>, a cross-site page cannot). Bearer requests are exempt:
   browsers never add that header on their own.
+- A request body is at most MAX_BODY_BYTES (a plan is a few KiB): refused
+  by its Content-Length before a byte is read, or, sent in chunks, as soon
+  as it passes the limit; either way the server never holds more.
 """
 
 import hmac
 import ipaddress
+import json
 import secrets
 
 from starlette.middleware.base import BaseHTTPMiddleware
@@ -27,6 +31,7 @@ TOKEN_COOKIE = "iofleet_token"
 CSRF_COOKIE = "iofleet_csrf"
 CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+MAX_BODY_BYTES = 2 * 1024**2  # the API's plan text is at most 200,000 characters
 OPEN_PATHS = {"/login", "/static/iofleet.css"}  # reachable before logging in
 
 
@@ -125,3 +130,51 @@ def _refuse(request: Request, status: int, message: str) -> Response:
             and not request.url.path.startswith("/api/"):
         return HTMLResponse(LOGIN_PAGE, status_code=401)
     return JSONResponse({"error": message}, status_code=status)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body larger than `limit` gets 413 and a
+    one-line JSON error; the application never sees more than the limit."""
+
+    def __init__(self, app, limit: int = MAX_BODY_BYTES):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:  # (h11 refuses a bad one)
+            return await self._refuse(send, int(length))
+        received, refused, started = 0, False, False
+
+        async def limited_receive():
+            nonlocal received, refused
+            if refused:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:  # chunked: answer now; the app sees the client gone
+                    refused = True
+                    if not started:
+                        await self._refuse(send, None)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message):
+            nonlocal started
+            if refused:
+                return  # the 413 was the answer
+            started = True
+            await send(message)
+
+        await self.app(scope, limited_receive, guarded_send)
+
+    async def _refuse(self, send, length: int | None) -> None:
+        size = f"{length:,} bytes" if length is not None else f"more than {self.limit:,} bytes"
+        body = json.dumps({"error": f"request body of {size} is too large (limit {self.limit:,} bytes); "
+                                    f"a plan is a few KiB"}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close"), (b"x-content-type-options", b"nosniff")]})
+        await send({"type": "http.response.body", "body": body})
