@@ -48,7 +48,7 @@ from bench.common import machine, profile_table, write_section  # noqa: E402
 FIXTURES = ROOT / "tests" / "fixtures" / "fio"
 SECTION = "## Ingest at scale"
 GOAL_S, GOAL_BYTES = 10.0, 1 << 30
-GENERATOR_VERSION = 1  # bump when generate() changes: --inputs regenerates
+GENERATOR_VERSION = 2  # bump when generate() changes: --inputs regenerates
 EPOCH_MS = 1_795_235_281_000  # the clock of the recorded fixture (log_unix_epoch)
 FIO_PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
 # Per job, iodepth 4, 100 % random: IOPS by block size (a modest all-flash host).
@@ -98,8 +98,7 @@ def _templates() -> dict:
     cs = json.loads((FIXTURES / "clientserver-2hosts-json+.json").read_text())
     multi = json.loads((FIXTURES / "multi-job-json+.json").read_text())
     entry = next(e for e in cs["client_stats"] if e["jobname"] != "All clients")
-    return {"doc": cs, "entry": entry, "all": next(e for e in cs["client_stats"] if e["jobname"] == "All clients"),
-            "disk": cs["disk_util"][0], "idle": entry["write"],
+    return {"doc": cs, "entry": entry, "disk": cs["disk_util"][0], "idle": entry["write"],
             "read": multi["jobs"][0]["read"], "write": multi["jobs"][0]["write"]}
 
 
@@ -156,9 +155,10 @@ def _direction(template: dict, bins: dict[int, int], bs: int, runtime_ms: int) -
 
 
 def generate(out: Path, hosts: list[dict], specs, samples: int, seed: int = 1) -> None:
-    """For each test: <test id>/fio-output.json (the fio client's json+
-    document for every host), <test id>/stdout.txt, and the logs as fio's
-    client writes them: series_{iops,bw,lat}.<job>.log.<host address>."""
+    """For each test: <test id>/fio-output.<host address>.json (the json+
+    document of that host's fio client: iofleet runs one client per host),
+    <test id>/stdout.<host address>.txt, and the logs as fio's client writes
+    them: series_{iops,bw,lat}.<job>.log.<host address>."""
     t = _templates()
     rng = random.Random(seed)
     host_speed = [min(1.3, max(0.7, rng.gauss(1.0, 0.06))) for _ in hosts]
@@ -203,17 +203,16 @@ def generate(out: Path, hosts: list[dict], specs, samples: int, seed: int = 1) -
             disk = dict(t["disk"], hostname=addr, port=8765, name="sdb", util=rng.uniform(85, 99))
             disk.update(read_ios=int(totals["read"][0] / len(hosts)), write_ios=int(totals["write"][0] / len(hosts)))
             disks.append(disk)
-        all_clients = json.loads(json.dumps(t["all"]))
-        for name in ("read", "write"):
-            ios, nbytes, bw, iops = totals[name]
-            all_clients[name].update(total_ios=ios, io_bytes=nbytes, bw_bytes=bw, iops=iops)
-        all_clients.update(hostname=hosts[-1]["address"], port=8765)
-        doc = {"fio version": "fio-3.33", "timestamp": start // 1000 + samples,
-               "time": time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime(start // 1000 + samples)),
-               "global options": {}, "client_stats": entries + [all_clients], "disk_util": disks}
-        (d / "fio-output.json").write_text(json.dumps(doc, indent=2) + "\n")
-        (d / "stdout.txt").write_text("".join(
-            f"hostname={h['name']}, be=0, 64-bit, os=Linux, arch=x86-64, fio=fio-3.33, flags=1\n" for h in hosts))
+        when = start // 1000 + samples
+        for host in hosts:
+            addr = host["address"]
+            doc = {"fio version": "fio-3.33", "timestamp": when,
+                   "time": time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime(when)), "global options": {},
+                   "client_stats": [e for e in entries if e["hostname"] == addr],
+                   "disk_util": [x for x in disks if x["hostname"] == addr]}
+            (d / f"fio-output.{addr}.json").write_text(json.dumps(doc, indent=2) + "\n")
+            (d / f"stdout.{addr}.txt").write_text(
+                f"hostname={host['name']}, be=0, 64-bit, os=Linux, arch=x86-64, fio=fio-3.33, flags=1\n")
 
 
 def _write_logs(d: Path, job: int, addr: str, means: dict, bs: int, start_ms: int, samples: int,
@@ -255,19 +254,20 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
     from iofleet.results.store import Store
     from iofleet.studies.run import RunSession
 
-    def fake_fio(cmd, workdir, stop, on_live=None, timeout_s=None):
-        """fio's client: the test's logs appear in its work directory and its
-        json+ document is its stdout."""
+    def fake_fio(cmd, workdir, stop, on_live=None, timeout_s=None, abandon=None):
+        """One host's fio client: that host's logs appear in the work
+        directory and its json+ document is its stdout."""
         jobfile = Path(next(a for a in cmd if a.endswith(".fio")))
+        addr = next(a for a in cmd if a.startswith("--client=")).split(":", 1)[1].rsplit(",", 1)[0]
         test_id = next(line[1:-1] for line in jobfile.read_text().splitlines() if line.startswith("["))
         src = inputs / test_id
-        for f in src.glob("series_*"):
+        for f in src.glob(f"series_*.{addr}"):
             try:
                 os.link(f, workdir / f.name)
             except OSError:  # --inputs on another file system
                 os.symlink(f, workdir / f.name)
-        return FioRun(returncode=0, final_output=(src / "fio-output.json").read_text(),
-                      stdout=(src / "stdout.txt").read_text(), stderr="", stopped=False, killed=False,
+        return FioRun(returncode=0, final_output=(src / f"fio-output.{addr}.json").read_text(),
+                      stdout=(src / f"stdout.{addr}.txt").read_text(), stderr="", stopped=False, killed=False,
                       wall_s=samples + 1.5)
 
     rng = random.Random(2)

@@ -7,7 +7,6 @@ import json
 import socket
 import threading
 import time
-from pathlib import Path
 
 from tests.cli import wait_for
 from tests.webserver import Server, start_server

@@ -21,12 +21,10 @@ import errno
 import os
 import re
 import socket
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..errors import ImportFormatError, IofleetError
 from ..fio.command import error_line, fio_binary, fio_version
@@ -38,6 +36,7 @@ from .metrics import fetch_metrics, free_bytes
 from .remote import remove_data_files
 from .runner import run_fio
 from .targets_lock import holder_facts, lock_fleet_target
+from .workdir import work_dir
 
 CONNECT_TIMEOUT_S = 3.0
 PROBE_TIMEOUT_S = 60.0
@@ -145,13 +144,13 @@ def _connect(address: str, port: int) -> str | None:
 def _probe(check: HostCheck, controller_version: str, needed: int | None = None) -> None:
     host = check.host
     target = where(host.targets)
-    with tempfile.TemporaryDirectory(prefix="iofleet-check-") as tmp:
-        job = Path(tmp) / "check.fio"
+    with work_dir("iofleet-check-") as tmp:
+        job = tmp / "check.fio"
         job.write_text(render_device_check(target.path, needed) if isinstance(target, Device)
                        else render_target_check(target) + render_leftover_check(target))
         cmd = [fio_binary(), "--output-format=normal,json", "--eta=never",
                f"--client={host.fio_client_arg}", str(job)]
-        fio = run_fio(cmd, Path(tmp), threading.Event(), timeout_s=PROBE_TIMEOUT_S)
+        fio = run_fio(cmd, tmp, threading.Event(), timeout_s=PROBE_TIMEOUT_S)
     said = fio.stdout + fio.stderr
     version = _VERSION.search(said)
     if not version:
@@ -238,8 +237,8 @@ def clean_hosts(hosts: list[Host]) -> tuple[dict[str, int], list[str]]:
         for h in reachable:
             for t in h.targets:
                 locks.append(lock_fleet_target(*h.endpoint, t, holder_facts(command="hosts clean")))
-        with tempfile.TemporaryDirectory(prefix="iofleet-clean-") as tmp:
-            removed, failed = remove_data_files(reachable, 8, Path(tmp))
+        with work_dir("iofleet-clean-") as tmp:
+            removed, failed = remove_data_files(reachable, 8, tmp)
     finally:
         for lock in locks:
             lock.release()

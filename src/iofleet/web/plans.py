@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import PlanError
 from ..plan.expand import expand
-from ..plan.load import parse_plan_text, with_targets, yaml_data
+from ..plan.load import parse_plan_text, read_plan_text, with_targets, yaml_data
 from ..plan.model import Plan, check_name
 from ..plan.units import format_duration, format_size
 from ..studies.run import estimate_seconds
@@ -40,7 +40,7 @@ def read_plan(s: Settings, name: str) -> tuple[Plan, str]:
     path = plan_file(s, name)
     if not path.is_file():
         raise NotFound(f"plan {name!r}: no such saved plan in {s.plans_dir}; see GET /api/plans")
-    text = path.read_text()
+    text = read_plan_text(path)
     return parse_plan_text(text, f"plan {name}"), text
 
 
@@ -75,7 +75,7 @@ def list_plans(request: Request):
     for path in sorted(s.plans_dir.glob("*.yaml")) if s.plans_dir.is_dir() else []:
         entry = {"name": path.stem}
         try:
-            plan = parse_plan_text(path.read_text(), path.name)
+            plan = parse_plan_text(read_plan_text(path), path.name)
             entry |= {"description": plan.description, "tests": len(expand(plan)), "label": plan.label}
         except PlanError as exc:
             entry["problem"] = exc.problems[0]
