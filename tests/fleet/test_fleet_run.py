@@ -206,7 +206,7 @@ def test_live_progress_has_each_hosts_figures_from_its_exporter(tmp_path, make_f
 def test_easy_run_on_the_fleet_prepares_every_host_and_stops_when_steady(tmp_path, fleet4, data_dir):
     inv = fleet4.write_inventory(tmp_path / "inv.yaml")
     proc = iofleet("easy-run", "--hosts", inv, "--size", "8m", "--ramp", "1s", "--round", "2s",
-                   "--max-runtime", "40s", data_dir=data_dir, timeout=600)
+                   "--max-runtime", "12s", data_dir=data_dir, timeout=600)
     assert "Run 1 complete: 4 of 4 tests ok" in proc.stdout, proc.stdout
     assert "Preparation: random data written sequentially over 8.0 MiB per host" in proc.stdout
     assert not data_files(fleet4)
@@ -218,6 +218,6 @@ def test_easy_run_on_the_fleet_prepares_every_host_and_stops_when_steady(tmp_pat
         assert m["until"] == "steady" and m["steady"]["iops"]["round_s"] == 2
         # fio's check runs next to the IO: each host's jobs stop as one group.
         assert set(m["fio_steady"]) == {"h1", "h2", "h3", "h4"}
-        assert t["all"]["runtime_ms"] < 40_000 or not all(m["fio_steady"].values())
+        assert t["all"]["runtime_ms"] < 12_000 or not all(m["fio_steady"].values())
         assert set(m["cache"]) == {"h1", "h2", "h3", "h4"}
         assert all("kernel caches kept (no iofleet on the host" in v for v in m["cache"].values())

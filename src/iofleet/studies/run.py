@@ -275,7 +275,9 @@ def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, cach
         if stated is None and not s.direct:
             stated, source = ram, "host RAM (buffered IO)"
         out["working_set"][host] = cache_verdict(s.jobs * s.working_set, stated, source)
-    measured_from = [min(x.t_ms) - LOG_INTERVAL_MS for x in m.series if x.phase == "measured" and x.t_ms]
+    # The first IOPS interval, as the skew windows count it (fio stamps its logs a ms apart at times).
+    measured_from = [min(x.t_ms) - LOG_INTERVAL_MS for x in m.series
+                     if x.phase == "measured" and x.metric == "iops" and x.t_ms]
     out["measured_from_ms"] = min(measured_from) if measured_from else None
     return out
 
