@@ -134,7 +134,7 @@ Measured {datetime.now(timezone.utc):%Y-%m-%d} on {facts}.
 `iofleet run --hosts` with a {a.hosts}-host inventory: real `fio --server`s, each in its own
 network namespace on this machine (so hosts and controller share its 2 cores), one
 4k random-read job per host for {a.runtime} s, no metrics endpoints. "All running": every host has a
-fio job process (three levels below its `fio --server` listener). Controller CPU: iofleet and its fio client, while all hosts run, in % of one core.
+fio job process (three levels below its `fio --server` listener). Controller CPU: iofleet and its fio clients (one per host), while all hosts run, in % of one core.
 
 | run | all running, from the test's fio client start (s) | from `iofleet run` start (s) | controller CPU (%) | whole run (s) |
 | ---: | ---: | ---: | ---: | ---: |

@@ -1,5 +1,5 @@
 """Ingest at scale: what `iofleet run --hosts` does after fio returns —
-parse the fio client's json+ output and every host's per-second logs,
+parse each host's fio client json+ output and per-second logs,
 aggregate exactly, judge steady state and skew, store the test with its
 series and artifacts — for 64 hosts × 24 tests × 600 per-second samples.
 Writes the seconds (median of 3) and peak memory (RSS) to BENCHMARKS.md,
@@ -295,7 +295,7 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
             self._pool.shutdown(wait=False)
 
     class Place(execute.FleetPlace):
-        def prepare(self):  # hosts check: no servers to ask
+        def prepare(self, facts=None):  # hosts check and target locks: no servers to ask
             pass
 
         def cleanup(self):
@@ -461,7 +461,7 @@ def main():
         files = [f for f in inputs.rglob("*") if f.is_file()]
         log_files = [f for f in files if f.name.startswith("series_")]
         logs_bytes = sum(f.stat().st_size for f in log_files)
-        json_bytes = sum(f.stat().st_size for f in files if f.name == "fio-output.json")
+        json_bytes = sum(f.stat().st_size for f in files if f.name.startswith("fio-output."))
         log_lines = sum(f.read_bytes().count(b"\n") for f in log_files)
         print(f"inputs: {len(specs)} tests × {a.hosts} hosts, {len(log_files):,} log files "
               f"({logs_bytes / 1e6:.0f} MB, {log_lines:,} lines), json+ {json_bytes / 1e6:.0f} MB; "
@@ -517,8 +517,8 @@ Command: `make bench` (= `.venv/bin/python bench/ingest.py --hosts {a.hosts} --s
 Measured {machine()}.
 
 What `iofleet run --hosts` does after fio returns, for {len(specs)} tests (examples/hcibench-24.yaml:
-4k–128k × 0/20/70 % read × 1–2 jobs, iodepth 4) of {a.samples} s on {a.hosts} hosts: parse the fio client's
-json+ document (one per test, {json_bytes / len(specs) / 1e6:.1f} MB with every job's latency bins), parse
+4k–128k × 0/20/70 % read × 1–2 jobs, iodepth 4) of {a.samples} s on {a.hosts} hosts: parse each host's fio client
+json+ document (one per host and test, {json_bytes / len(specs) / 1e6:.1f} MB a test with every job's latency bins), parse
 {len(log_files):,} per-second logs ({log_lines:,} lines, {logs_bytes / 1e6:.0f} MB: {series:,} series of
 {a.samples} samples), aggregate exactly, judge steady state and start skew, and store each test
 with its series and artifacts (json+, job files, logs, gzip) in a fresh data directory on this

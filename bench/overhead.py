@@ -49,7 +49,8 @@ def run_by_hand(datafile: Path, engine: str, a) -> float:
 def write_section(text: str, section: str = SECTION) -> None:
     """Replace (or add) one section of BENCHMARKS.md, keeping the others."""
     old = BENCHMARKS.read_text() if BENCHMARKS.exists() else "# Benchmarks\n\nMeasured with `make bench`; each section gives the command that produced it.\n"
-    start = old.find(section)
+    match = re.search(rf"^{re.escape(section)}$", old, re.M)  # the whole heading: not a longer one it begins
+    start = match.start() if match else -1
     if start >= 0:
         end = old.find("\n## ", start + len(section))
         old = old[:start].rstrip() + ("\n" + old[end:] if end >= 0 else "")

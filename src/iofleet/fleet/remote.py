@@ -80,6 +80,9 @@ def run_on_hosts(
     ended: dict[str, float] = {}  # host → seconds from the start to its client's end
     late: dict[str, str] = {}  # host → why it was stopped as lost
     crashed: list[BaseException] = []
+    all_ended = threading.Event()
+    if not hosts:
+        all_ended.set()
     start = time.monotonic()
 
     def drive(name: str) -> None:
@@ -89,11 +92,13 @@ def run_on_hosts(
             crashed.append(exc)
         finally:
             ended[name] = time.monotonic() - start
+            if len(ended) == len(hosts):
+                all_ended.set()
 
     threads = [threading.Thread(target=drive, args=(h.name,), daemon=True) for h in hosts]
     for t in threads:
         t.start()
-    while any(t.is_alive() for t in threads):
+    while not all_ended.wait(0.1):  # wakes at once when the last client ends
         if stop.is_set():
             for event in halt.values():
                 event.set()
@@ -105,7 +110,6 @@ def run_on_hosts(
                     if why:
                         late[h.name] = why
                         drop[h.name].set()
-        time.sleep(0.1)
     for t in threads:
         t.join()
     if crashed:
