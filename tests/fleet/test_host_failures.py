@@ -63,6 +63,33 @@ def test_a_frozen_host_is_lost_soon_after_the_planned_end_and_the_others_kept(tm
     assert not _files(fleet, "h1") and not _files(fleet, "h2") and _files(fleet, "h3")
 
 
+def test_a_host_frozen_while_preparing_the_data_ends_the_run_in_bounded_time(tmp_path, make_fleet, data_dir,
+                                                                              spawn):
+    fleet = make_fleet(2)
+    inv = fleet.write_inventory(tmp_path / "inv.yaml")
+    plan = write_plan(tmp_path / "p.yaml", name="freeze-prep", defaults={**SHORT, "size": "256m"},
+                      workloads=[{"name": "w"}])
+    proc = spawn("run", plan, "--hosts", inv, data_dir=data_dir)
+    deadline = time.monotonic() + 60
+    while not _files(fleet, "h2"):  # preparation has begun writing h2's file
+        assert time.monotonic() < deadline and proc.poll() is None, "h2's preparation never began"
+        time.sleep(0.005)
+    frozen = fleet.freeze("h2", io_only=True)
+    started = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=180)
+        elapsed = time.monotonic() - started
+    finally:
+        fleet.thaw(frozen)
+    # docs/fleet.md: twice as long as its data takes at h1's pace, plus
+    # LATE_HOST_S (h1 writes 256 MiB in well under 5 s here).
+    assert elapsed < 2 * 5 + LATE_HOST_S + 6, out + err
+    assert proc.returncode != 0
+    assert "preparing the data failed: lost host h2: no result" in err + out
+    assert "iofleet's data files are left on h2: once back, `iofleet hosts clean INVENTORY`" in err
+    assert not _files(fleet, "h1") and _files(fleet, "h2")
+
+
 def test_a_lost_hosts_files_are_named_then_found_and_removed_when_it_is_back(tmp_path, make_fleet, data_dir,
                                                                            spawn):
     fleet = make_fleet(2)

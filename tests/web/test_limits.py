@@ -9,20 +9,12 @@ import threading
 import time
 
 from tests.cli import wait_for
+from tests.unit.test_input_limits import BOMB as UNIT_BOMB
 from tests.webserver import Server, start_server
 
 LIMIT = 2 * 1024**2  # web/security.py MAX_BODY_BYTES
-BOMB = """name: p
-a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-workloads: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-"""
+# The billion laughs of the unit tests, as a plan whose workloads are the bomb.
+BOMB = "name: p\n" + UNIT_BOMB.replace("i: &i", "workloads: &i")
 
 
 def raw_post(server: Server, framing: str) -> tuple[socket.socket, "Answer"]:

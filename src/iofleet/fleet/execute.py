@@ -376,7 +376,8 @@ class FleetPlace:
 
         with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
                 _LiveHosts(sampler, on_live):
-            run = run_on_hosts(jobfiles, hosts, work, stop, tag="prepare")
+            run = run_on_hosts(jobfiles, hosts, work, stop, tag="prepare", work_bytes=totals)
+        self.lost |= set(run.lost)  # left out of cleanup: gone, or frozen
         if not run.fio.stopped and (run.lost or run.fio.returncode != 0 or any(j.error for j in run.jobs)):
             why = lost_reason(run) if run.lost else error_line(run.fio.stderr, run.fio.stdout)
             raise FioError(f"preparing the data failed: {why}")

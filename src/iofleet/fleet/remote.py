@@ -30,6 +30,10 @@ _DISCONNECTED = re.compile(r"client: host=(\S+) disconnected")
 # beyond theirs) is declared lost and its fio client stopped: healthy
 # hosts end within a second or two of each other (docs/fleet.md).
 LATE_HOST_S = 15.0
+# A step whose length cannot be planned (preparing the data): once a host
+# has finished, another still running PREPARE_SLOWDOWN times as long as its
+# data would take at the slowest finished host's rate, plus LATE_HOST_S, is lost.
+PREPARE_SLOWDOWN = 2.0
 # The most jobs a plan may give a host (plan/params.py: jobs), so the most
 # data files a run leaves in a host's iofleet directory.
 MOST_JOBS = 1024
@@ -61,6 +65,7 @@ class FleetRun:
 def run_on_hosts(
     jobfiles: dict[str, str], hosts: list[Host], work: Path, stop: threading.Event,
     timeout_s: float | None = None, tag: str = "job", planned_s: dict[str, float] | None = None,
+    work_bytes: dict[str, int] | None = None,
 ) -> FleetRun:
     """Run one job file per host (by host name), each through a fio client
     of its own, all at once. A host whose client has not ended `timeout_s`
@@ -68,7 +73,10 @@ def run_on_hosts(
     seconds, warm-up + runtime), LATE_HOST_S after its planned end once
     another host has finished (plus that host's delay beyond its own
     planned end), is lost: its client is killed (its server then stops its
-    jobs, as when iofleet dies) and its output dropped."""
+    jobs, as when iofleet dies) and its output dropped. `work_bytes` (host →
+    bytes to write, for a step of no planned length): once a host has
+    finished, one still running PREPARE_SLOWDOWN times as long as its bytes
+    take at the slowest finished host's rate, plus LATE_HOST_S, is lost."""
     commands = {}
     for h in hosts:
         path = work / f"{tag}.{h.name}.fio"
@@ -106,7 +114,7 @@ def run_on_hosts(
             now = time.monotonic() - start
             for h in hosts:
                 if h.name not in ended and h.name not in late:
-                    why = _overdue(h.name, now, timeout_s, planned_s, ended, runs)
+                    why = _overdue(h.name, now, timeout_s, planned_s, ended, runs, work_bytes)
                     if why:
                         late[h.name] = why
                         drop[h.name].set()
@@ -118,16 +126,22 @@ def run_on_hosts(
 
 
 def _overdue(name: str, now: float, timeout_s: float | None, planned_s: dict[str, float] | None,
-             ended: dict[str, float], runs: dict[str, FioRun]) -> str | None:
+             ended: dict[str, float], runs: dict[str, FioRun],
+             work_bytes: dict[str, int] | None = None) -> str | None:
     """Why a host still running `now` s after the start is lost, or None."""
-    if planned_s is not None:
-        done = [n for n in list(ended) if n in runs and runs[n].returncode == 0]
-        if done:
-            # Hosts that ended early (steady state) count as on time.
-            delay = max(0.0, *(ended[n] - planned_s[n] for n in done))
-            if now > planned_s[name] + delay + LATE_HOST_S:
-                return (f"no result {now - planned_s[name]:.0f} s after its planned end, while the other hosts "
-                        f"had ended (its fio frozen, or far behind); its fio client was ended")
+    done = [n for n in list(ended) if n in runs and runs[n].returncode == 0]
+    if work_bytes is not None and done:
+        rate = min(work_bytes[n] / max(ended[n], 0.1) for n in done)  # bytes/s of the slowest finished host
+        expected = work_bytes[name] / rate if rate > 0 else 0.0
+        if now > PREPARE_SLOWDOWN * expected + LATE_HOST_S:
+            return (f"no result {now:.0f} s into the step, while the other hosts had ended at a rate that "
+                    f"would have taken it {expected:.0f} s (its fio frozen, or far behind); its fio client was ended")
+    if planned_s is not None and done:
+        # Hosts that ended early (steady state) count as on time.
+        delay = max(0.0, *(ended[n] - planned_s[n] for n in done))
+        if now > planned_s[name] + delay + LATE_HOST_S:
+            return (f"no result {now - planned_s[name]:.0f} s after its planned end, while the other hosts "
+                    f"had ended (its fio frozen, or far behind); its fio client was ended")
     if timeout_s is not None and now > timeout_s:
         return f"no result in {timeout_s:.0f} s; its fio client was ended"
     return None

@@ -173,8 +173,12 @@ class RunSession:
                 method = self.resume.methodology_with(method, [self.resume.specs[i].id for i in self.resume.todo])
             self.methodology = method
             self.store.set_run_methodology(self.run_id, method)
-        except BaseException:
+        except BaseException as exc:
             self.__exit__(None, None, None)
+            left = self.outcome.not_cleaned
+            if left and isinstance(exc, IofleetError):  # say so, as a finished run's summary does
+                exc.args = (f"{exc}; iofleet's data files are left on {', '.join(left)}: once back, `iofleet "
+                            f"hosts clean INVENTORY` removes them (as does the next run there)",)
             raise
         return self
 
