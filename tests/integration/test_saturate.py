@@ -1,9 +1,10 @@
 """`iofleet saturate` with real fio on a file target: the sweep, the knee,
 the best configuration, the latency target with bisection, Little's law."""
 
-from iofleet.analysis.saturation import saturation_of_run
+from iofleet.analysis.saturation import more_iops, saturation_of_run
 from tests.cli import iofleet, show_json
 
+# Fixed 1 s cells: the search and its report, fast (steady cells below).
 SHORT = ("--size", "32m", "--runtime", "1s", "--ramp", "0s", "--prepare", "none")
 
 
@@ -13,8 +14,8 @@ def test_sweep_finds_the_knee_and_the_best_configuration(disk_dir, data_dir):
     proc = iofleet("saturate", "--target", disk_dir, "--bs", "256k", "--max-jobs", "2", "--max-iodepth", "8",
                    "--slo", "p99<=1s", *SHORT, data_dir=data_dir)
     out = proc.stdout
-    assert "Knee: jobs" in out and "Best configuration: jobs" in out
-    assert "Target p99<=1000ms: at most" in out and "no step of the sweep broke it" in out
+    assert "Most IOPS under the target: jobs" in out and "Best configuration: jobs" in out
+    assert "Target p99<=1000ms: met by the answer" in out and "no step of the sweep broke it" in out
     assert "Little" in out and "Little's law holds in every cell" in out
     assert "sweep: jobs 1: iodepth" in out  # why the row ended
 
@@ -22,11 +23,11 @@ def test_sweep_finds_the_knee_and_the_best_configuration(disk_dir, data_dir):
     assert run["status"] == "complete" and run["tests_planned"] == len(run["tests"]) >= 3
     assert run["methodology"]["saturate"]["slo"] == "p99<=1000ms"
     sat = saturation_of_run(run)
-    # The first row doubles iodepth from 1; every cell is a stored test.
-    assert [(c.jobs, c.iodepth) for c in sat.cells][:2] == [(1, 1), (1, 2)]
-    assert sat.knee is not None and sat.knee.outstanding > 1
-    assert sat.best.iops >= 0.95 * max(c.iops for c in sat.cells)
-    assert sat.slo_best.iops == max(c.iops for c in sat.cells)
+    # The first row starts at iodepth 1; every cell is a stored test.
+    assert [(c.jobs, c.iodepth) for c in sat.cells][:2] == [(1, 1), (1, 4)]  # IOPS grow in step from 1
+    assert sat.best.iops >= 0.95 * sat.peak.iops and sat.slo_best is sat.peak
+    # The answer: no cell has more IOPS beyond noise.
+    assert not any(more_iops(c, sat.peak) for c in sat.cells)
     for c in sat.cells:
         assert 0.85 <= c.little <= 1.15, c
 
@@ -47,7 +48,7 @@ def test_latency_target_is_refined_by_bisection(disk_dir, data_dir):
         assert c.slo_ok == (c.slo_value_us <= limit)
     answer = sat.slo_best
     assert answer is not None and answer.slo_value_us <= limit
-    assert answer.iops == max(c.iops for c in sat.cells if c.slo_ok)
+    assert not any(more_iops(c, answer) for c in sat.cells if c.slo_ok)
     sweep = [c for c in sat.cells if c.iodepth & (c.iodepth - 1) == 0]  # the doubling steps
     failed = [c for c in sweep if not c.slo_ok]
     assert failed, "the target never broke: this VM is faster than the test assumes"
@@ -65,8 +66,30 @@ def test_bad_arguments_are_one_line_errors(disk_dir, data_dir):
         (("--bs", "4q"), "--bs 4q:"),
         (("--max-iodepth", "0"), "--max-iodepth 0:"),
         (("--min-gain", "0"), "--min-gain 0.0: give a share above 0"),
+        (("--repeats", "0"), "--repeats 0: allowed 1 to 10"),
+        (("--round", "2s", "--max-runtime", "5s"), "--max-runtime 5s: shorter than the steady-state window"),
     ):
         proc = iofleet("saturate", "--target", disk_dir, *args, data_dir=data_dir, check_rc=None)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
     proc = iofleet("saturate", data_dir=data_dir, check_rc=None)
     assert proc.returncode == 2 and "saturate needs a place to test" in proc.stderr
+
+
+def test_cells_end_when_steady_and_use_their_window(disk_dir, data_dir):
+    # Real until-steady cells of 1 s rounds: each ends once 5 rounds are
+    # steady (or at 7 s), and the sweep's figures are the window's.
+    proc = iofleet("saturate", "--target", disk_dir, "--bs", "256k", "--max-jobs", "1", "--max-iodepth", "4",
+                   "--size", "32m", "--round", "1s", "--max-runtime", "7s", "--ramp", "0s", "--prepare", "none",
+                   data_dir=data_dir)
+    run = show_json(1, data_dir)
+    sat = saturation_of_run(run)
+    # From iodepth 1 the row jumps to 4: two cells, not three.
+    assert [(c.jobs, c.iodepth) for c in sat.cells] == [(1, 1), (1, 4)]
+    assert run["methodology"]["saturate"]["cell"] == {"until": "steady", "round": 1, "max_runtime": 7, "ramp": 0}
+    for t in run["tests"]:
+        m = t["methodology"]
+        assert m["until"] == "steady" and t["params"]["round"] == 1 and t["params"]["max_runtime"] == 7
+        if (m.get("window") or {}).get("all"):
+            cell = next(c for c in sat.cells if c.test == t["id"])
+            assert cell.iops_runs == (m["window"]["all"]["iops"],)
+    assert "Most IOPS: jobs 1 × iodepth" in proc.stdout

@@ -69,3 +69,89 @@ def test_percentile_curve_follows_the_merged_bins():
     assert x == pytest.approx([1.0, 2.0])  # -log10(1 - p): 90 % → 1, 99 % → 2
     assert charts.percentile_curve(None) == ([], [])
     assert math.isclose(charts._nines(0.999), 3)
+
+
+# Per-round latency, as the run study stores it (methodology.latency_rounds, ns): rounds of 2 s.
+def latency_rounds() -> dict:
+    return {"round_s": 2, "start_s": [0, 2, 4, 6, 8, 10, 12], "end_s": [2, 4, 6, 8.001, 10, 12, 14],
+            "fleet": {"p50": [100_000, 110_000, 120_000, None, 120_000, 118_000, 119_000],
+                      "p99": [900_000, 1_000_000, 1_100_000, None, 950_000, 940_000, 960_000],
+                      "p99.9": [2_000_000, 2_500_000, 3_000_000, None, 2_100_000, 2_050_000, 2_000_000],
+                      "iops": [9000, 9500, 9700, None, 9800, 9750, 9790]},
+            "hosts": {h: {"p50": [k * 100_000] * 7, "p99": [k * 1_000_000] * 7, "p99.9": [k * 2_000_000] * 7,
+                          "iops": [4500] * 7} for h, k in (("h2", 2), ("h1", 1))}}
+
+
+def steady_test(until: str = "steady", steady: bool = True, rounds: dict | None = None) -> dict:
+    test = load("qd-sweep")["tests"][0]
+    verdict = test["methodology"]["steady"]["iops"]
+    verdict.update(steady=steady, start_s=4 if steady else None, end_s=14 if steady else None)
+    window = {"start_s": 4, "end_s": 14, "steady": steady, "iops": 9700.0, "bw_bytes_s": 9700 * 4096.0,
+              "lat_mean_ns": 110_000.0, "read": dict(test["read"], iops=9700.0, lat_p99_us=960.0),
+              "write": dict(test["write"]), "all": dict(test["all"], iops=9700.0, bw_mb_s=39.7, lat_p99_us=960.0)}
+    test["methodology"].update(until=until, window=window, latency_rounds=rounds or latency_rounds())
+    test["fleet"] = {"hosts": ["h1", "h2"], "skew": None, "groups": {}}
+    return test
+
+
+def test_latency_rounds_chart_draws_each_rounds_percentiles_at_its_end():
+    fig = charts.latency_rounds_chart(steady_test(), "t")
+    fleet = fig.data[:3]
+    assert [tr.name for tr in fleet] == ["p50", "p99", "p99.9"]
+    assert list(fleet[0].x) == [2, 4, 6, 8.001, 10, 12, 14]  # round ends, s from the start of the measured part
+    assert list(fleet[1].y) == [0.9, 1.0, 1.1, None, 0.95, 0.94, 0.96]  # ms; a round without data is a gap
+    assert list(fleet[2].y)[2] == 3.0
+    assert [tr.line.dash for tr in fleet] == ["solid", "dash", "dot"]  # told apart without colour
+    assert fig.layout.yaxis.type == "log"
+    # The steady window (4-14 s) shaded as on the per-second chart.
+    [band] = fig.layout.shapes
+    assert (band.x0, band.x1) == (4, 14)
+    assert fig.layout.annotations[0].text == "steady window (SNIA)"
+
+
+def test_latency_rounds_chart_picks_a_host_in_a_dropdown():
+    fig = charts.latency_rounds_chart(steady_test())
+    # Fleet first, then the hosts in the inventory's order; only the fleet's lines show at first.
+    assert [tr.name for tr in fig.data[3:]] == ["h1 p50", "h1 p99", "h1 p99.9", "h2 p50", "h2 p99", "h2 p99.9"]
+    assert [tr.visible for tr in fig.data] == [True] * 3 + [False] * 6
+    assert list(fig.data[7].y) == [2.0] * 7  # h2's p99
+    [menu] = fig.layout.updatemenus
+    assert [b.label for b in menu.buttons] == ["fleet (all hosts)", "h1", "h2"]
+    assert menu.buttons[2].args[0]["visible"] == [False] * 6 + [True] * 3
+
+
+def test_latency_rounds_chart_of_one_host_has_no_dropdown_and_old_results_have_no_chart():
+    rounds = latency_rounds()
+    rounds["hosts"] = {}  # one host: the fleet is that host
+    del rounds["end_s"]  # without the rounds' ends: start + round
+    fig = charts.latency_rounds_chart(steady_test(rounds=rounds))
+    assert len(fig.data) == 3 and not fig.layout.updatemenus
+    assert list(fig.data[0].x) == [2, 4, 6, 8, 10, 12, 14]
+    old = load("qd-sweep")["tests"][0]
+    assert "latency_rounds" not in old["methodology"] and charts.latency_rounds_chart(old) is None
+
+
+def test_only_an_until_steady_test_has_its_last_five_rounds_marked():
+    unsteady = charts.latency_rounds_chart(steady_test(steady=False))
+    assert [(s.x0, s.x1) for s in unsteady.layout.shapes] == [(4, 14)]
+    assert unsteady.layout.annotations[0].text == "last 5 rounds (not steady)"
+    # A fixed-time test's figures are the whole test: its last rounds are not marked.
+    assert not charts.latency_rounds_chart(steady_test(until="time", steady=False)).layout.shapes
+
+
+def test_overview_charts_show_a_steady_tests_window_figures_as_the_summary_does():
+    doc = load("qd-sweep")
+    doc["tests"][0] = steady_test()
+    whole = doc["tests"][1]["all"]["iops"]
+    iops = [y for fig in charts.block_size_charts(doc) for tr in fig.data if tr.xaxis == "x" for y in tr.y]
+    assert 9700.0 in iops and whole in iops
+    latency = charts.latency_chart(doc)
+    tail = next(tr for tr in latency.data if tr.name == "read p99")
+    assert tail.y[0] == 0.96 and tail.y[1] == doc["tests"][1]["read"]["lat_p99_us"] / 1000
+    # A fixed-time test with a window keeps its whole-test figures.
+    doc["tests"][0] = steady_test(until="time")
+    assert charts.latency_chart(doc).data[2].y[0] == load("qd-sweep")["tests"][0]["read"]["lat_p99_us"] / 1000
+    # The percentile curve is the whole test's (bins of the whole measured part): its title says so.
+    test = steady_test()
+    test["read"]["lat_bins_ns"] = {"100000": 90, "1000000": 10}
+    assert charts.percentile_chart(test, "t").layout.title.text == "Latency percentiles · t · whole measured part"

@@ -45,8 +45,10 @@ def test_report_opens_offline_with_every_chart_drawn(stored_run):
     assert seen.errors == []
     assert seen.requests == [out.resolve().as_uri()], "the report asks for nothing but itself"
     # Overview: one block-size chart per read mix (100, 70 and 0 % read) and the latency chart;
-    # per test: the per-second series and the percentile curve (one host: no host chart).
-    assert seen.charts == 3 + 1 + 2 * len(run["tests"])
+    # per test: the per-second series and the percentile curve (one host: no host chart), and
+    # the per-round latency chart of a test with status rounds.
+    rounds = sum(1 for t in run["tests"] if t["methodology"].get("latency_rounds"))
+    assert seen.charts == 3 + 1 + 2 * len(run["tests"]) + rounds
     assert seen.empty_charts == []
     for text in ("Plan and environment", "fio-3.33", "vm-disk", "Steady state (SNIA PTS)", "Diagnostics",
                  "warm-up (in no figure)", "4k-r70-rand-j1-qd1", "block size", "latency, ms"):

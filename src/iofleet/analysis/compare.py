@@ -55,8 +55,15 @@ class Metric:
     def value(self, test: dict) -> float | None:
         if self.direction is None:
             return test.get(self.field)
-        # Tests stopped when steady report IOPS and MB/s of their measurement window.
-        window = (test.get("methodology") or {}).get("window")
+        # until: steady tests report their measurement window's figures
+        # (all of them; results stored before 0.x: IOPS and MB/s only).
+        method = test.get("methodology") or {}
+        window = method.get("window") if method.get("until", "steady") == "steady" else None
+        if window and self.direction in window:
+            d = window[self.direction] or {}
+            if self.field in ("iops", "bw_mb_s") and not d.get("ios"):
+                return None
+            return d.get(self.field)
         if window and self.direction == "all" and self.field == "iops":
             return window.get("iops")
         if window and self.direction == "all" and self.field == "bw_mb_s":

@@ -5,7 +5,10 @@ cache (a "cache test") or not (a "capacity test")."""
 import numpy as np
 
 from ..fio.jobfile import LOG_INTERVAL_MS
-from ..fio.records import Series
+from ..fio.merge import merge_bins, percentiles
+from ..fio.records import DirectionStats, Series
+from ..fio.status import Round, Totals
+from ..results.export import direction_figures
 from ..plan.params import STEADY_DATA_PCT, STEADY_SLOPE_PCT, STEADY_WINDOW_ROUNDS
 from .steady import SteadyVerdict, rounds_of, steady_state
 
@@ -131,3 +134,156 @@ def cache_verdict(working_set_bytes: int, cache_bytes: int | None, source: str) 
         return {"kind": None, "working_set_bytes": working_set_bytes, "cache_bytes": None, "source": source}
     kind = "cache test" if working_set_bytes <= cache_bytes else "capacity test"
     return {"kind": kind, "working_set_bytes": working_set_bytes, "cache_bytes": cache_bytes, "source": source}
+
+
+# ---- rounds from fio's status snapshots (fio/status.py) ---------------------
+# One rule for a test iofleet ran, live and afterwards: the steady-state
+# verdict, the window's figures and the per-round percentiles all come from
+# the same rounds, summed over the hosts (DESIGN.md, rules 6 and 7).
+
+ROUND_PERCENTILES = ("p50", "p99", "p99.9")
+EARLY_STOP_RULE = (f"iofleet's SNIA PTS check on the status rounds: {STEADY_WINDOW_ROUNDS} rounds, data excursion "
+                   f"<= {STEADY_DATA_PCT:g} %, slope excursion <= {STEADY_SLOPE_PCT:g} % of their mean IOPS")
+
+
+def _whole(per_host: dict[str, list[Round]]) -> int:
+    """Rounds every host has (a round counts only where all hosts reported)."""
+    return min((len(r) for r in per_host.values()), default=0)
+
+
+def _round_iops(r: Round) -> float:
+    return (r.read.ios + r.write.ios) / r.seconds if r.seconds > 0 else 0.0
+
+
+def round_means(per_host: dict[str, list[Round]]) -> tuple[list[float], list[float | None], list[tuple[float, float]]]:
+    """(IOPS, mean latency ns, (start, end) s) of each whole round, summed
+    over hosts (latency weighted by IO count). A round's span is the first
+    host's; hosts' status timers tick apart by under one interval."""
+    n = _whole(per_host)
+    iops, lat, spans = [], [], []
+    hosts = list(per_host.values())
+    for k in range(n):
+        rs = [h[k] for h in hosts]
+        iops.append(sum(_round_iops(r) for r in rs))
+        lat_n = sum(r.read.lat_n + r.write.lat_n for r in rs)
+        lat.append(sum(r.read.lat_sum_ns + r.write.lat_sum_ns for r in rs) / lat_n if lat_n else None)
+        spans.append((rs[0].start_ms / 1000, rs[0].end_ms / 1000))
+    return iops, lat, spans
+
+
+def judge_rounds(per_host: dict[str, list[Round]], round_s: int) -> dict[str, SteadyVerdict]:
+    """SNIA PTS verdicts for IOPS and mean latency on the status rounds:
+    the rule that ends an until: steady test early (`steady_now`) and the
+    one that judges every test afterwards."""
+    iops, lat, spans = round_means(per_host)
+    out = {}
+    for key, metric, values in (("iops", "iops", iops), ("lat", "lat_mean_ns", lat)):
+        out[key] = steady_state(values, metric=metric, round_s=round_s, window=STEADY_WINDOW_ROUNDS,
+                                data_pct=STEADY_DATA_PCT, slope_pct=STEADY_SLOPE_PCT, spans_s=spans)
+    return out
+
+
+def steady_now(per_host: dict[str, list[Round]], round_s: int) -> bool:
+    """Whether the rounds so far hold a steady window: an until: steady test ends here."""
+    return judge_rounds(per_host, round_s)["iops"].steady
+
+
+def _direction(parts: list[tuple[Totals, float]]) -> DirectionStats:
+    """A direction's exact figures over spans of several hosts: (host's
+    totals, its seconds) pairs; rates add up over hosts."""
+    ios = sum(t.ios for t, _ in parts)
+    lat_n = sum(t.lat_n for t, _ in parts)
+    bins = merge_bins(t.bins for t, _ in parts if t.bins)
+    return DirectionStats(
+        ios=ios, io_bytes=sum(t.io_bytes for t, _ in parts),
+        runtime_ms=int(max((s for _, s in parts), default=0) * 1000),
+        iops=sum(t.ios / s for t, s in parts if s > 0),
+        bw_bytes_s=sum(t.io_bytes / s for t, s in parts if s > 0),
+        lat_n=lat_n, lat_mean_ns=sum(t.lat_sum_ns for t, _ in parts) / lat_n if lat_n else None,
+        percentiles_ns=percentiles(bins) if bins else {}, bins=bins or None)
+
+
+def _span(rounds: list[Round]) -> tuple[Totals, Totals, float, float]:
+    """(read, write, seconds, CPU ms) of consecutive rounds of one host."""
+    read, write = Totals(), Totals()
+    for r in rounds:
+        for acc, part in ((read, r.read), (write, r.write)):
+            acc.ios += part.ios
+            acc.io_bytes += part.io_bytes
+            acc.lat_n += part.lat_n
+            acc.lat_sum_ns += part.lat_sum_ns
+            acc.bins = merge_bins([acc.bins, part.bins])
+    return read, write, sum(r.seconds for r in rounds), sum(r.cpu_ms for r in rounds)
+
+
+def span_figures(per_host: dict[str, list[Round]], first: int, last: int) -> dict[str, DirectionStats]:
+    """Exact read/write/all figures of rounds first..last (inclusive) over
+    all hosts: IOs and bytes counted in those rounds, percentiles from
+    their merged latency histograms."""
+    spans = {h: _span(rounds[first:last + 1]) for h, rounds in per_host.items()}
+    read = _direction([(r, s) for r, _, s, _ in spans.values()])
+    write = _direction([(w, s) for _, w, s, _ in spans.values()])
+    both = _direction([(r, s) for r, _, s, _ in spans.values()] + [(w, s) for _, w, s, _ in spans.values()])
+    return {"read": read, "write": write, "all": both}
+
+
+def status_window(per_host: dict[str, list[Round]], verdict: SteadyVerdict, host_cpu: list | None = None,
+                  measured_from_s: float = 0.0) -> dict | None:
+    """The measurement window's figures, all from that window: the steady
+    window when IOPS are steady, else the last STEADY_WINDOW_ROUNDS whole
+    rounds. `host_cpu`: each host's HostSample series (fleet.metrics), whose
+    clock has the measured part starting at `measured_from_s`."""
+    n = _whole(per_host)
+    if verdict.steady:
+        first, last = verdict.first_round, verdict.last_round
+    elif n >= STEADY_WINDOW_ROUNDS:
+        first, last = n - STEADY_WINDOW_ROUNDS, n - 1
+    else:
+        return None
+    figures = span_figures(per_host, first, last)
+    any_host = next(iter(per_host.values()))
+    start, end = any_host[first].start_ms / 1000, any_host[last].end_ms / 1000
+    seconds = sum(_span(r[first:last + 1])[2] for r in per_host.values())
+    fio_cpu_ms = sum(_span(r[first:last + 1])[3] for r in per_host.values())
+    out = {
+        "start_s": round(start, 3), "end_s": round(end, 3), "steady": verdict.steady, "source": "fio status",
+        "iops": figures["all"].iops, "bw_bytes_s": figures["all"].bw_bytes_s, "lat_mean_ns": figures["all"].lat_mean_ns,
+        **{d: direction_figures(figures[d]) for d in ("read", "write", "all")},
+        "cpu": {"fio_pct": round(100 * fio_cpu_ms / (seconds * 1000), 2) if seconds else None,
+                **_host_cpu_between(host_cpu or [], measured_from_s + start, measured_from_s + end)},
+    }
+    return out
+
+
+def _host_cpu_between(series: list, a: float, b: float) -> dict:
+    """Mean and highest host CPU % of the samples (each covering the second
+    before its t_s) inside (a, b], over hosts; half a second of slack for
+    the offset between fio's clock and the sampler's."""
+    values = [s.cpu_pct for samples in series for s in samples
+              if s.cpu_pct is not None and s.t_s - 1 >= a - 0.5 and s.t_s <= b + 0.5]
+    if not values:
+        return {"host_avg_pct": None, "host_max_pct": None}
+    return {"host_avg_pct": round(sum(values) / len(values), 2), "host_max_pct": round(max(values), 2)}
+
+
+def latency_rounds(per_host: dict[str, list[Round]], round_s: int) -> dict | None:
+    """p50/p99/p99.9 and IOPS of each whole round, fleet-wide and per host
+    (the report's per-round latency chart)."""
+    n = _whole(per_host)
+    if not n:
+        return None
+
+    def figures(hosts: dict[str, list[Round]]) -> dict[str, list]:
+        out: dict[str, list] = {k: [] for k in (*ROUND_PERCENTILES, "iops")}
+        for k in range(n):
+            f = span_figures(hosts, k, k)["all"]
+            for p in ROUND_PERCENTILES:
+                out[p].append(f.percentiles_ns.get(p))
+            out["iops"].append(f.iops)
+        return out
+
+    any_host = next(iter(per_host.values()))
+    return {"round_s": round_s, "start_s": [round(r.start_ms / 1000, 3) for r in any_host[:n]],
+            "end_s": [round(r.end_ms / 1000, 3) for r in any_host[:n]],
+            "fleet": figures(per_host),
+            "hosts": {h: figures({h: r}) for h, r in per_host.items()} if len(per_host) > 1 else {}}

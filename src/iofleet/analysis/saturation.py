@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass
 
 from ..errors import IofleetError
-from .little import little_holds, little_ratio, outstanding_io
+from .little import in_flight, little_holds, outstanding_io
 
 # Kneedle's sensitivity, in online mode (every knee along the curve, not
 # only the first): on a doubling sweep the default of 1 misses the bend of a
@@ -74,12 +74,21 @@ def _fmt_us(us: float) -> str:
     return f"{us / 1e3:g}ms" if us >= 1000 else f"{us:g}us"
 
 
+# A single run's IOPS are taken as ± half this share (the host's run-to-run
+# noise, ±8 % on this project's VM), n runs' median as ± half ÷ √n or their
+# spread: two cells are told apart only when these bands do not overlap
+# (docs/saturate.md).
+NOISE_PCT = 8.0
+
+
 @dataclass
 class Cell:
-    """One step of the sweep: a test at jobs × iodepth per host."""
+    """One step of the sweep: jobs × iodepth per host, measured once or
+    repeated. Its figures are the medians of its runs; each run's figures
+    are its measurement window's (the steady window), else the whole test's."""
 
-    test: str  # test id
-    seq: int  # position in the run
+    test: str  # test id (every run of the cell has it)
+    seq: int  # position of its first run in the run
     jobs: int  # per host
     iodepth: int
     hosts: int
@@ -90,7 +99,11 @@ class Cell:
     lat_p99_us: float | None
     little: float | None  # IOPS × mean latency ÷ outstanding IO
     slo_value_us: float | None = None
-    slo_ok: bool | None = None  # None without a target
+    slo_ok: bool | None = None  # None without a target; True only when every run met it
+    iops_runs: tuple[float, ...] = ()  # each run's IOPS (one value when not repeated)
+    slo_runs: tuple[float | None, ...] = ()  # each run's value of the target's metric
+    slo_met_runs: int = 0  # how many runs met the target
+    noise_pct: float = NOISE_PCT
 
     @property
     def per_host(self) -> int:
@@ -100,22 +113,75 @@ class Cell:
     def little_ok(self) -> bool | None:
         return little_holds(self.little)
 
+    @property
+    def runs(self) -> int:
+        return max(1, len(self.iops_runs))
 
-def cells_of(run: dict, slo: Slo | None = None) -> list[Cell]:
-    """The measured cells of an exported run (results.export.run_to_dict)."""
-    cells = []
+    @property
+    def band(self) -> tuple[float, float]:
+        """Where the cell's IOPS may be: the median ± half the noise ÷ √runs,
+        widened to the lowest and highest run (a few runs may agree by
+        chance; they may also spread more than the noise)."""
+        half = self.iops * self.noise_pct / 200 / math.sqrt(self.runs)
+        return min([self.iops - half, *self.iops_runs]), max([self.iops + half, *self.iops_runs])
+
+
+def more_iops(a: Cell, b: Cell) -> bool:
+    """a has more IOPS than b beyond noise: their bands do not overlap."""
+    return a.band[0] > b.band[1]
+
+
+def apart(a: Cell, b: Cell) -> bool:
+    return more_iops(a, b) or more_iops(b, a)
+
+
+def _median(values: list) -> float | None:
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return None
+    mid = len(known) // 2
+    return known[mid] if len(known) % 2 else (known[mid - 1] + known[mid]) / 2
+
+
+def figures_of(test: dict) -> dict:
+    """The figures a cell uses from an exported test: its measurement
+    window's (methodology.window), else the whole test's (runs stored
+    before windows had exact figures, tests too short for a window)."""
+    window = (test.get("methodology") or {}).get("window") or {}
+    if (window.get("all") or {}).get("ios"):
+        return window
+    return test
+
+
+def cells_of(run: dict, slo: Slo | None = None, noise_pct: float = NOISE_PCT) -> list[Cell]:
+    """The measured cells of an exported run (results.export.run_to_dict),
+    the repeats of a cell (tests of the same id) taken together."""
+    runs: dict[str, list[dict]] = {}
     for t in run["tests"]:
         oio = outstanding_io(t)
         if t["status"] not in ("ok", "partial") or not oio or not (t.get("all") or {}).get("ios"):
             continue
-        hosts = len(t.get("hosts") or {}) or 1
+        runs.setdefault(t["id"], []).append(t)
+    cells = []
+    for tests in runs.values():
+        t0 = tests[0]
+        figs = [figures_of(t)["all"] for t in tests]
+        oio = outstanding_io(t0)
+        iops = [f["iops"] for f in figs]
+        lat = [f["lat_mean_us"] for f in figs]
+        littles = [None if (seen := in_flight(f["iops"], f["lat_mean_us"])) is None else seen / oio for f in figs]
         cell = Cell(
-            test=t["id"], seq=t["seq"], jobs=t["params"]["jobs"], iodepth=t["params"]["iodepth"], hosts=hosts,
-            outstanding=oio, iops=t["all"]["iops"], mb_s=t["all"]["bw_mb_s"],
-            lat_mean_us=t["all"]["lat_mean_us"], lat_p99_us=t["all"]["lat_p99_us"], little=little_ratio(t))
+            test=t0["id"], seq=t0["seq"], jobs=t0["params"]["jobs"], iodepth=t0["params"]["iodepth"],
+            hosts=len(t0.get("hosts") or {}) or 1, outstanding=oio, iops=_median(iops),
+            mb_s=_median([f["bw_mb_s"] for f in figs]), lat_mean_us=_median(lat),
+            lat_p99_us=_median([f["lat_p99_us"] for f in figs]), little=_median(littles),
+            iops_runs=tuple(iops), noise_pct=noise_pct)
         if slo:
-            cell.slo_value_us = slo.value_us(t)
-            cell.slo_ok = slo.met(cell.slo_value_us)
+            values = [slo.value_us(figures_of(t)) for t in tests]
+            cell.slo_runs = tuple(values)
+            cell.slo_value_us = _median(values) if None not in values else None
+            cell.slo_met_runs = sum(1 for v in values if slo.met(v))
+            cell.slo_ok = cell.slo_met_runs == len(values)
         cells.append(cell)
     return cells
 
@@ -151,28 +217,52 @@ def find_knee(cells: list[Cell]) -> Cell | None:
     return line[max(knees, key=lambda i: found.y_difference[i])]
 
 
-def best_cell(cells: list[Cell]) -> Cell | None:
-    """The least outstanding IO that gives BEST_SHARE of the highest IOPS,
-    among the cells that meet the latency target (all, without one)."""
+def peak(cells: list[Cell]) -> tuple[Cell | None, list[Cell]]:
+    """The sweep's answer: the most IOPS among the cells that meet the
+    latency target (all, without one), and the cells it cannot be told apart
+    from. Of cells within noise of the highest, the one with the least
+    outstanding IO (then the fewest jobs) wins: more IOs in flight that buy
+    no measurable IOPS only add latency."""
     eligible = [c for c in cells if c.slo_ok is not False]
     if not eligible:
+        return None, []
+    top = max(eligible, key=lambda c: c.iops)
+    tied = [c for c in eligible if not more_iops(top, c)]
+    answer = min(tied, key=lambda c: (c.outstanding, c.jobs, c.lat_mean_us or 0))
+    return answer, [c for c in tied if c is not answer]
+
+
+def best_cell(cells: list[Cell], top: Cell | None = None) -> Cell | None:
+    """The least outstanding IO that gives BEST_SHARE of the answer's IOPS,
+    among the cells that meet the latency target (all, without one)."""
+    top = top or peak(cells)[0]
+    if top is None:
         return None
-    top = max(c.iops for c in eligible)
-    near = [c for c in eligible if c.iops >= BEST_SHARE * top]
-    return min(near, key=lambda c: (c.outstanding, c.lat_mean_us or 0))
+    near = [c for c in cells if c.slo_ok is not False and c.iops >= BEST_SHARE * top.iops]
+    return min(near, key=lambda c: (c.outstanding, c.jobs, c.lat_mean_us or 0))
 
 
 def slo_best(cells: list[Cell]) -> Cell | None:
-    """The most IOPS among the cells that meet the latency target."""
-    passing = [c for c in cells if c.slo_ok]
-    return max(passing, key=lambda c: c.iops) if passing else None
+    """The most IOPS among the cells that meet the latency target (the
+    sweep's answer under it)."""
+    return peak(cells)[0] if any(c.slo_ok for c in cells) else None
+
+
+def near_limit(cell: Cell, slo: Slo) -> bool:
+    """A cell whose target metric is within noise of the limit (on either
+    side in some run), or whose runs disagree on the target: one more run
+    may turn its verdict."""
+    if cell.slo_runs and 0 < cell.slo_met_runs < len(cell.slo_runs):
+        return True
+    band = 1 + cell.noise_pct / 100
+    return any(v is not None and slo.limit_us / band <= v <= slo.limit_us * band for v in cell.slo_runs)
 
 
 def bisect_bracket(cells: list[Cell]) -> tuple[Cell, Cell] | None:
     """(passing, failing) cells of the same jobs, nearest above and below the
-    target, around the passing cell with the most IOPS: where bisection on
-    iodepth can still find more IOPS under the target; None when there is
-    nothing between them."""
+    target, around the answer under it: where bisection on iodepth can
+    still find more IOPS under the target; None when there is nothing
+    between them."""
     best = slo_best(cells)
     if best is None:
         return None
@@ -187,21 +277,38 @@ def bisect_bracket(cells: list[Cell]) -> tuple[Cell, Cell] | None:
 
 @dataclass
 class Saturation:
+    """What a sweep found. `peak` is its answer (the cell to use: the most
+    IOPS, under the target when there is one; `peak.jobs`, `peak.iodepth`,
+    `peak.iops`); `ties` the cells that cannot be told apart from it; `best`
+    the least outstanding IO within BEST_SHARE of it; `knee` where IOPS
+    bend."""
+
     cells: list[Cell]
     knee: Cell | None
     best: Cell | None
     slo: Slo | None
-    slo_best: Cell | None
+    peak: Cell | None
+    ties: list[Cell]
+    noise_pct: float = NOISE_PCT
+
+    @property
+    def slo_best(self) -> Cell | None:
+        """The most IOPS that meet the target (None without a target)."""
+        return self.peak if self.slo and self.peak is not None and self.peak.slo_ok else None
 
     @property
     def little_flags(self) -> list[Cell]:
         return [c for c in self.cells if c.little_ok is False]
 
 
-def saturation(run: dict, slo: Slo | None = None) -> Saturation:
-    cells = cells_of(run, slo)
-    return Saturation(cells=cells, knee=find_knee(cells), best=best_cell(cells), slo=slo,
-                      slo_best=slo_best(cells) if slo else None)
+def analyse(cells: list[Cell], slo: Slo | None, noise_pct: float = NOISE_PCT) -> Saturation:
+    top, ties = peak(cells)
+    return Saturation(cells=cells, knee=find_knee(cells), best=best_cell(cells, top), slo=slo, peak=top,
+                      ties=ties, noise_pct=noise_pct)
+
+
+def saturation(run: dict, slo: Slo | None = None, noise_pct: float = NOISE_PCT) -> Saturation:
+    return analyse(cells_of(run, slo, noise_pct), slo, noise_pct)
 
 
 def saturation_of_run(run: dict) -> Saturation | None:
@@ -210,4 +317,5 @@ def saturation_of_run(run: dict) -> Saturation | None:
     info = (run.get("methodology") or {}).get("saturate")
     if info is None:
         return None
-    return saturation(run, parse_slo(info["slo"]) if info.get("slo") else None)
+    return saturation(run, parse_slo(info["slo"]) if info.get("slo") else None,
+                      info.get("noise_pct", NOISE_PCT))

@@ -96,8 +96,8 @@ class SteadyVerdict:
     rounds: list[float | None] = field(default_factory=list)
     first_round: int | None = None
     last_round: int | None = None
-    start_s: int | None = None
-    end_s: int | None = None
+    start_s: float | None = None
+    end_s: float | None = None
     average: float | None = None
     data_excursion_pct: float | None = None
     slope_excursion_pct: float | None = None
@@ -138,8 +138,12 @@ def window_of(verdict: SteadyVerdict) -> tuple[int, int] | None:
 
 
 def steady_state(rounds: list[float | None], *, metric: str, round_s: int, window: int = 5,
-                 data_pct: float = 20.0, slope_pct: float = 10.0) -> SteadyVerdict:
+                 data_pct: float = 20.0, slope_pct: float = 10.0,
+                 spans_s: list[tuple[float, float]] | None = None) -> SteadyVerdict:
     """Judge the round means of one metric (see the module docstring).
+    `spans_s`: each round's (start, end) in seconds of the measured part,
+    when rounds are not exactly k·round_s (fio's status ticks); the
+    window's start_s/end_s are then those of its rounds.
 
     Windows of `window` rounds are scanned from the first round; the first
     one that passes both criteria is the steady-state window. A window with a
@@ -178,7 +182,10 @@ def steady_state(rounds: list[float | None], *, metric: str, round_s: int, windo
         return verdict
     i, avg, data_exc, slope_exc = last
     verdict.first_round, verdict.last_round = i, i + window - 1
-    verdict.start_s, verdict.end_s = i * round_s, (i + window) * round_s
+    if spans_s is not None:
+        verdict.start_s, verdict.end_s = round(spans_s[i][0], 3), round(spans_s[i + window - 1][1], 3)
+    else:
+        verdict.start_s, verdict.end_s = i * round_s, (i + window) * round_s
     verdict.average, verdict.data_excursion_pct, verdict.slope_excursion_pct = avg, data_exc, slope_exc
     failed = []
     if not _within(data_exc, data_pct):

@@ -42,7 +42,7 @@ from ..results.ingest import import_outputs
 from ..results.recover import check_store, recover_store
 from ..results.store import Store, default_data_dir
 from ..plan.easy import Durations
-from ..studies.easy_run import easy_run
+from ..studies.easy_run import easy_run, probe
 from ..studies.run import RunObserver, estimate_seconds, prepare_resume, resume_run, run_plan
 from ..studies.saturate import Sweep, run_saturate
 from ..studies.scale import ScaleStep, parse_steps, run_scale
@@ -262,6 +262,8 @@ def easy_run_command(
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (default easy-run)."),
     destroy_data: Optional[List[str]] = DestroyOpt,
+    no_probe: bool = typer.Option(False, "--no-probe", help="Guess jobs × iodepth from CPUs and device type instead "
+                                                            "of measuring them (saves the probe's ~1–2 min)."),
 ):
     """Measure the storage with nothing else given: sized for the hosts, four standard profiles."""
     _check_label(label)
@@ -283,11 +285,26 @@ def easy_run_command(
         for r in reasons:
             console.print(f"  {r}", highlight=False, markup=False)
 
+    targets = _targets(target)
     with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        load = None
+        if not no_probe:
+            console.print("Easy Run probes jobs × iodepth first: 4k random reads in short cells "
+                          "(--no-probe guesses instead)", highlight=False)
+            with TerminalProgress(console, sweep=True) as progress:
+                probed = probe(store, targets=targets, hosts=fleet, durations=durations, working_set=working_set,
+                               label=label, observer=progress, stop=stop, destroy_data=destroy_data)
+            if stop.is_set() or probed.outcome.run.status == "interrupted":
+                _finish(probed.outcome.run, store.path, fleet)
+            if probed.load is None:
+                why = "; ".join(probed.outcome.stopped) or "no cell measured any IO"
+                raise IofleetError(f"easy-run: the probe (run {probed.run_id}) measured nothing: {why}; "
+                                   f"see `iofleet results show {probed.run_id}`, or give --no-probe")
+            load = probed.load
         with TerminalProgress(console) as progress:
-            outcome = easy_run(store, targets=_targets(target), hosts=fleet, durations=durations, working_set=working_set,
+            outcome = easy_run(store, targets=targets, hosts=fleet, durations=durations, working_set=working_set,
                                label=label, observer=progress, stop=stop, on_plan=on_plan,
-                               destroy_data=destroy_data)
+                               destroy_data=destroy_data, load=load)
         console.print(summary_table(store.get_run(outcome.run_id)))
         db = store.path
     _finish(outcome, db, fleet)
@@ -768,12 +785,16 @@ def saturate(
     random_pct: str = typer.Option("100", "--random-pct", help="Share of random IO, % (0 = sequential)."),
     slo: Optional[str] = typer.Option(None, "--slo", help="Latency target, e.g. 'p99<=2ms' or 'mean<500us'."),
     size: str = typer.Option("1g", "--size", help="Each job's data file."),
-    runtime: str = typer.Option("30s", "--runtime", help="Measured time of each cell."),
-    ramp: str = typer.Option("5s", "--ramp", help="Warm-up of each cell."),
+    round_: str = typer.Option("1s", "--round", help="Each cell measures until steady: 5 rounds of this."),
+    max_runtime: str = typer.Option("20s", "--max-runtime", help="The longest a cell measures when not steady."),
+    runtime: Optional[str] = typer.Option(None, "--runtime", help="Measure each cell this fixed time instead."),
+    ramp: str = typer.Option("1s", "--ramp", help="Warm-up of each cell."),
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Most jobs per host (default: its CPUs)."),
     max_iodepth: int = typer.Option(256, "--max-iodepth", help="Most outstanding IOs per job."),
     min_gain: float = typer.Option(10.0, "--min-gain", help="A doubling gaining fewer % IOPS has stopped growing."),
     bisect: int = typer.Option(3, "--bisect", help="Most bisection steps toward the target."),
+    repeats: int = typer.Option(3, "--repeats", help="Most runs of a cell whose verdict is within noise."),
+    noise: float = typer.Option(8.0, "--noise", help="Run-to-run IOPS noise, % (a single run is ± half)."),
     engine: str = typer.Option("libaio", "--engine", help="fio IO engine (see docs/saturate.md for why not io_uring)."),
     prepare: str = typer.Option("random", "--prepare", help="Write the files first: random, zero or none."),
     data_dir: Optional[str] = DataDir,
@@ -785,16 +806,26 @@ def saturate(
     sweep = Sweep(
         bs=_option("bs", PARAMS["bs"], bs), read_pct=_option("read-pct", PARAMS["read_pct"], read_pct),
         random_pct=_option("random-pct", PARAMS["random_pct"], random_pct),
-        size=_option("size", PARAMS["size"], size), runtime=_option("runtime", PARAMS["runtime"], runtime),
+        size=_option("size", PARAMS["size"], size), round=_option("round", PARAMS["round"], round_),
+        max_runtime=_option("max-runtime", PARAMS["max_runtime"], max_runtime),
+        runtime=_option("runtime", PARAMS["runtime"], runtime) if runtime is not None else None,
         ramp=_option("ramp", PARAMS["ramp"], ramp), engine=_option("engine", PARAMS["engine"], engine),
         prepare=_option("prepare", RUN_PARAMS["prepare"], prepare),
         max_jobs=_option("max-jobs", PARAMS["jobs"], max_jobs) if max_jobs is not None else None,
         max_iodepth=_option("max-iodepth", PARAMS["iodepth"], max_iodepth),
-        min_gain_pct=min_gain, slo=parse_slo(slo) if slo is not None else None, bisect=bisect)
+        min_gain_pct=min_gain, slo=parse_slo(slo) if slo is not None else None, bisect=bisect,
+        repeats=repeats, noise_pct=noise)
     if not 0 < min_gain < 1000:
         raise IofleetError(f"--min-gain {min_gain}: give a share above 0, e.g. 10 (%)")
     if not 0 <= bisect <= 10:
         raise IofleetError(f"--bisect {bisect}: allowed 0 to 10 steps")
+    if not 1 <= repeats <= 10:
+        raise IofleetError(f"--repeats {repeats}: allowed 1 to 10 runs of a cell")
+    if not 0 <= noise < 100:
+        raise IofleetError(f"--noise {noise}: give a share from 0 to 99, e.g. 8 (%)")
+    if sweep.runtime is None and sweep.max_runtime < 5 * sweep.round:
+        raise IofleetError(f"--max-runtime {max_runtime}: shorter than the steady-state window (5 rounds of "
+                           f"--round {round_}); raise --max-runtime or shorten --round")
     fleet = load_inventory(hosts).hosts if hosts else None
     with _stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console, sweep=True) as progress:

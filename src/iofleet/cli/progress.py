@@ -117,9 +117,19 @@ class TerminalProgress(RunObserver):
         self.progress.update(self.plan_task, completed=self._done_s)
         if result.status in ("ok", "partial") and result.aggregate:
             a = result.aggregate.all
+            iops, mb_s, p99_ns = a.iops, a.bw_bytes_s / 1e6, a.percentiles_ns.get("p99")
+            span = ""
+            w = result.window
+            if w and "all" in w:  # until: steady: the row's figures are its window's
+                iops, mb_s = w["all"]["iops"], w["all"]["bw_mb_s"]
+                p99_ns = None if w["all"]["lat_p99_us"] is None else w["all"]["lat_p99_us"] * 1000
+                state = "steady" if w["steady"] else "not steady"
+                ended = (f", ended early at {result.ended_early_s:g} s of ≤{spec.longest_s} s"
+                         if result.ended_early_s else "")
+                span = f" (window {w['start_s']:g}–{w['end_s']:g} s, {state}{ended})"
             mark = "[green]ok[/]     " if result.status == "ok" else "[yellow]partial[/]"
-            line = (f"{mark} {index + 1}/{self.count} {spec.id}: {a.iops:,.0f} IOPS, "
-                    f"{a.bw_bytes_s / 1e6:,.1f} MB/s, p99 {fmt_lat_ms(a.percentiles_ns.get('p99'))} ms"
+            line = (f"{mark} {index + 1}/{self.count} {spec.id}: {iops:,.0f} IOPS, "
+                    f"{mb_s:,.1f} MB/s, p99 {fmt_lat_ms(p99_ns)} ms{span}"
                     + (f" ({result.error})" if result.error else ""))
         else:
             colour = "yellow" if result.status == "interrupted" else "red"

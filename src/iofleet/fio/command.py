@@ -51,10 +51,12 @@ def run_command(jobfile: str, status_interval: int | None = 1) -> list[str]:
     return cmd
 
 
-def client_command(jobs: list[tuple[str, str]]) -> list[str]:
+def client_command(jobs: list[tuple[str, str]], status_interval: int | None = None) -> list[str]:
     """Command for one test on many fio servers: (client argument, job file)
-    pairs. No status interval: in client mode fio piles every status
-    snapshot into the one final document. ETA requests on: they are the fio
+    pairs. With `status_interval` (an option of each server's, so after its
+    --client), each server sends its status that often; fio's client holds
+    them until the end, then prints them all in its one document
+    (client_stats), the final status last. ETA requests on: they are the fio
     client's only liveness check of its servers, so a host that vanishes
     mid-test (no reset, e.g. powered off) is dropped after a few missed
     replies (about 40 s) and the other hosts' results are kept; with
@@ -62,7 +64,7 @@ def client_command(jobs: list[tuple[str, str]]) -> list[str]:
     prints no ETA lines.)"""
     cmd = [fio_binary(), "--output-format=json+", "--eta=always"]
     for client, jobfile in jobs:
-        cmd += [f"--client={client}", jobfile]
+        cmd += [f"--client={client}", *([f"--status-interval={status_interval}"] if status_interval else []), jobfile]
     return cmd
 
 

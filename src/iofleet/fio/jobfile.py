@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import FioError
 from ..plan.expand import TestSpec
 from ..plan.model import DEVICE_RE, NAME_RE, PATH_RE
-from ..plan.params import ENGINES, STEADY_SLOPE_PCT, STEADY_WINDOW_ROUNDS
+from ..plan.params import ENGINES
 
 # Every option iofleet may write. exec_prerun, exec_postrun, ioscheduler,
 # include and anything else not listed can never reach a job file.
@@ -23,7 +23,7 @@ ALLOWED_OPTIONS = frozenset(
     percentage_random iodepth numjobs time_based runtime ramp_time
     lat_percentiles group_reporting log_avg_msec write_iops_log write_bw_log
     write_lat_log per_job_logs log_unix_epoch create_only unlink invalidate
-    stonewall steadystate ss_dur buffer_compress_percentage dedupe_percentage
+    stonewall buffer_compress_percentage dedupe_percentage
     refill_buffers zero_buffers loops end_fsync filename allow_file_create
     offset offset_increment verify verify_pattern""".split()
 )
@@ -40,7 +40,6 @@ LOG_PREFIX = "series"
 # (fio logs nothing during ramp_time), so the per-second series is whole.
 WARMUP_JOB = "iofleet-warmup"
 WARMUP_LOG_PREFIX = "warmup"
-_STEADYSTATE_RE = re.compile(r"^iops_slope:[0-9]+(\.[0-9]+)?%\Z")
 LOG_INTERVAL_MS = 1000  # one averaged sample per second in each log
 # The per-second logs asked of fio: file kind → (iofleet metric, factor from
 # fio's unit: the bw log is in KiB/s).
@@ -75,8 +74,6 @@ def _option(key: str, value) -> str:
         text = value
     elif key == "filename_format" and value in (DATA_FILE_FORMAT, PROBE_FILE):
         text = value  # '$' here is fio's file-name keyword, set by iofleet
-    elif key == "steadystate" and isinstance(value, str) and _STEADYSTATE_RE.match(value):
-        text = value  # built from numbers by steady_options
     elif key == "ioengine" and (value not in ENGINES or value == "auto"):
         # (ioengine=external:LIB.so would load a library)
         raise FioError(f"refused to write fio option ioengine={value!r}: not one of iofleet's engines")
@@ -125,24 +122,6 @@ def rw_options(spec: TestSpec) -> list[tuple[str, object]]:
     return opts
 
 
-def steady_options(spec: TestSpec) -> list[tuple[str, object]]:
-    """fio's own early stop for until: steady, decided next to the IO on
-    each host: the least-squares slope of the per-second IOPS over the
-    window (5 rounds) must fall below the SNIA slope limit. SNIA allows the
-    fitted line to change 10 % of the average across the window, i.e.
-    |slope per round| x (rounds - 1); fio's slope is per second, hence the
-    division by (rounds - 1) x round seconds. iofleet's own SNIA verdict
-    (both criteria, on whole rounds) is computed afterwards and stored."""
-    limit_pct = STEADY_SLOPE_PCT / ((STEADY_WINDOW_ROUNDS - 1) * spec.round)
-    return [
-        # All of a host's jobs stop together (fio applies the criterion
-        # to the reporting group), not one by one.
-        ("group_reporting", True),
-        ("steadystate", f"iops_slope:{limit_pct:.6f}%"),
-        ("ss_dur", STEADY_WINDOW_ROUNDS * spec.round),
-    ]
-
-
 def render_test(spec: TestSpec, targets: list[Path] | Device, engine: str, clear_cache: bool = True) -> str:
     """The job file for one test. `engine` is the resolved engine (not auto).
 
@@ -189,7 +168,9 @@ def render_test(spec: TestSpec, targets: list[Path] | Device, engine: str, clear
         measured += [("stonewall", True), ("invalidate", False)]  # keep what the warm-up warmed
     else:
         measured.append(("invalidate", clear_cache))
-    measured += steady_options(spec) if spec.until == "steady" else [("group_reporting", False)]
+    # until: steady ends when iofleet's own SNIA rule says so (fio/status.py),
+    # not by fio's steadystate check, which judges the slope alone, per host.
+    measured.append(("group_reporting", False))
     sections.append((spec.id, measured))
     return _render_sections(f"iofleet test {spec.id} (workload {spec.workload})", sections)
 

@@ -12,6 +12,7 @@ from ..fio.command import error_line, run_command
 from ..fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX, Device, render_layout, render_prepare, render_test
 from ..fio.parse import parse_output
 from ..fio.records import DiskUtil, JobResult, Series
+from ..fio.status import Rounds, Round, snapshot
 from ..plan.expand import MixedStep, TestSpec, prepare_tiers
 from .check import require_ready
 from .devices import check_local_device, fit_regions, local_device, needed_bytes, where
@@ -26,6 +27,9 @@ from .workdir import work_dir
 # fio needs a moment beyond ramp + runtime to lay out files and write its
 # results; past this margin a test is stopped as hung.
 TIMEOUT_MARGIN_S = 120
+# fio's status documents come this often (seconds): the live figures, and
+# the rounds of a local test (fio/status.py).
+STATUS_INTERVAL_S = 1
 # The machine running iofleet, in a fleet test's metrics (not a host name:
 # host names cannot hold parentheses).
 CONTROLLER = "(controller)"
@@ -45,6 +49,8 @@ class Measured:
     engine: str = ""
     lost: list[str] = field(default_factory=list)  # fleet hosts that gave no result
     cache: dict[str, str] = field(default_factory=dict)  # host → what was done to its caches
+    rounds: dict[str, list[Round]] = field(default_factory=dict)  # host → its rounds (fio/status.py)
+    ended_early_s: float | None = None  # until: steady: the measured second at which it was steady
 
 
 @dataclass
@@ -180,7 +186,10 @@ class LocalPlace:
             raise FioError(f"preparing the data failed: {error_line(fio.stderr, fio.stdout)}")
         return Prepared(mode, passes, bs, {"local": prepared}, {"local": total}, fio.wall_s)
 
-    def run_test(self, spec: TestSpec, work: Path, stop: threading.Event, phase, on_live) -> Measured:
+    def run_test(self, spec: TestSpec, work: Path, stop: threading.Event, phase, on_live,
+                 steady_now=None) -> Measured:
+        """`steady_now(host → rounds)`: the steady-state rule; an until:
+        steady test ends (its results whole) at the first round it holds."""
         self.dirs.claim(spec.jobs)  # recorded as iofleet's before fio makes them
         phase("checking the IO engine")
         engine = self.engine_for(spec)
@@ -197,9 +206,25 @@ class LocalPlace:
         jobfile = render_test(spec, self.where, engine, self.clear_cache)
         (work / "job.fio").write_text(jobfile)
         phase("warm-up" if spec.ramp else "measuring")
+        rounds, finish, steady_at = Rounds(spec.round, STATUS_INTERVAL_S * 1000), threading.Event(), []
+
+        def on_status(doc: dict) -> None:
+            try:
+                closed = rounds.add(snapshot(doc.get("jobs") or []))
+            except ImportFormatError:
+                return  # a document without the figures: no round (fio's final one is parsed again below)
+            if closed and spec.until == "steady" and steady_now and not finish.is_set() \
+                    and steady_now({"local": rounds.rounds}):
+                steady_at.append(rounds.rounds[-1].end_ms / 1000)
+                phase(f"steady at {steady_at[0]:.0f} s: ending the test")
+                finish.set()
+
         with MetricsSampler({}, local="local") as sampler:
-            fio = run_fio(run_command(str(work / "job.fio")), work, stop, on_live, timeout_s=_timeout(spec))
+            fio = run_fio(run_command(str(work / "job.fio"), STATUS_INTERVAL_S), work, stop, on_live,
+                          timeout_s=_timeout(spec), on_status=on_status, finish=finish)
         m = self._judge(fio)
+        m.rounds = {"local": rounds.rounds}
+        m.ended_early_s = steady_at[0] if fio.ended_early and steady_at else None
         m.engine = engine
         m.cache = {"local": _cache_note(self.clear_cache, drop_why, isinstance(self.where, Device))}
         m.host_metrics = [sampler.summary(skip_s=spec.ramp, until_s=fio.wall_s)["local"]]
@@ -229,7 +254,9 @@ class LocalPlace:
         if fio.stopped:
             return Measured("interrupted", _stopped_reason(fio), jobs, disks)
         job_errors = [j for j in jobs + (parsed.warmup_jobs if parsed else []) if j.error]
-        if fio.returncode != 0 or parsed is None or job_errors:
+        # Ended as planned (steady) by the same signal as a stop: fio's exit code is then not 0.
+        failed_exit = fio.returncode != 0 and not fio.ended_early
+        if failed_exit or parsed is None or job_errors:
             line = error_line(fio.stderr, fio.stdout)
             if job_errors and line == "fio failed without a message":
                 line = f"fio job error {job_errors[0].error} ({os.strerror(job_errors[0].error)})"
@@ -383,7 +410,11 @@ class FleetPlace:
             raise FioError(f"preparing the data failed: {why}")
         return Prepared(mode, passes, bs, {name: ws for name, (ws, _) in sizes.items()}, totals, run.fio.wall_s)
 
-    def run_test(self, step: TestSpec | MixedStep, work: Path, stop: threading.Event, phase, on_live) -> Measured:
+    def run_test(self, step: TestSpec | MixedStep, work: Path, stop: threading.Event, phase, on_live,
+                 steady_now=None) -> Measured:
+        """fio's client holds its servers' status until the end, so an
+        until: steady test runs to max_runtime here (`steady_now` is not
+        used); its rounds are judged afterwards (docs/steady-state.md)."""
         specs = self.specs_by_host(step)
         hosts = [h for h in self.hosts if h.name in specs]
         self._max_jobs = max(self._max_jobs, step.jobs)
@@ -403,12 +434,16 @@ class FleetPlace:
         jobfiles = {h.name: render_test(specs[h.name], self._where(h), engines[h.name],
                                         self.clear_cache) for h in hosts}
         phase(f"running on {len(hosts)} hosts")
+        round_s = next(iter(specs.values())).round
+        # fio lists each job every snapshot: the warm-up group's and the measured one's.
+        per_tick = {h.name: specs[h.name].jobs * (2 if specs[h.name].ramp else 1) for h in hosts}
         with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
                 _LiveHosts(sampler, on_live):
             run = run_on_hosts(jobfiles, hosts, work, stop, timeout_s=timeout,
-                               planned_s={h.name: specs[h.name].ramp + specs[h.name].longest_s for h in hosts})
+                               planned_s={h.name: specs[h.name].ramp + specs[h.name].longest_s for h in hosts},
+                               status_s=round_s, per_tick=per_tick)
         self.lost |= set(run.lost)  # left out of cleanup: gone, or frozen
-        m = Measured("ok", None, run.jobs, run.disks, engine=engine)
+        m = Measured("ok", None, run.jobs, run.disks, engine=engine, rounds=run.rounds)
         if run.fio.stopped and not run.lost:
             m.status, m.error = "interrupted", _stopped_reason(run.fio)
         elif run.parse_error:

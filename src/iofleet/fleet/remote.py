@@ -7,6 +7,7 @@ connection still up) would hold every host's results, and stopping that
 client would lose them all. Here a host that dies, freezes, vanishes or
 falls far behind costs its own result only, within a stated time."""
 
+import json
 import re
 import threading
 import time
@@ -17,6 +18,7 @@ from ..errors import FioError, ImportFormatError
 from ..fio.command import client_command, error_line
 from ..fio.jobfile import Device, render_cleanup, render_probe
 from ..fio.parse import parse_output
+from ..fio.status import Round, client_rounds
 from ..plan.params import AUTO_ENGINES
 from ..fio.records import DiskUtil, JobResult
 from .devices import where
@@ -51,6 +53,7 @@ class FleetRun:
     why_lost: dict[str, str] = field(default_factory=dict)  # lost host → "no result ..."
     parse_error: str | None = None
     warmup_errors: list[str] = field(default_factory=list)  # hosts whose warm-up failed
+    rounds: dict[str, list[Round]] = field(default_factory=dict)  # host → its status rounds (fio/status.py)
 
     def artifacts(self) -> dict[str, bytes]:
         """fio's own output of each host, and every client's messages."""
@@ -65,7 +68,7 @@ class FleetRun:
 def run_on_hosts(
     jobfiles: dict[str, str], hosts: list[Host], work: Path, stop: threading.Event,
     timeout_s: float | None = None, tag: str = "job", planned_s: dict[str, float] | None = None,
-    work_bytes: dict[str, int] | None = None,
+    work_bytes: dict[str, int] | None = None, status_s: int | None = None, per_tick: dict[str, int] | None = None,
 ) -> FleetRun:
     """Run one job file per host (by host name), each through a fio client
     of its own, all at once. A host whose client has not ended `timeout_s`
@@ -76,12 +79,15 @@ def run_on_hosts(
     jobs, as when iofleet dies) and its output dropped. `work_bytes` (host →
     bytes to write, for a step of no planned length): once a host has
     finished, one still running PREPARE_SLOWDOWN times as long as its bytes
-    take at the slowest finished host's rate, plus LATE_HOST_S, is lost."""
+    take at the slowest finished host's rate, plus LATE_HOST_S, is lost.
+    `status_s`: each server sends its status every so many seconds, one
+    round each (fio/status.py); `per_tick` (host → its job file's jobs)
+    splits them."""
     commands = {}
     for h in hosts:
         path = work / f"{tag}.{h.name}.fio"
         path.write_text(jobfiles[h.name])
-        commands[h.name] = client_command([(h.fio_client_arg, str(path))])
+        commands[h.name] = client_command([(h.fio_client_arg, str(path))], status_s)
     halt = {h.name: threading.Event() for h in hosts}  # the user stopped the run: results wanted
     drop = {h.name: threading.Event() for h in hosts}  # the host is lost: its client is killed at once
     runs: dict[str, FioRun] = {}
@@ -122,7 +128,7 @@ def run_on_hosts(
         t.join()
     if crashed:
         raise crashed[0]
-    return _collect(hosts, runs, late)
+    return _collect(hosts, runs, late, per_tick if status_s else None, (status_s or 1) * 1000)
 
 
 def _overdue(name: str, now: float, timeout_s: float | None, planned_s: dict[str, float] | None,
@@ -147,8 +153,10 @@ def _overdue(name: str, now: float, timeout_s: float | None, planned_s: dict[str
     return None
 
 
-def _collect(hosts: list[Host], runs: dict[str, FioRun], late: dict[str, str]) -> FleetRun:
-    """The hosts' results, each job named by its host's inventory name."""
+def _collect(hosts: list[Host], runs: dict[str, FioRun], late: dict[str, str],
+             per_tick: dict[str, int] | None = None, interval_ms: int = 1000) -> FleetRun:
+    """The hosts' results, each job named by its host's inventory name,
+    and with `per_tick`, each host's status rounds."""
     ordered = [(h.name, runs[h.name]) for h in hosts]
     counted = [r for name, r in ordered if name not in late]
     run = FleetRun(fio=FioRun(
@@ -161,9 +169,15 @@ def _collect(hosts: list[Host], runs: dict[str, FioRun], late: dict[str, str]) -
     for name, r in ordered:
         if name in late or not r.final_output:
             continue
+        if per_tick and _DISCONNECTED.search(r.stdout + r.stderr):
+            continue  # its status snapshots so far are no result: the host is lost
         try:
-            parsed = parse_output(r.final_output)
-        except ImportFormatError as exc:
+            doc = r.final_output
+            if per_tick:
+                rounds, doc = client_rounds(json.loads(doc), per_tick[name], interval_ms)
+                run.rounds[name] = rounds.rounds
+            parsed = parse_output(doc)
+        except (ImportFormatError, ValueError) as exc:  # ValueError: not JSON
             run.parse_error = run.parse_error or f"host {name}: {exc}"
             continue
         run.jobs += [replace(j, host=name) for j in parsed.jobs]

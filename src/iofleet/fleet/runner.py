@@ -47,6 +47,7 @@ class FioRun:
     stopped: bool  # stop was requested while it ran
     killed: bool  # it did not stop in time and was killed
     wall_s: float
+    ended_early: bool = False  # `finish` ended it (steady): its results are whole
 
 
 def _totals(doc: dict) -> tuple[int, int, float, int]:
@@ -96,14 +97,19 @@ def run_fio(
     on_live=None,
     timeout_s: float | None = None,
     abandon: threading.Event | None = None,
+    on_status=None,
+    finish: threading.Event | None = None,
 ) -> FioRun:
     """Run a fio command line in `workdir` (where its logs land).
 
-    `on_live(LiveFigures)` is called about once a second. Setting `stop`
-    sends fio SIGINT (it stops its jobs and still writes its results); if
-    it has not exited STOP_GRACE_S later it is killed. `timeout_s` bounds
-    the whole run the same way. Setting `abandon` kills fio at once: its
-    results are not wanted (a fleet host declared lost).
+    `on_live(LiveFigures)` is called about once a second, and
+    `on_status(document)` with each of fio's status documents. Setting
+    `stop` sends fio SIGINT (it stops its jobs and still writes its
+    results); if it has not exited STOP_GRACE_S later it is killed.
+    `timeout_s` bounds the whole run the same way. Setting `finish` ends
+    fio the same way, as planned (the test is steady): `ended_early`.
+    Setting `abandon` kills fio at once: its results are not wanted (a
+    fleet host declared lost).
     """
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -130,13 +136,15 @@ def run_fio(
         for line in proc.stdout:
             for doc in splitter.feed(line):
                 docs.append(doc)
-                if on_live is not None:
+                if on_live is not None or on_status is not None:
                     try:
                         parsed = json.loads(doc)
                     except ValueError:
                         continue
+                    if on_status is not None:
+                        on_status(parsed)
                     now = time.monotonic()
-                    live = rates.update(parsed, now, now - start)
+                    live = rates.update(parsed, now, now - start) if on_live is not None else None
                     if live is not None:
                         on_live(live)
             if not line.startswith((" ", "{", "}")):
@@ -150,7 +158,7 @@ def run_fio(
     for t in readers:
         t.start()
 
-    stopped = killed = False
+    stopped = killed = ended_early = False
     stop_sent_at = None
     while proc.poll() is None:
         now = time.monotonic()
@@ -160,6 +168,10 @@ def run_fio(
             _signal(proc, signal.SIGKILL)
             proc.wait()
             break
+        if finish is not None and finish.is_set() and stop_sent_at is None:
+            ended_early = True
+            stop_sent_at = now
+            _signal(proc, signal.SIGINT)
         if (stop.is_set() or over_time) and stop_sent_at is None:
             stopped = True
             stop_sent_at = now
@@ -187,12 +199,13 @@ def run_fio(
         stopped=stopped,
         killed=killed,
         wall_s=time.monotonic() - start,
+        ended_early=ended_early and not killed,
     )
 
 
 def killed_reason(fio: FioRun) -> str | None:
     """Why fio ended, when something other than iofleet killed it."""
-    if fio.returncode >= 0 or fio.stopped:
+    if fio.returncode >= 0 or fio.stopped or fio.ended_early:
         return None
     sig = -fio.returncode
     try:

@@ -1,9 +1,11 @@
 """Easy Run: a sound plan from what the hosts are, with nothing else given.
 
 The rules (docs/easy-run.md gives the reasoning) aim for a result bound by
-the storage, not by the client: enough outstanding IO to fill a flash
-device's queues, few enough jobs to leave CPU for the kernel's IO path, a
-working set far larger than any small cache, and tests that end when steady.
+the storage, not by the client: the jobs × iodepth that a short probe
+measured to give the most IOPS (studies.easy_run runs it; this module stays
+pure and takes its answer as `Load`), or, without a probe, the old rule of
+thumb from the CPU count and the device type; a working set far larger than
+any small cache, and tests that end when steady.
 """
 
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ PROFILES = (
 )
 
 MAX_JOBS = 8
+PROBE_JOBS_UNKNOWN = 4  # most jobs a probe tries when the CPU count is not visible
 OUTSTANDING_FLASH = 32  # outstanding IOs per host for random IO on flash (or unknown)
 OUTSTANDING_DISK = 8  # on spinning disks, deeper queues only add latency
 OUTSTANDING_SEQ = 8  # large sequential writes: a few in flight fill the device
@@ -48,6 +51,16 @@ class HostFacts:
 
 
 @dataclass
+class Load:
+    """Jobs × iodepth per host for the random profiles, as a probe measured
+    it; `why` says what was measured (one line of the reasons)."""
+
+    jobs: int
+    iodepth: int
+    why: str
+
+
+@dataclass
 class Durations:
     runtime: int | None = None  # fixed measured time instead of until: steady
     max_runtime: int = DEFAULT_MAX_RUNTIME
@@ -55,47 +68,80 @@ class Durations:
     round: int = DEFAULT_ROUND
 
 
-def easy_plan(facts: list[HostFacts], targets: list[str], durations: Durations,
-              working_set: int | None = None) -> tuple[dict, list[str]]:
-    """The plan (plain data for parse_plan) and one line per choice saying why.
-    Every host runs the same plan, so the smallest host decides."""
+def working_set_of(facts: list[HostFacts], working_set: int | None = None) -> tuple[int, str]:
+    """The working set per host and the reason; an error when it does not
+    fit the smallest free space (checked before anything runs)."""
+    free = [f.free_bytes for f in facts if f.free_bytes is not None]
+    if working_set is not None:
+        total = working_set
+        reason = f"working set: {format_bytes(total)} per host (given with --size)"
+    elif free:
+        share = int(min(free) * WORKING_SET_SHARE)
+        total = min(max(share, WORKING_SET_MIN), WORKING_SET_MAX)
+        reason = (f"working set: {format_bytes(total)} per host ({WORKING_SET_SHARE:.0%} of the smallest "
+                  f"free space, {format_bytes(min(free))}, kept within {format_bytes(WORKING_SET_MIN)}–"
+                  f"{format_bytes(WORKING_SET_MAX)}); direct IO, so the page cache is not measured")
+    else:
+        total = WORKING_SET_UNKNOWN
+        reason = f"working set: {format_bytes(total)} per host (free space not visible)"
+    if free and min(free) < total * 1.1:
+        raise IofleetError(f"not enough free space for Easy Run's working set of {format_bytes(total)} per host "
+                           f"(smallest free: {format_bytes(min(free))}); free some space or give a smaller --size")
+    return total, reason
+
+
+def probe_max_jobs(facts: list[HostFacts]) -> int:
+    """The most jobs per host a probe tries: the smallest host's CPUs (one
+    job per CPU can still add IOPS), at most MAX_JOBS."""
+    cpus = [f.cpus for f in facts if f.cpus]
+    return max(1, min(min(cpus), MAX_JOBS)) if cpus else PROBE_JOBS_UNKNOWN
+
+
+def file_size(total: int, jobs: int) -> int:
+    """Each job's file: the working set split over the jobs, whole MiB."""
+    return max(MiB, total // jobs // MiB * MiB)
+
+
+def rule_of_thumb(facts: list[HostFacts]) -> tuple[int, int, list[str]]:
+    """Jobs and iodepth guessed from the CPU count and the device type
+    (easy-run --no-probe), with the reasons."""
     reasons = []
     cpus = [f.cpus for f in facts if f.cpus]
     if cpus:
         jobs = max(1, min(min(cpus) // 2, MAX_JOBS))
-        reasons.append(f"jobs per host: {jobs} (half of the smallest host's {min(cpus)} CPUs, at most {MAX_JOBS}, "
-                       f"leaving CPU for the kernel's IO path)")
+        reasons.append(f"jobs per host: {jobs} (rule of thumb, not measured: half of the smallest host's "
+                       f"{min(cpus)} CPUs, at most {MAX_JOBS}, leaving CPU for the kernel's IO path)")
     else:
         jobs = 2
-        reasons.append("jobs per host: 2 (CPU count not visible)")
-
+        reasons.append("jobs per host: 2 (rule of thumb, not measured: CPU count not visible)")
     spinning = any(f.rotational for f in facts)
     outstanding = OUTSTANDING_DISK if spinning else OUTSTANDING_FLASH
     iodepth = max(1, outstanding // jobs)
     kinds = {"spinning disk" if f.rotational else "flash" if f.rotational is False else "unknown" for f in facts}
     reasons.append(f"iodepth: {iodepth} per job, {iodepth * jobs} outstanding IOs per host for random IO "
-                   f"(storage: {', '.join(sorted(kinds))}); {max(1, OUTSTANDING_SEQ // jobs)} per job for "
-                   f"sequential writes")
+                   f"(rule of thumb, not measured: storage reported as {', '.join(sorted(kinds))})")
+    return jobs, iodepth, reasons
 
-    if working_set is not None:
-        total = working_set
-        reasons.append(f"working set: {format_bytes(total)} per host (given with --size)")
+
+def easy_plan(facts: list[HostFacts], targets: list[str], durations: Durations,
+              working_set: int | None = None, load: Load | None = None) -> tuple[dict, list[str]]:
+    """The plan (plain data for parse_plan) and one line per choice saying why.
+    Every host runs the same plan, so the smallest host decides. `load`: the
+    jobs × iodepth a probe measured; without it, the rule of thumb."""
+    if load is not None:
+        jobs, iodepth = load.jobs, load.iodepth
+        reasons = [load.why]
     else:
-        free = [f.free_bytes for f in facts if f.free_bytes is not None]
-        if free:
-            share = int(min(free) * WORKING_SET_SHARE)
-            total = min(max(share, WORKING_SET_MIN), WORKING_SET_MAX)
-            reasons.append(f"working set: {format_bytes(total)} per host ({WORKING_SET_SHARE:.0%} of the smallest "
-                           f"free space, {format_bytes(min(free))}, kept within {format_bytes(WORKING_SET_MIN)}–"
-                           f"{format_bytes(WORKING_SET_MAX)}); direct IO, so the page cache is not measured")
-        else:
-            total = WORKING_SET_UNKNOWN
-            reasons.append(f"working set: {format_bytes(total)} per host (free space not visible)")
-    free = [f.free_bytes for f in facts if f.free_bytes is not None]
-    if free and min(free) < total * 1.1:
-        raise IofleetError(f"not enough free space for Easy Run's working set of {format_bytes(total)} per host "
-                           f"(smallest free: {format_bytes(min(free))}); free some space or give a smaller --size")
-    per_file = max(MiB, total // jobs // MiB * MiB)
+        jobs, iodepth, reasons = rule_of_thumb(facts)
+    seq_depth = max(1, OUTSTANDING_SEQ // jobs)
+    # Large sequential writes fill a device's bandwidth with a few IOs in
+    # flight; probing them too would cost a second probe of writes.
+    reasons.append(f"sequential writes: iodepth {seq_depth} per job, {seq_depth * jobs} outstanding IOs per host "
+                   f"(fixed: a few large IOs in flight fill a device's bandwidth)")
+
+    total, why_total = working_set_of(facts, working_set)
+    reasons.append(why_total)
+    per_file = file_size(total, jobs)
     reasons.append(f"files: {jobs} per host (one per job) of {format_bytes(per_file)}, "
                    f"prepared with random data before the first profile")
 
@@ -113,7 +159,7 @@ def easy_plan(facts: list[HostFacts], targets: list[str], durations: Durations,
     for profile in PROFILES:
         w = dict(profile)
         if profile["random_pct"] == 0:
-            w["iodepth"] = max(1, OUTSTANDING_SEQ // jobs)
+            w["iodepth"] = seq_depth
         workloads.append(w)
     plan = {
         "name": "easy-run",

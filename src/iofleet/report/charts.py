@@ -1,7 +1,9 @@
 """Charts of a run as plotly figures: IOPS and MB/s by block size per read
 mix, latency per test, per-second series with the warm-up and the steady
-window marked, per-host bars, and the latency percentile curve from the
-merged histogram bins. Every front end (HTML report, web UI) draws these.
+window marked, p50/p99/p99.9 per round (fleet and per host), per-host bars,
+and the latency percentile curve from the merged histogram bins. Every front
+end (HTML report, web UI) draws these. An `until: steady` test is drawn with
+the figures its summary row shows: those of its measurement window.
 
 Colours are the Okabe-Ito palette, which stays distinguishable with the
 common colour-vision deficiencies; read and write also differ by marker
@@ -18,6 +20,7 @@ from ..analysis.methodology import test_totals
 from ..analysis.stragglers import STRAGGLER_SHARE
 from ..fio.records import Series
 from ..plan.units import format_size
+from .summary import shown_window
 
 # Okabe & Ito (2008), "Color Universal Design".
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -44,6 +47,13 @@ def _figure(title: str, secondary_y: bool = False) -> go.Figure:
 
 def _ok(doc: dict) -> list[dict]:
     return [t for t in doc["tests"] if t["status"] == "ok" and (t["all"]["ios"] or 0) > 0]
+
+
+def _shown(t: dict, direction: str) -> dict:
+    """A test's figures of one direction as its summary row shows them: its
+    measurement window's for an `until: steady` test, else the whole test's."""
+    window = shown_window(t.get("methodology"))
+    return window[direction] if window else t[direction]
 
 
 def _mix_name(read_pct: int, random_pct: int) -> str:
@@ -78,8 +88,8 @@ def block_size_charts(doc: dict) -> list[go.Figure]:
             x = [format_size(b) for b in sizes]
             name = f"{jobs} job{'s' if jobs > 1 else ''} × qd {iodepth}"
             for col, field in ((1, "iops"), (2, "bw_mb_s")):
-                fig.add_trace(go.Bar(x=x, y=[statistics.fmean(t["all"][field] for t in by_bs[b]) for b in sizes],
-                                     name=name, legendgroup=name, showlegend=col == 1,
+                y = [statistics.fmean(_shown(t, "all")[field] for t in by_bs[b]) for b in sizes]
+                fig.add_trace(go.Bar(x=x, y=y, name=name, legendgroup=name, showlegend=col == 1,
                                      marker_color=PALETTE[i % len(PALETTE)]), row=1, col=col)
         fig.update_xaxes(title_text="block size", type="category")
         fig.update_yaxes(title_text="IOPS", rangemode="tozero", row=1, col=1)
@@ -107,11 +117,12 @@ def latency_chart(doc: dict) -> go.Figure | None:
     fig = _figure(f"Latency per test · mean, p95 and {tail}")
     x = [names[t["seq"]] for t in tests]
     for direction, colour in (("read", READ), ("write", WRITE)):
-        if not any(t[direction]["ios"] for t in tests):
+        shown = [_shown(t, direction) for t in tests]
+        if not any(d["ios"] for d in shown):
             continue
         for (label, field), pattern in zip((("mean", "lat_mean_us"), ("p95", "lat_p95_us"), (tail, key)), PATTERNS):
             fig.add_trace(go.Bar(
-                x=x, y=[_ms(t[direction][field]) if t[direction]["ios"] else None for t in tests],
+                x=x, y=[_ms(d.get(field)) if d["ios"] else None for d in shown],
                 name=f"{direction} {label}", marker=dict(color=colour, pattern=dict(shape=pattern)),
                 opacity=1.0 if label == "mean" else 0.75))
     fig.update_layout(barmode="group")
@@ -147,23 +158,68 @@ def series_chart(test: dict, series: list[Series], name: str | None = None) -> g
     if warmup["origin_ms"] is not None:  # a short warm-up may have logged latency only
         fig.add_vrect(x0=0, x1=(measured["origin_ms"] - start) / 1000, fillcolor=NEUTRAL, opacity=0.15,
                       line_width=0, annotation_text="warm-up (in no figure)", annotation_position="top left")
-    offset = (measured["origin_ms"] - start) / 1000
+    _mark_window(fig, test, offset=(measured["origin_ms"] - start) / 1000)
+    fig.update_xaxes(title_text="seconds from the start of the test", rangemode="tozero")
+    fig.update_yaxes(title_text="IOPS", secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text="mean latency, ms", secondary_y=True, rangemode="tozero", showgrid=False,
+                     tickmode="auto")  # its own round ticks, not the IOPS axis's grid
+    return fig
+
+
+def _mark_window(fig: go.Figure, test: dict, offset: float = 0.0) -> None:
+    """Shade the steady window (SNIA) or, for an `until: steady` test that
+    found none, the last 5 rounds its figures come from; `offset`: seconds
+    from the chart's origin to the start of the measured part."""
     method = test.get("methodology") or {}
     verdict = (method.get("steady") or {}).get("iops") or {}
     window = method.get("window")
     if verdict.get("steady"):
         span, label = (verdict["start_s"], verdict["end_s"]), "steady window (SNIA)"
-    elif window:
+    elif window and method.get("until", "steady") == "steady":  # a fixed-time test's figures are the whole test
         span, label = (window["start_s"], window["end_s"]), "last 5 rounds (not steady)"
     else:
-        span = None
-    if span:
-        fig.add_vrect(x0=offset + span[0], x1=offset + span[1], fillcolor=PALETTE[2], opacity=0.15, line_width=0,
-                      annotation_text=label, annotation_position="top right")
-    fig.update_xaxes(title_text="seconds from the start of the test", rangemode="tozero")
-    fig.update_yaxes(title_text="IOPS", secondary_y=False, rangemode="tozero")
-    fig.update_yaxes(title_text="mean latency, ms", secondary_y=True, rangemode="tozero", showgrid=False,
-                     tickmode="auto")  # its own round ticks, not the IOPS axis's grid
+        return
+    fig.add_vrect(x0=offset + span[0], x1=offset + span[1], fillcolor=PALETTE[2], opacity=0.15, line_width=0,
+                  annotation_text=label, annotation_position="top right")
+
+
+# Per-round latency percentiles: (key in latency_rounds, line dash); the
+# percentile is told by the dash, the host (in the dropdown) by its name.
+ROUND_PERCENTILES = (("p50", "solid"), ("p99", "dash"), ("p99.9", "dot"))
+
+
+def latency_rounds_chart(test: dict, name: str | None = None) -> go.Figure | None:
+    """p50, p99 and p99.9 of each whole round (from that round's merged
+    histograms), fleet-wide and, in a dropdown, per host; the steady (or
+    measurement) window shaded as on the per-second chart."""
+    rounds = (test.get("methodology") or {}).get("latency_rounds")
+    if not rounds or not rounds.get("start_s"):
+        return None
+    x = rounds.get("end_s") or [s + rounds["round_s"] for s in rounds["start_s"]]  # each round at its end
+    hosts = rounds.get("hosts") or {}
+    order = (test.get("fleet") or {}).get("hosts") or sorted(hosts)  # the inventory's order
+    lines = [("fleet", rounds["fleet"])]
+    if len(hosts) > 1:
+        lines += [(h, hosts[h]) for h in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order))]
+    fig = _figure(f"Latency per {rounds['round_s']} s round · {name or test['id']}")
+    for i, (who, figures) in enumerate(lines):
+        iops = figures.get("iops") or [None] * len(x)
+        for (key, dash), colour in zip(ROUND_PERCENTILES, (READ, PALETTE[1], WRITE)):
+            fig.add_trace(go.Scatter(
+                x=x, y=[_ms(None if v is None else v / 1000) for v in figures.get(key) or [None] * len(x)],
+                name=key if who == "fleet" else f"{who} {key}", mode="lines+markers", visible=i == 0,
+                line=dict(color=colour, dash=dash), customdata=iops,
+                hovertemplate=f"{who} {key}: %{{y:.3f}} ms · %{{customdata:,.0f}} IOPS in the round<extra></extra>"))
+    if len(lines) > 1:
+        per = len(ROUND_PERCENTILES)
+        fig.update_layout(updatemenus=[dict(
+            type="dropdown", x=1, xanchor="right", y=1.02, yanchor="bottom", showactive=True,  # below the modebar
+            buttons=[dict(label="fleet (all hosts)" if who == "fleet" else who, method="update",
+                          args=[{"visible": [j // per == i for j in range(per * len(lines))]}])
+                     for i, (who, _) in enumerate(lines)])])
+    _mark_window(fig, test)
+    fig.update_xaxes(title_text="seconds from the start of the measured part (end of each round)", rangemode="tozero")
+    fig.update_yaxes(title_text="latency, ms (log)", type="log", dtick=1, tickformat="~g")
     return fig
 
 
@@ -220,7 +276,9 @@ def percentile_curve(bins: dict | None) -> tuple[list[float], list[float]]:
 
 def percentile_chart(test: dict, name: str | None = None) -> go.Figure | None:
     """Latency by percentile from the test's merged histogram bins, reads and writes."""
-    fig = _figure(f"Latency percentiles · {name or test['id']}")
+    # The window has no bins of its own here: say that this curve is the whole test's.
+    span = " · whole measured part" if shown_window(test.get("methodology")) else ""
+    fig = _figure(f"Latency percentiles · {name or test['id']}{span}")
     drawn = False
     for direction, colour, dash in (("read", READ, "solid"), ("write", WRITE, "dash")):
         x, y = percentile_curve(test[direction].get("lat_bins_ns"))

@@ -112,7 +112,8 @@ def _run_report_context(run: dict, series: dict[int, list[Series]]) -> dict:
     for t in doc["tests"]:
         name = names[t["seq"]]
         figures = [f for f in (charts.series_chart(t, series.get(t["seq"], []), name),
-                               charts.host_chart(t, name), charts.percentile_chart(t, name)) if f]
+                               charts.latency_rounds_chart(t, name), charts.host_chart(t, name),
+                               charts.percentile_chart(t, name)) if f]
         tests.append({"name": name, "status": t["status"], "error": t["error"], "figures": figures})
     sweep = sweep_of_run(doc)
     if sweep is not None:

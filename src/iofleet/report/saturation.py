@@ -1,6 +1,7 @@
-"""The saturate sweep in words and tables: the cells (IOPS, MB/s, mean and
-p99 latency, Little's law, the latency target), the IOPS grid by jobs and
-iodepth, the knee, the best configuration and the answer to the target."""
+"""The saturate sweep in words and tables: the cells (runs, IOPS, MB/s,
+mean and p99 latency, Little's law, the latency target), the IOPS grid by
+jobs and iodepth, the answer and what it cannot be told apart from, the
+knee, the best configuration and the answer to the target."""
 
 from rich import box
 from rich.console import Group
@@ -27,51 +28,84 @@ def _little(c: Cell) -> str:
     return f"{c.little:.2f}" + ("" if c.little_ok else " ✗")
 
 
+def _iops(c: Cell) -> str:
+    """IOPS, with the lowest and highest run when repeated."""
+    if c.runs < 2:
+        return f"{c.iops:,.0f}"
+    return f"{c.iops:,.0f} ({min(c.iops_runs):,.0f}–{max(c.iops_runs):,.0f})"
+
+
+def _target(c: Cell) -> str:
+    verdict = "ok" if c.slo_ok else "over"
+    if c.runs > 1 and 0 < c.slo_met_runs < c.runs:
+        verdict = f"{c.slo_met_runs}/{c.runs} ok"
+    return f"{verdict} ({fmt_ms(c.slo_value_us)})"
+
+
 def cell_rows(sat: Saturation) -> list[dict]:
     """One plain row per cell, in jobs then iodepth order."""
     rows = []
     fleet = any(c.hosts > 1 for c in sat.cells)
     for c in sorted(sat.cells, key=lambda c: (c.jobs, c.iodepth)):
-        marks = [name for name, cell in (("knee", sat.knee), ("best", sat.best), ("target", sat.slo_best))
-                 if cell is c]
+        marks = [name for name, cell in (("answer", sat.peak), ("knee", sat.knee), ("best", sat.best)) if cell is c]
+        marks += ["tie"] if any(t is c for t in sat.ties) else []
         row = {"jobs": str(c.jobs), "iodepth": str(c.iodepth), "OIO/host": str(c.per_host)}
         if fleet:
             row["OIO fleet"] = str(c.outstanding)
-        row |= {"IOPS": f"{c.iops:,.0f}", "MB/s": f"{c.mb_s:,.1f}",
-               "mean ms": fmt_ms(c.lat_mean_us), "p99 ms": fmt_ms(c.lat_p99_us), "Little": _little(c)}
+        row |= {"runs": str(c.runs), "IOPS": _iops(c), "MB/s": f"{c.mb_s:,.1f}",
+                "mean ms": fmt_ms(c.lat_mean_us), "p99 ms": fmt_ms(c.lat_p99_us), "Little": _little(c)}
         if sat.slo:
-            row[sat.slo.text] = ("ok" if c.slo_ok else "over") + f" ({fmt_ms(c.slo_value_us)})"
+            row[sat.slo.text] = _target(c)
         row[""] = " ".join(f"◀ {m}" for m in marks)
         rows.append(row)
     return rows
 
 
+def _runs(c: Cell) -> str:
+    if c.runs < 2:
+        return "one run"
+    return f"median of {c.runs} runs, {min(c.iops_runs):,.0f}–{max(c.iops_runs):,.0f}"
+
+
 def verdict_lines(sat: Saturation, hosts: int) -> list[tuple[str, str | None]]:
-    """(line, style): the knee, the best configuration, the target's answer
-    and the Little's-law check, each in one sentence with its numbers."""
+    """(line, style): the answer (and what it cannot be told apart from),
+    the knee, the best configuration, the target's answer and the
+    Little's-law check, each in one sentence with its numbers."""
     fleet = f" on {hosts} hosts (IOPS of the fleet; outstanding IO per host × {hosts})" if hosts > 1 else ""
     lines: list[tuple[str, str | None]] = []
     if not sat.cells:
         return [("No cell was measured.", "red")]
+    if sat.peak:
+        p = sat.peak
+        under = " under the target" if sat.slo else ""
+        lines.append((f"Most IOPS{under}{fleet}: {_config(p)} ({p.per_host} outstanding IOs per host): "
+                      f"{p.iops:,.0f} IOPS ({_runs(p)}), mean {fmt_ms(p.lat_mean_us)} ms, "
+                      f"p99 {fmt_ms(p.lat_p99_us)} ms.", "bold"))
+        if sat.ties:
+            others = ", ".join(f"{_config(c)} ({c.iops:,.0f}, {_runs(c)})"
+                               for c in sorted(sat.ties, key=lambda c: (c.outstanding, c.jobs)))
+            lines.append((f"Cannot tell apart from {others}: their IOPS are within noise (±{sat.noise_pct / 2:g}% "
+                          f"of a single run, else the spread of the runs); the least outstanding IO is the "
+                          f"answer.", "yellow"))
     if sat.knee:
         k = sat.knee
-        lines.append((f"Knee{fleet}: {_config(k)} ({k.per_host} outstanding IOs per host): {k.iops:,.0f} IOPS, "
+        lines.append((f"Knee: {_config(k)} ({k.per_host} outstanding IOs per host): {k.iops:,.0f} IOPS, "
                       f"mean {fmt_ms(k.lat_mean_us)} ms, p99 {fmt_ms(k.lat_p99_us)} ms; past it, more IOs in flight "
-                      f"add latency faster than IOPS.", "bold"))
+                      f"add latency faster than IOPS.", None))
     else:
         levels = len({c.outstanding for c in sat.cells})
         top = max(sat.cells, key=lambda c: c.outstanding)
         why = (f"{levels} level{'s' if levels != 1 else ''} of outstanding IO are too few to find one"
                if levels < 3 else f"IOPS did not bend up to {top.per_host} outstanding IOs per host")
-        lines.append((f"No knee{fleet}: {why}; a wider sweep (--max-iodepth, --max-jobs, a looser --slo) "
+        lines.append((f"No knee: {why}; a wider sweep (--max-iodepth, --max-jobs, a looser --slo) "
                       f"may find it.", "yellow"))
-    if sat.best:
-        b = sat.best
-        top = max(c.iops for c in sat.cells if c.slo_ok is not False)
-        lines.append((f"Best configuration: {_config(b)} ({b.per_host} per host): {b.iops:,.0f} IOPS "
-                      f"({b.iops / top:.0%} of the highest{' under the target' if sat.slo else ''}), "
-                      f"mean {fmt_ms(b.lat_mean_us)} ms, p99 {fmt_ms(b.lat_p99_us)} ms — the least outstanding IO "
-                      f"within {1 - BEST_SHARE:.0%} of the most IOPS.", "bold"))
+    if sat.best and sat.peak:
+        b, p = sat.best, sat.peak
+        same = " (the answer itself)" if b is p else ""
+        lines.append((f"Best configuration: {_config(b)} ({b.per_host} per host){same}: {b.iops:,.0f} IOPS "
+                      f"({b.iops / p.iops:.0%} of the answer's), mean {fmt_ms(b.lat_mean_us)} ms, p99 "
+                      f"{fmt_ms(b.lat_p99_us)} ms — the least outstanding IO within {1 - BEST_SHARE:.0%} of "
+                      f"the most IOPS.", None))
     if sat.slo:
         lines.append(_target_line(sat))
     flagged = sat.little_flags
@@ -98,12 +132,18 @@ def _target_line(sat: Saturation) -> tuple[str, str | None]:
                 f"{fmt_ms(first.slo_value_us)} ms.", "red")
     over = [c for c in sat.cells if c.slo_ok is False and c.jobs == best.jobs and c.iodepth > best.iodepth]
     if not over:
-        return (f"Target {slo.text}: at most {best.iops:,.0f} IOPS, at {_config(best)} "
-                f"({slo.metric} {fmt_ms(best.slo_value_us)} ms); no step of the sweep broke it.", "bold")
+        return (f"Target {slo.text}: met by the answer ({slo.metric} {fmt_ms(best.slo_value_us)} ms); "
+                f"no step of the sweep broke it.", "bold")
     nxt = min(over, key=lambda c: c.iodepth)
-    return (f"Target {slo.text}: at most {best.iops:,.0f} IOPS, at {_config(best)} ({slo.metric} "
-            f"{fmt_ms(best.slo_value_us)} ms); iodepth {nxt.iodepth} broke it ({slo.metric} "
-            f"{fmt_ms(nxt.slo_value_us)} ms).", "bold")
+    runs = f" in {c_runs}" if (c_runs := _broke_runs(nxt)) else ""
+    return (f"Target {slo.text}: met by the answer ({slo.metric} {fmt_ms(best.slo_value_us)} ms); "
+            f"iodepth {nxt.iodepth} broke it{runs} ({slo.metric} {fmt_ms(nxt.slo_value_us)} ms).", "bold")
+
+
+def _broke_runs(c: Cell) -> str:
+    if c.runs < 2:
+        return ""
+    return f"{c.runs - c.slo_met_runs} of {c.runs} runs"
 
 
 def iops_grid(sat: Saturation) -> Table:
@@ -124,9 +164,11 @@ def saturation_report(sat: Saturation, hosts: int, title: str):
     """A rich renderable: the cells, the grid, then the verdicts."""
     rows = cell_rows(sat)
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption=(
-        "OIO: outstanding IOs asked (jobs × iodepth, per host; OIO fleet: over all hosts); Little: IOPS × mean latency "
-        f"÷ OIO (✗ beyond ±{LITTLE_TOLERANCE:.0%}); latency in ms, all IO; ◀ knee (Kneedle), best configuration, most IOPS "
-        "under the target."), caption_justify="left")
+        "OIO: outstanding IOs asked (jobs × iodepth, per host; OIO fleet: over all hosts); runs: a cell within noise "
+        "of a decision is repeated, its figures are the medians of its runs (IOPS: lowest–highest run); figures of "
+        "each run's steady window; Little: IOPS × mean latency "
+        f"÷ OIO (✗ beyond ±{LITTLE_TOLERANCE:.0%}); latency in ms, all IO; ◀ answer (most IOPS{', under the target' if sat.slo else ''}), "
+        "tie (cannot be told apart from it), knee (Kneedle), best configuration."), caption_justify="left")
     for col in (rows[0] if rows else ["jobs"]):
         table.add_column(col, justify="left" if col == "" else "right")
     for row in rows:

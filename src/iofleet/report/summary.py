@@ -22,9 +22,23 @@ def _ms(ns) -> str:
     return MISSING if ns is None else f"{ns / 1e6:.3f}"
 
 
+def _ms_us(us) -> str:
+    return MISSING if us is None else f"{us / 1e3:.3f}"
+
+
+def _cpu(avg, peak) -> str:
+    return MISSING if avg is None or peak is None else f"{avg:.0f}/{peak:.0f}"
+
+
+def window_cpu(window: dict) -> bool:
+    """Whether a window has host CPU of its own (else its row shows the whole test's)."""
+    return (window.get("cpu") or {}).get("host_avg_pct") is not None
+
+
 # Per-host rows are listed under a fleet test up to this many hosts; beyond
 # it the stragglers say which hosts stand out.
 MAX_HOST_ROWS = 16
+WHOLE = "whole test"  # the span of a row whose figures cover the whole measured part
 
 
 def _steady(test: dict) -> str:
@@ -32,45 +46,92 @@ def _steady(test: dict) -> str:
     return SteadyVerdict.from_dict(verdict).short() if verdict else MISSING
 
 
+def shown_window(methodology: dict | None) -> dict | None:
+    """The measurement window whose figures a test's row shows: that of an
+    `until: steady` test, stored with its read/write/all figures. Results
+    stored before those figures existed hold the window's IOPS and MB/s
+    only (see `_row`); fixed-time tests show the whole test."""
+    m = methodology or {}
+    window = m.get("window")
+    return window if window and "all" in window and m.get("until") == "steady" else None
+
+
+def window_span(window: dict) -> str:
+    return f"window {_seconds(window['start_s'])}-{_seconds(window['end_s'])} s"
+
+
+def _seconds(s: float) -> str:
+    return f"{round(s, 1):g}"  # fio's status clock: 10.002 s is "10"
+
+
 def _row(name: str, status: str, agg, cpu, steady: str = "", window: dict | None = None, tail: str = "p99") -> dict:
+    """One row. With a `shown_window`, every figure is the window's (CPU too
+    when the window has it); with an old window, only IOPS and MB/s are."""
     a = agg.all if agg else None
     measured = agg is not None and a.ios > 0
-    iops, bw = (window["iops"], window["bw_bytes_s"]) if window else (a.iops, a.bw_bytes_s) if a else (0, 0)
+    cpu_text = _cpu(cpu.avg_pct, cpu.max_pct) if cpu and cpu.samples else MISSING
+    if not measured:
+        iops = bw = read_ms = write_ms = p95 = tail_ms = None
+    elif window and "all" in window:
+        w, key = window, f"lat_{tail.replace('.', '_')}_us"
+        iops, bw = w["all"]["iops"], w["all"]["bw_bytes_s"]
+        read_ms, write_ms = _ms_us(w["read"]["lat_mean_us"]), _ms_us(w["write"]["lat_mean_us"])
+        p95, tail_ms = _ms_us(w["all"].get("lat_p95_us")), _ms_us(w["all"].get(key))
+        if window_cpu(w):  # host CPU of the samples inside the window (no max stored: n/a)
+            cpu_text = f"{w['cpu']['host_avg_pct']:.0f}/" + (
+                MISSING if w["cpu"].get("host_max_pct") is None else f"{w['cpu']['host_max_pct']:.0f}")
+    else:
+        iops, bw = (window["iops"], window["bw_bytes_s"]) if window else (a.iops, a.bw_bytes_s)
+        read_ms, write_ms = _ms(agg.read.lat_mean_ns), _ms(agg.write.lat_mean_ns)
+        p95, tail_ms = _ms(a.percentiles_ns.get("p95")), _ms(a.percentiles_ns.get(tail))
     return {
         # The test id spells the parameters: bs, read %, pattern, jobs, qd.
         "test": name,
         "status": status,
         "IOPS": f"{iops:,.0f}" if measured else MISSING,
         "MB/s": f"{bw / 1e6:,.1f}" if measured else MISSING,
-        "read ms": _ms(agg.read.lat_mean_ns) if measured else MISSING,
-        "write ms": _ms(agg.write.lat_mean_ns) if measured else MISSING,
-        "p95 ms": _ms(a.percentiles_ns.get("p95")) if measured else MISSING,
-        f"{tail} ms": _ms(a.percentiles_ns.get(tail)) if measured else MISSING,
-        "CPU % avg/max": f"{cpu.avg_pct:.0f}/{cpu.max_pct:.0f}" if cpu and cpu.samples else MISSING,
+        "read ms": read_ms or MISSING,
+        "write ms": write_ms or MISSING,
+        "p95 ms": p95 or MISSING,
+        f"{tail} ms": tail_ms or MISSING,
+        "CPU % avg/max": cpu_text,
         "steady (IOPS)": steady,
     }
 
 
 def summary_rows(run: dict) -> list[dict]:
     """Plain rows (strings) for any front end: one per test and, under a
-    fleet test of a few hosts, one per host."""
+    fleet test of a few hosts, one per host. When a test shows the figures
+    of its measurement window, every row gets a `span` column saying which
+    seconds its figures cover."""
     rows = []
     tail = (run.get("methodology") or {}).get("percentile") or "p99"  # the plan's `percentile`
+    windowed = any(shown_window(t.get("methodology")) for t in run["tests"])
     for t in run["tests"]:
         name = t["id"] if t.get("repeat", 1) == 1 and not _repeated(run, t) else f"{t['id']} #{t['repeat']}"
-        window = (t.get("methodology") or {}).get("window")
-        rows.append(_row(name, t["status"], t["aggregate"], t["host_cpu"], _steady(t), window, tail))
+        method = t.get("methodology") or {}
+        window = method.get("window")
+        if window and "all" in window and not shown_window(method):
+            window = None  # a fixed-time test: its row shows the whole test (old windows: IOPS and MB/s only)
+        test_rows = [_row(name, t["status"], t["aggregate"], t["host_cpu"], _steady(t), window, tail)]
+        if windowed:
+            test_rows[0]["span"] = (WHOLE if not window else window_span(window) if "all" in window
+                                    else window_span(window) + " (IOPS, MB/s)")
         cpu = {m.host: m.cpu for m in t.get("host_metrics", [])}
         for group, members in jobs_by_group(t).items():
-            rows.append(_row(f"  {group}: {t['fleet']['groups'][group]['test']}", "group",
-                             aggregate(members) if members else None,
-                             mean_cpu([cpu[h] for h in t["fleet"]["groups"][group]["hosts"] if h in cpu]),
-                             tail=tail))
+            test_rows.append(_row(f"  {group}: {t['fleet']['groups'][group]['test']}", "group",
+                                  aggregate(members) if members else None,
+                                  mean_cpu([cpu[h] for h in t["fleet"]["groups"][group]["hosts"] if h in cpu]),
+                                  tail=tail))
         hosts = by_host(t["jobs"])
         if t.get("fleet") and 1 < len(hosts) <= MAX_HOST_ROWS:
             order = t["fleet"]["hosts"]
             for host in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order)):
-                rows.append(_row(f"  {host}", "host", hosts[host], cpu.get(host), tail=tail))
+                test_rows.append(_row(f"  {host}", "host", hosts[host], cpu.get(host), tail=tail))
+        if windowed:  # groups and hosts have no window figures of their own
+            for row in test_rows[1:]:
+                row["span"] = WHOLE
+        rows += test_rows
     return rows
 
 
@@ -100,18 +161,29 @@ def methodology_notes(run: dict) -> list[tuple[str, str | None]]:
             caches.setdefault(text, set()).add(host)
     for text, hosts in caches.items():
         notes.append((f"Caches before each test on {', '.join(sorted(hosts))}: {text}.", None))
-    windowed = [t for t in tests if t["methodology"].get("window")]
-    if windowed:
+    shown = [t for t in tests if shown_window(t["methodology"])]
+    if shown:
+        whole_cpu = list(dict.fromkeys(t["id"] for t in shown if not window_cpu(shown_window(t["methodology"]))))
+        cpu = (" and CPU" if not whole_cpu else
+               f"; CPU of {', '.join(whole_cpu)} cover{'s' if len(whole_cpu) == 1 else ''} the whole measured part")
+        notes.append((f"until: steady tests show every figure of their row (IOPS, MB/s, latency, percentiles"
+                      f"{cpu}) from their measurement window of 5 rounds (column span); fixed-time tests and "
+                      f"host rows cover the whole measured part.", None))
+    old = [t for t in tests if t["methodology"].get("window") and "all" not in t["methodology"]["window"]]
+    if old:  # stored before the windows had their own percentiles
         notes.append(("until: steady tests show IOPS and MB/s of their measurement window (5 rounds); their "
                       "latency, percentiles and CPU cover the whole measured part.", None))
     for t in tests:
         window = t["methodology"].get("window")
         if t["methodology"].get("until") == "steady" and not (window and window["steady"]):
-            reason = t["methodology"]["steady"]["iops"]["reason"]
+            reason = ((t["methodology"].get("steady") or {}).get("iops") or {}).get("reason") or "too few rounds"
             stopped = t["methodology"].get("fio_steady") and all(t["methodology"]["fio_steady"].values())
             when = "fio's slope check ended it, but" if stopped else "ran to max_runtime:"
-            notes.append((f"{t['id']}: {when} iofleet's SNIA check found no steady window ({reason}); "
-                          f"its IOPS and MB/s are from the last 5 rounds.", "yellow"))
+            what = ("its figures cover the whole measured part (fewer than 5 whole rounds)" if not window else
+                    f"its figures are from the last 5 rounds ({window_span(window).removeprefix('window ')})"
+                    if "all" in window else "its IOPS and MB/s are from the last 5 rounds")
+            notes.append((f"{t['id']}: {when} iofleet's SNIA check found no steady window ({reason}); {what}.",
+                          "yellow"))
     kinds: dict[str, list[str]] = {}
     for t in tests:
         verdicts = [v for v in t["methodology"].get("working_set", {}).values() if v.get("kind")]

@@ -1,8 +1,12 @@
-"""The Easy Run study: look at the hosts, build the plan (plan.easy), run it."""
+"""The Easy Run study: look at the hosts, probe which jobs × iodepth gives
+the most IOPS (a short saturate sweep), build the plan (plan.easy), run it."""
 
 import shutil
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -12,10 +16,14 @@ from ..fleet.inventory import Host
 from ..fleet.local import host_facts, target_rotational
 from ..fleet.metrics import exporter_facts, fetch_metrics, free_bytes
 from ..plan import parse_plan
-from ..plan.easy import Durations, HostFacts, easy_plan
+from ..plan.easy import Durations, HostFacts, Load, easy_plan, file_size, probe_max_jobs, rule_of_thumb, working_set_of
 from ..plan.model import is_device_path
 from ..results.store import Store
 from .run import RunObserver, RunOutcome, run_plan
+
+if TYPE_CHECKING:
+    from ..analysis.saturation import Saturation
+    from .saturate import SaturateOutcome, Sweep
 
 
 def local_facts(targets: list[Path]) -> HostFacts:
@@ -48,6 +56,109 @@ def remote_facts(host: Host) -> HostFacts:
     return HostFacts(host.name, facts["cpus"], facts["memory_bytes"], min(known) if known else None)
 
 
+# The probe's cells: short, each judged steady on 1 s rounds (at most 10 s
+# measured), never longer than the profiles themselves are asked to be.
+PROBE_RAMP = 2
+PROBE_ROUND = 1
+PROBE_MAX_RUNTIME = 10
+PROBE_MAX_IODEPTH = 256  # saturate's own default: deep enough for any one job
+
+
+def survey(targets: list[Path] | None, hosts: list[Host] | None) -> tuple[list[HostFacts], list[str]]:
+    """What the hosts are, and the plan's targets (none on a fleet: each host has its own)."""
+    if hosts:
+        return [remote_facts(h) for h in hosts], []
+    if not targets:
+        raise IofleetError("easy-run needs a place to test: --target DIR (or --hosts INVENTORY)")
+    paths = [Path(t).resolve() for t in targets]
+    return [local_facts(paths)], [str(p) for p in paths]
+
+
+@dataclass
+class Probe:
+    """The probe's stored run (a saturate sweep of 4k random reads) and the
+    jobs × iodepth it chose; `load` is None when it measured nothing."""
+
+    outcome: "SaturateOutcome"
+    load: Load | None
+    seconds: float
+
+    @property
+    def run_id(self) -> int:
+        return self.outcome.run_id
+
+
+def probe_sweep(facts: list[HostFacts], durations: Durations, working_set: int | None = None,
+                max_iodepth: int = PROBE_MAX_IODEPTH) -> "Sweep":
+    """4k random reads (the profile Easy Run's headline figure is) over the
+    same working set and engine as the run, in short steady-judged cells."""
+    from .saturate import Sweep  # here: saturate imports this module's remote_facts
+
+    total, _ = working_set_of(facts, working_set)
+    max_jobs = probe_max_jobs(facts)
+    # A quick look (--runtime) probes in fixed-time cells as short as its profiles.
+    cells = ({"runtime": max(1, min(PROBE_MAX_RUNTIME, durations.runtime))} if durations.runtime is not None else
+             {"round": PROBE_ROUND, "max_runtime": min(PROBE_MAX_RUNTIME, durations.max_runtime)})
+    return Sweep(bs=4096, read_pct=100, random_pct=100, size=file_size(total, max_jobs), engine="auto",
+                 prepare="random", max_jobs=max_jobs, max_iodepth=max_iodepth, ramp=min(PROBE_RAMP, durations.ramp),
+                 **cells)
+
+
+def choose_load(result: "Saturation", run_id: int, hosts: int, facts: list[HostFacts],
+                seconds: float) -> Load | None:
+    """The probe sweep's answer (`result.peak`: the most IOPS, or the least
+    outstanding IO that cannot be told apart from it), with a reason that
+    says what was measured; None when no cell measured IO."""
+    peak = result.peak
+    if peak is None:
+        return None
+    cells = result.cells
+    runs = sum(c.runs for c in cells)
+    counted = f"{len(cells)} probe cells" + (f" ({runs} runs)" if runs > len(cells) else "")
+    summed = f"{hosts} hosts' summed " if hosts > 1 else ""
+    top = max(cells, key=lambda c: c.iops)
+    if top is peak:
+        what = f"the most {summed}4k random-read IOPS of {counted}, {peak.iops:,.0f}"
+    else:
+        what = (f"{peak.iops:,.0f} {summed}4k random-read IOPS, within noise of the most of {counted} "
+                f"({top.jobs} × {top.iodepth}: {top.iops:,.0f}) with fewer IOs in flight")
+    why = (f"jobs × iodepth: {peak.jobs} × {peak.iodepth} per host, {peak.per_host} outstanding IOs, for random IO "
+           f"(measured: {what}")
+    jobs, depth, _ = rule_of_thumb(facts)
+    guess = next((c for c in cells if (c.jobs, c.iodepth) == (jobs, depth)), None)
+    if guess is not None and guess is not peak:
+        why += f"; the rule of thumb's {jobs} × {depth} gave {guess.iops:,.0f}"
+    return Load(peak.jobs, peak.iodepth, why + f"; probe run {run_id}, {seconds:.0f} s)")
+
+
+def probe(
+    store: Store,
+    *,
+    targets: list[Path] | None = None,
+    hosts: list[Host] | None = None,
+    durations: Durations,
+    working_set: int | None = None,
+    label: str | None = None,
+    observer: RunObserver | None = None,
+    stop: threading.Event | None = None,
+    destroy_data: list[str] | None = None,
+    max_iodepth: int = PROBE_MAX_IODEPTH,
+) -> Probe:
+    """Measure which jobs × iodepth gives the most 4k random-read IOPS: a
+    short saturate sweep, stored as its own run, on all hosts at once (one
+    setting for the fleet, from the fleet's summed IOPS)."""
+    from .saturate import run_saturate
+
+    facts, _ = survey(targets, hosts)
+    sweep = probe_sweep(facts, durations, working_set, max_iodepth)
+    start = time.monotonic()
+    outcome = run_saturate(store, sweep, targets=targets, hosts=hosts, label=f"{label or 'easy-run'} probe",
+                           observer=observer, stop=stop, destroy_data=destroy_data)
+    seconds = time.monotonic() - start
+    load = choose_load(outcome.result, outcome.run_id, outcome.hosts, facts, seconds)
+    return Probe(outcome, load, seconds)
+
+
 def easy_run(
     store: Store,
     *,
@@ -60,20 +171,15 @@ def easy_run(
     stop: threading.Event | None = None,
     on_plan=None,
     destroy_data: list[str] | None = None,
+    load: Load | None = None,
 ) -> RunOutcome:
     """Choose the plan from what the hosts are, then run it like any plan.
-    `on_plan(plan_text, reasons)` is called before the first test;
-    `destroy_data` names devices whose data may be destroyed."""
-    if hosts:
-        facts = [remote_facts(h) for h in hosts]
-        target_names = []
-    else:
-        if not targets:
-            raise IofleetError("easy-run needs a place to test: --target DIR (or --hosts INVENTORY)")
-        paths = [Path(t).resolve() for t in targets]
-        facts = [local_facts(paths)]
-        target_names = [str(p) for p in paths]
-    data, reasons = easy_plan(facts, target_names, durations, working_set)
+    `load`: the jobs × iodepth a probe measured (probe(…).load); without it
+    the rule of thumb from CPUs and device type. `on_plan(plan_text,
+    reasons)` is called before the first test; `destroy_data` names devices
+    whose data may be destroyed."""
+    facts, target_names = survey(targets, hosts)
+    data, reasons = easy_plan(facts, target_names, durations, working_set, load)
     if destroy_data:
         data["destroy_data"] = [str(d) for d in destroy_data]
     plan_text = "# chosen by iofleet easy-run:\n" + "".join(f"#   {r}\n" for r in reasons) + yaml.safe_dump(

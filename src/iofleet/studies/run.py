@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..analysis.methodology import cache_verdict, judge_steady, test_totals, window_figures
+from ..analysis.methodology import (EARLY_STOP_RULE, cache_verdict, judge_rounds, judge_steady, latency_rounds,
+                                    status_window, steady_now, test_totals, window_figures)
 from ..analysis.skew import measure_skew
 from ..errors import FioError, IofleetError
 from ..fio.command import fio_version
@@ -49,6 +50,10 @@ class TestOutcome:
     aggregate: Aggregate | None
     test_pk: int | None = None
     lost: list[str] = field(default_factory=list)
+    # until: steady — the measurement window's figures (analysis.methodology.status_window)
+    # and, when the test ended as soon as it was steady, that second.
+    window: dict | None = None
+    ended_early_s: float | None = None
 
 
 @dataclass
@@ -259,17 +264,31 @@ def run_plan(
 
 def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, caches: dict) -> dict:
     """Steady-state verdicts, the measurement window's figures, what was
-    done to the caches and, per host, cache or capacity test."""
+    done to the caches and, per host, cache or capacity test. A test iofleet
+    ran is judged on its status rounds (fio/status.py), with the rule that
+    could end it early; results without them (an older fio output) on the
+    per-second logs."""
     first = next(iter(by_host.values()), None)
     round_s = first.round if first else 60
-    totals = test_totals(m.series)
-    verdicts = judge_steady(totals, round_s)
     until = {s.until for s in by_host.values()}
+    rounds = {h: r for h, r in m.rounds.items() if h not in m.lost}
+    if rounds and all(rounds.values()):
+        verdicts = judge_rounds(rounds, round_s)
+        window = status_window(rounds, verdicts["iops"], [h.series for h in m.host_metrics],
+                               measured_from_s=first.ramp if first else 0)
+        per_round, source = latency_rounds(rounds, round_s), "fio status"
+    else:
+        totals = test_totals(m.series)
+        verdicts = judge_steady(totals, round_s)
+        window = window_figures(totals, verdicts["iops"]) if "steady" in until else None
+        per_round, source = None, "fio logs"
     out = {
         "steady": {k: v.to_dict() for k, v in verdicts.items()},
+        "rounds_source": source,
         "until": "steady" if "steady" in until else "time",
-        "window": window_figures(totals, verdicts["iops"]) if "steady" in until else None,
-        "fio_steady": {j.host: j.steady_attained for j in m.jobs if j.steady_attained is not None} or None,
+        "early_stop": {"stopped_at_s": m.ended_early_s, "rule": EARLY_STOP_RULE} if m.ended_early_s else None,
+        "window": window,
+        "latency_rounds": per_round,
         "prepared": prepared,
         "cache": m.cache,
         "working_set": {},
@@ -295,7 +314,8 @@ def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False,
             m = place.run_test(
                 spec, Path(tmp), stop,
                 phase=lambda text: observer.test_phase(index, spec, text),
-                on_live=lambda live: observer.test_live(index, spec, live))
+                on_live=lambda live: observer.test_live(index, spec, live),
+                steady_now=lambda per_host: steady_now(per_host, spec.round))
         except FioError as exc:
             m = Measured("failed", str(exc))
     if m.status == "failed" and m.error and explain:
@@ -324,7 +344,8 @@ def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False,
         host_metrics=m.host_metrics, controller=m.controller, fleet=fleet, methodology=method, replace=replace,
     )
     return TestOutcome(spec=spec, status=m.status, error=m.error, aggregate=agg, test_pk=test_pk,
-                       lost=m.lost)
+                       lost=m.lost, window=method["window"] if method["until"] == "steady" else None,
+                       ended_early_s=m.ended_early_s)
 
 
 # ---- resuming a stopped run ----------------------------------------------

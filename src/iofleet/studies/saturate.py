@@ -1,17 +1,23 @@
 """The `saturate` study: sweep outstanding IO (jobs × iodepth per host,
-doubling) until IOPS stop growing or the latency target breaks, then bisect
-iodepth between the last passing and the first failing step. Every cell is
-a test of one stored run, so the sweep is a run like any other."""
+doubling, two doublings at once while IOPS grow in step) until IOPS stop
+growing or the latency target breaks, then bisect iodepth between the last
+passing and the first failing step. Cells end when steady; a cell whose
+verdict is within noise is repeated. Every cell (and repeat) is a test of
+one stored run, so the sweep is a run like any other."""
 
+import math
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
 from ..analysis.little import SYNC_ENGINES
-from ..analysis.saturation import Cell, Saturation, Slo, bisect_bracket, cells_of, saturation
+from ..analysis.saturation import (
+    NOISE_PCT, Cell, Saturation, Slo, analyse, apart, bisect_bracket, cells_of, more_iops, near_limit, peak,
+)
 from ..errors import IofleetError
 from ..fleet.check import require_ready
 from ..fleet.inventory import Host
@@ -26,19 +32,27 @@ from .run import RunObserver, RunOutcome, RunSession
 
 # Without a CPU count for the fleet's hosts, the jobs axis goes up to this.
 DEFAULT_MAX_JOBS = 4
+# A doubling that gained at least this share: IOPS still grow almost in
+# step with the IOs in flight, so the row jumps two doublings at once.
+FAST_GAIN = 0.40
 
 
 @dataclass
 class Sweep:
     """What to sweep: the IO (block size, read and random share), the cells'
-    durations and file size, the axes' upper bounds and when to stop."""
+    durations and file size, the axes' upper bounds, when to stop and how
+    sure a decision must be."""
 
     bs: int = 4096
     read_pct: int = 100
     random_pct: int = 100
     size: int = 1024**3  # each job's file
-    runtime: int = 30
-    ramp: int = 5
+    # A cell measures until its IOPS are steady (SNIA, 5 rounds of `round`
+    # seconds), at most `max_runtime`; with `runtime` set, that fixed time.
+    ramp: int = 1
+    round: int = 1
+    max_runtime: int = 20
+    runtime: int | None = None
     # Not io_uring: fio 3.33's io_uring engine inflates latency at iodepths
     # that are not powers of two, which bisection measures (docs/saturate.md).
     engine: str = "libaio"
@@ -49,19 +63,27 @@ class Sweep:
     min_gain_pct: float = 10.0  # a doubling that gains less has stopped growing
     slo: Slo | None = None
     bisect: int = 3  # most bisection steps
+    repeats: int = 3  # most runs of a cell whose decision is within noise
+    noise_pct: float = NOISE_PCT  # a single run's IOPS are taken as ± half this
 
     def to_dict(self) -> dict:
         return {"bs": self.bs, "read_pct": self.read_pct, "random_pct": self.random_pct,
                 "min_gain_pct": self.min_gain_pct, "slo": self.slo.text if self.slo else None,
-                "bisect": self.bisect}
+                "bisect": self.bisect, "repeats": self.repeats, "noise_pct": self.noise_pct,
+                "cell": ({"until": "time", "runtime": self.runtime, "ramp": self.ramp} if self.runtime else
+                         {"until": "steady", "round": self.round, "max_runtime": self.max_runtime,
+                          "ramp": self.ramp})}
 
 
 @dataclass
 class SaturateOutcome:
+    """A finished sweep: its stored run, its analysis (`result.peak` is the
+    answer: the cell to use) and why each row, and the sweep, ended."""
+
     run: RunOutcome
     result: Saturation
     hosts: int
-    stopped: list[str] = field(default_factory=list)  # why each row, and the sweep, ended
+    stopped: list[str] = field(default_factory=list)
 
     @property
     def run_id(self) -> int:
@@ -89,19 +111,28 @@ def _max_jobs(sweep: Sweep, hosts: list[Host] | None) -> int:
 def sweep_plan(sweep: Sweep, jobs: list[int], iodepths: list[int], targets: list[str],
                destroy_data: list[str] = ()) -> tuple[dict, str]:
     """The sweep as a plan (the whole grid; the study runs part of it)."""
+    cell = ({"runtime": format_duration(sweep.runtime)} if sweep.runtime else
+            {"until": "steady", "round": format_duration(sweep.round),
+             "max_runtime": format_duration(sweep.max_runtime)})
     workload = {"name": "saturate", "bs": format_size(sweep.bs), "read_pct": sweep.read_pct,
-                "random_pct": sweep.random_pct, "size": format_size(sweep.size),
-                "runtime": format_duration(sweep.runtime), "ramp": format_duration(sweep.ramp),
-                "engine": sweep.engine, "direct": sweep.direct,
+                "random_pct": sweep.random_pct, "size": format_size(sweep.size), **cell,
+                "ramp": format_duration(sweep.ramp), "engine": sweep.engine, "direct": sweep.direct,
                 "matrix": {"jobs": jobs, "iodepth": iodepths}}
     data = {"name": "saturate", **({"targets": targets} if targets else {}),
             **({"destroy_data": [str(d) for d in destroy_data]} if destroy_data else {}), "prepare": sweep.prepare,
             "workloads": [workload]}
     target = f", target {sweep.slo.text}" if sweep.slo else ""
-    text = (f"# iofleet saturate: an adaptive sweep of this grid. Each jobs row doubles iodepth until IOPS\n"
-            f"# gain < {sweep.min_gain_pct:g}% per step{target}; rows stop when more jobs do not help.\n"
+    text = (f"# iofleet saturate: an adaptive sweep of this grid. Each jobs row raises iodepth until IOPS\n"
+            f"# gain < {sweep.min_gain_pct:g}% per doubling{target}; rows stop when more jobs do not help;\n"
+            f"# cells within {sweep.noise_pct:g}% noise of a decision are repeated (at most {sweep.repeats} runs).\n"
             + yaml.safe_dump(data, sort_keys=False))
     return data, text
+
+
+def gain_per_doubling(low: Cell, high: Cell) -> float:
+    """IOPS growth per doubling of outstanding IO from low to high, as a share."""
+    doublings = math.log2(high.outstanding / low.outstanding)
+    return (high.iops / low.iops) ** (1 / doublings) - 1 if doublings > 0 and low.iops > 0 else 0.0
 
 
 def run_saturate(
@@ -116,8 +147,9 @@ def run_saturate(
     destroy_data: list[str] | None = None,
 ) -> SaturateOutcome:
     """Sweep outstanding IO on `targets` here or on every host of `hosts`,
-    one stored run whose tests are the cells, then analyse it. `destroy_data`
-    names devices whose data may be destroyed."""
+    one stored run whose tests are the cells (a repeat is a test of the
+    same id), then analyse it. `destroy_data` names devices whose data may
+    be destroyed."""
     if hosts:
         require_ready(hosts, what="sweep")
         names = []
@@ -131,94 +163,178 @@ def run_saturate(
     plan = parse_plan(data, "saturate")
     grid = expand(plan)  # the most the sweep can run; preparation covers its widest row
     base = grid[0]
-    gain = 1 + sweep.min_gain_pct / 100
-    stopped: list[str] = []
+    slo, noise = sweep.slo, sweep.noise_pct
+    failures: list[str] = []
 
     with RunSession(plan, text, store, specs=grid, hosts=hosts,
                     label=label or "saturate", observer=observer, stop=stop) as session:
         store.set_run_methodology(session.run_id, session.methodology | {"saturate": sweep.to_dict()})
-
+        tests: list[dict] = []  # every test stored, exported
         engine = None
-        cells: list[Cell] = []  # every cell measured, as the analysis sees it
 
-        def measure(jobs: int, depth: int) -> Cell | None:
+        def halted() -> bool:
+            return session.done or session.stop.is_set()
+
+        def cell_at(jobs: int, depth: int) -> Cell | None:
+            return next((c for c in cells_of({"tests": tests}, slo, noise)
+                         if (c.jobs, c.iodepth) == (jobs, depth)), None)
+
+        def run_once(jobs: int, depth: int) -> Cell | None:
             nonlocal engine
-            result = session.run(with_load(base, jobs, depth))
+            done = cell_at(jobs, depth)
+            spec = with_load(base, jobs, depth)
+            if done:
+                spec = replace(spec, repeat=done.runs + 1, repeats=done.runs + 1)
+            result = session.run(spec)
             if result.status not in ("ok", "partial"):
-                stopped.append(f"{result.spec.id} {result.status}: {result.error}; the sweep stopped there")
+                failures.append(f"{result.spec.id} {result.status}: {result.error}; the sweep stopped there")
                 session.done = True
                 return None
-            # Only the test just stored: the run's earlier tests are in `cells`.
-            doc = run_to_dict(store.get_run(session.run_id, from_seq=len(session.outcome.tests) - 1))
-            engine = doc["tests"][-1]["params"].get("engine_used")
-            new = cells_of(doc, sweep.slo)
-            if not new:
-                stopped.append(f"{result.spec.id} measured no IO; the sweep stopped there")
+            # Only the test just stored: the run's earlier tests are in `tests`.
+            tests.append(run_to_dict(store.get_run(session.run_id, from_seq=len(session.outcome.tests) - 1))
+                         ["tests"][-1])
+            engine = tests[-1]["params"].get("engine_used")
+            cell = cell_at(jobs, depth)
+            if cell is None or (done and cell.runs == done.runs):
+                failures.append(f"{result.spec.id} measured no IO; the sweep stopped there")
                 session.done = True
                 return None
-            cells.extend(new)
-            return new[0]
+            return cell
 
-        best: Cell | None = None  # the most IOPS so far (under the target)
-        for jobs in jobs_axis:
-            # More jobs matter where fewer saturated: start one level of
-            # outstanding IO below the best so far, not at iodepth 1 again.
-            start = max((d for d in depth_axis if best and jobs * d <= best.per_host // 2), default=1)
-            row: list[Cell] = []
-            for depth in (d for d in depth_axis if d >= start):
-                if session.done or session.stop.is_set():
-                    break
-                cell = measure(jobs, depth)
-                if cell is None:
-                    break
-                row.append(cell)
-                if cell.slo_ok is False:
-                    stopped.append(f"jobs {jobs}: iodepth {depth} broke the target "
-                                   f"({sweep.slo.metric} {fmt_ms(cell.slo_value_us)} ms)")
-                    break
-                if len(row) > 1 and cell.iops < row[-2].iops * gain:
-                    stopped.append(f"jobs {jobs}: iodepth {row[-2].iodepth}→{depth} gained "
-                                   f"{100 * (cell.iops / row[-2].iops - 1):+.1f}% IOPS "
-                                   f"(< {sweep.min_gain_pct:g}%)")
-                    break
-                if engine in SYNC_ENGINES:
-                    stopped.append(f"jobs {jobs}: the {engine} engine keeps one IO "
-                                   f"per job in flight; only jobs are swept")
-                    break
-            else:
-                stopped.append(f"jobs {jobs}: reached --max-iodepth {sweep.max_iodepth}")
-            if session.done or session.stop.is_set() or not row:
-                break
-            passing = [c for c in row if c.slo_ok is not False]
-            if not passing:
-                stopped.append(f"jobs {jobs} breaks the target already at iodepth {row[0].iodepth}: "
-                               f"more jobs only add latency")
-                break
-            top = max(passing, key=lambda c: c.iops)
-            if best and top.iops < best.iops * gain:
-                stopped.append(f"jobs {jobs}: at most {top.iops:,.0f} IOPS, not {sweep.min_gain_pct:g}% above "
-                               f"the {best.iops:,.0f} of fewer jobs: more jobs do not help")
-                break
-            if best is None or top.iops > best.iops:
-                best = top
-        else:
-            stopped.append(f"reached --max-jobs {jobs_axis[-1]}")
-
-        # Bisection on iodepth between the last passing and first failing step.
-        for _ in range(sweep.bisect if sweep.slo else 0):
-            if session.done or session.stop.is_set():
-                break
-            bracket = bisect_bracket(cells)
-            if bracket is None:
-                break
-            low, high = bracket
-            measure(low.jobs, (low.iodepth + high.iodepth) // 2)
+        ended = search(sweep, jobs_axis, depth_axis, run_once, lambda: cells_of({"tests": tests}, slo, noise),
+                       halted, sync=lambda: engine in SYNC_ENGINES)
         session.outcome.tests_planned = len(session.outcome.tests)
         store.update_run(session.run_id, tests_planned=len(session.outcome.tests))
+        result = analyse(cells_of({"tests": tests}, slo, noise), slo, noise)
+        stopped = [*(ended_line(e, result, sweep) for e in ended), *failures]
         store.set_run_methodology(session.run_id, session.methodology | {
             "saturate": sweep.to_dict() | {"stopped": stopped}})
 
-    doc = run_to_dict(store.get_run(session.run_id))
-    return SaturateOutcome(run=session.outcome, result=saturation(doc, sweep.slo),
-                           hosts=len(hosts) if hosts else 1, stopped=stopped)
+    return SaturateOutcome(run=session.outcome, result=result, hosts=len(hosts) if hosts else 1, stopped=stopped)
 
+
+def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],
+           run_once: Callable[[int, int], Cell | None], cells: Callable[[], list[Cell]],
+           halted: Callable[[], bool], sync: Callable[[], bool] = lambda: False) -> list[tuple]:
+    """The sweep's choices: which cell to measure next (`run_once` measures
+    one more run of jobs × iodepth and returns the cell with all its runs;
+    `cells` gives every cell so far). Returns why each row, and the sweep,
+    ended, as events for `ended_line`."""
+    slo = sweep.slo
+    ended: list[tuple] = []
+
+    def measure(jobs: int, depth: int) -> Cell | None:
+        """A cell, repeated while its target verdict is within noise."""
+        cell = run_once(jobs, depth)
+        while cell and slo and near_limit(cell, slo) and cell.runs < sweep.repeats and not halted():
+            cell = run_once(jobs, depth) or cell
+        return cell
+
+    for jobs in jobs_axis:
+        best = peak(cells())[0]
+        # More jobs matter where fewer saturated: a later row starts at the
+        # outstanding IO of the answer so far, not at iodepth 1.
+        depth = max((d for d in depth_axis if best and jobs * d <= best.per_host), default=1)
+        row: list[Cell] = []
+        while not halted():
+            cell = measure(jobs, depth)
+            if cell is None:
+                break
+            row.append(cell)
+            if slo and cell.slo_ok is False:
+                ended.append(("slo", jobs, depth) if len(row) > 1 else ("slo_first", jobs, depth, best))
+                break
+            if best is not None and len(row) == 1 and not more_iops(cell, best):
+                ended.append(("no_help", jobs, depth, best))
+                break
+            gain = gain_per_doubling(row[-2], cell) if len(row) > 1 else None
+            if gain is not None and gain < sweep.min_gain_pct / 100:
+                ended.append(("gain", jobs, row[-2].iodepth, depth))
+                break
+            if sync():
+                ended.append(("sync", jobs))
+                break
+            if depth >= depth_axis[-1]:
+                ended.append(("max_iodepth", jobs))
+                break
+            # Where IOPS still grow almost in step with the IOs in flight
+            # (and from iodepth 1), the next doubling is sure to gain: skip it.
+            fast = gain >= FAST_GAIN if gain is not None else depth == 1
+            depth = min(depth * (4 if fast else 2), depth_axis[-1])
+        if halted() or not row:
+            break
+        if ended and ended[-1][0] in ("no_help", "slo_first"):
+            break  # more jobs than this do not help either
+    else:
+        ended.append(("max_jobs", jobs_axis[-1]))
+
+    # Bisection on iodepth between the last passing and first failing step.
+    for _ in range(sweep.bisect if slo else 0):
+        bracket = None if halted() else bisect_bracket(cells())
+        if bracket is None:
+            break
+        low, high = bracket
+        measure(low.jobs, (low.iodepth + high.iodepth) // 2)
+
+    # The answer against the cell with the most IOPS, when the two cannot be
+    # told apart: repeat both until they can, or each has its runs. A gap
+    # that even `repeats` runs of each could not resolve is left as is.
+    resolvable = sweep.noise_pct / 100 / math.sqrt(sweep.repeats)
+    while not halted():
+        now = cells()
+        answer, _ = peak(now)
+        eligible = [c for c in now if c.slo_ok is not False]
+        top = max(eligible, key=lambda c: c.iops) if eligible else None
+        if answer is None or top is answer or top.iops < answer.iops * (1 + resolvable):
+            break
+        todo = [c for c in (answer, top) if c.runs < sweep.repeats]
+        if not todo:
+            break
+        pick = min(todo, key=lambda c: c.runs)
+        if measure(pick.jobs, pick.iodepth) is None:
+            break
+    return ended
+
+
+def ended_line(event: tuple, sat: Saturation, sweep: Sweep) -> str:
+    """Why a row (or the sweep) ended, in the final figures of its cells, so
+    that no line contradicts the answer (a repeat may have moved a figure)."""
+    at = {(c.jobs, c.iodepth): c for c in sat.cells}
+    kind, jobs = event[0], event[1]
+    if kind == "gain":
+        low, high = at[(jobs, event[2])], at[(jobs, event[3])]
+        return (f"jobs {jobs}: iodepth {low.iodepth}→{high.iodepth} gained {100 * gain_per_doubling(low, high):+.1f}% "
+                f"IOPS per doubling (< {sweep.min_gain_pct:g}%)")
+    if kind == "slo":
+        c = at[(jobs, event[2])]
+        return f"jobs {jobs}: iodepth {c.iodepth} broke the target ({_slo_value(c, sweep)})"
+    if kind in ("no_help", "slo_first"):
+        c, ref = at[(jobs, event[2])], event[3] and at[(event[3].jobs, event[3].iodepth)]
+        first = f"jobs {jobs} × iodepth {c.iodepth}"
+        if ref is None:
+            return (f"{first} broke the target already ({_slo_value(c, sweep)}): more outstanding IO only "
+                    f"adds latency")
+        was = f"jobs {ref.jobs} × iodepth {ref.iodepth}"
+        if kind == "slo_first":
+            return (f"{first} broke the target ({_slo_value(c, sweep)}) at the outstanding IO where {was} met it: "
+                    f"more jobs only add latency")
+        if sat.peak is not None and sat.peak.jobs >= jobs:
+            return (f"{first}: within noise of {was} when measured, so the sweep tried no more jobs; "
+                    f"repeats then put the answer at jobs {sat.peak.jobs}")
+        if apart(c, ref):
+            return (f"{first}: {c.iops:,.0f} IOPS, less than the {ref.iops:,.0f} of {was} "
+                    f"(same outstanding IO): more jobs do not help")
+        return (f"{first}: {c.iops:,.0f} IOPS, cannot be told apart from the {ref.iops:,.0f} of {was} "
+                f"(same outstanding IO): more jobs do not help measurably")
+    if kind == "sync":
+        return f"jobs {jobs}: a sync engine keeps one IO per job in flight; only jobs are swept"
+    if kind == "max_iodepth":
+        return f"jobs {jobs}: reached --max-iodepth {sweep.max_iodepth}"
+    return f"reached --max-jobs {jobs}"
+
+
+def _slo_value(c: Cell, sweep: Sweep) -> str:
+    text = f"{sweep.slo.metric} {fmt_ms(c.slo_value_us)} ms"
+    if c.runs > 1:
+        text += f", median of {c.runs} runs, {c.slo_met_runs} met it"
+    return text

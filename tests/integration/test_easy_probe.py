@@ -1,0 +1,28 @@
+"""Easy Run's probe with real fio: a short saturate sweep of 4k random
+reads, stored as its own run, that chooses its best jobs × iodepth."""
+
+from iofleet.plan.easy import MiB, Durations
+from iofleet.results.export import run_to_dict
+from iofleet.results.store import Store
+from iofleet.studies.easy_run import probe
+
+QUICK = Durations(runtime=1, ramp=0)  # 1 s cells, no warm-up
+
+
+def test_the_probe_is_a_stored_sweep_and_chooses_its_best_cell(disk_dir, data_dir):
+    with Store.open(data_dir) as store:
+        probed = probe(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB, max_iodepth=2)
+        sweep = run_to_dict(store.get_run(probed.run_id))
+        assert sweep["label"] == "easy-run probe" and sweep["status"] == "complete"
+        tests = [t for t in sweep["tests"] if t["status"] == "ok"]
+        assert tests and all((t["params"]["bs"], t["params"]["read_pct"], t["params"]["random_pct"]) ==
+                             (4096, 100, 100) for t in tests)
+        # The choice is the sweep's answer: its most IOPS, or within noise of them.
+        result = probed.outcome.result
+        peak, top = result.peak, max(result.cells, key=lambda c: c.iops)
+        assert (probed.load.jobs, probed.load.iodepth) == (peak.jobs, peak.iodepth)
+        assert peak is top or peak in result.ties or top in result.ties
+        assert f"{peak.iops:,.0f}" in probed.load.why and f"of {len(result.cells)} probe cells" in probed.load.why
+        assert f"probe run {probed.run_id}" in probed.load.why
+    assert not (disk_dir / "iofleet").exists()  # the probe removed its files
+    # The run then uses it (easy_plan with a Load: tests/unit/test_easy.py).
