@@ -61,9 +61,16 @@ test-scale: system $(STAMP)
 	$(BIN)/pytest -q tests/fleet -m scale
 
 # Performance measurements (not part of the tests); writes BENCHMARKS.md.
+# The grid runs of easy_vs_best.py are reused by saturate_vs_grid.py.
 bench: system $(STAMP)
+	@echo "make bench: about 35-45 minutes on a 2-core VM (overhead 5, early stop 10-14, Easy Run vs grid 11-15, saturate 3-6, ingest/report/fleet start-up 5-6 min); keep the machine quiet"
 	mkdir -p $(SCRATCH)
+	rm -rf $(SCRATCH)/bench-grid
 	$(BIN)/python bench/overhead.py --target $(SCRATCH)
+	$(BIN)/python bench/early_stop.py --target $(SCRATCH)
+	$(BIN)/python bench/easy_vs_best.py --target $(SCRATCH) --grid-data $(SCRATCH)/bench-grid
+	$(BIN)/python bench/saturate_vs_grid.py --target $(SCRATCH) --grid-data $(SCRATCH)/bench-grid
+	rm -rf $(SCRATCH)/bench-grid
 	$(BIN)/python bench/ingest.py --data-dir $(SCRATCH)/bench-ingest
 	$(BIN)/python bench/report.py --data-dir $(SCRATCH)/bench-ingest
 	$(SUDO) $(BIN)/python bench/fleet_start.py

@@ -1,30 +1,32 @@
 """Harness overhead: the same 4k random-read fio job, run through `iofleet run`
 and by hand with plain fio on the same file, alternating; writes the median
-IOPS ratio (goal >= 0.98) to BENCHMARKS.md.
+of the per-pair IOPS ratios with a 95 % interval (goal >= 0.98) to BENCHMARKS.md.
 
     make bench                      # or:
-    .venv/bin/python bench/overhead.py --target DIR [--pairs 5] [--runtime 10]
+    .venv/bin/python bench/overhead.py --target DIR [--repeats 10] [--runtime 10] [--benchmarks FILE]
 """
 
 import argparse
 import json
-import os
-import platform
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
-from datetime import datetime, timezone
+import time
 from pathlib import Path
 
 import yaml
 
-from iofleet.results.store import Store
-
 ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS = ROOT / "BENCHMARKS.md"
+sys.path.insert(0, str(ROOT))
+from bench.common import (  # noqa: E402
+    BENCHMARKS, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_median_ci, command_line, fio_version, fmt_interval,
+    fmt_spread, machine, median, progress, result_line, verdict, write_section,
+)
+from iofleet.results.store import Store  # noqa: E402
+
 SECTION = "## Harness overhead"
+GOAL = 0.98
 
 
 def run_iofleet(plan: Path, target: Path, data: Path) -> tuple[float, str]:
@@ -46,27 +48,21 @@ def run_by_hand(datafile: Path, engine: str, a) -> float:
     return json.loads(out[out.index("{"):])["jobs"][0]["read"]["iops"]
 
 
-def write_section(text: str, section: str = SECTION) -> None:
-    """Replace (or add) one section of BENCHMARKS.md, keeping the others."""
-    old = BENCHMARKS.read_text() if BENCHMARKS.exists() else "# Benchmarks\n\nMeasured with `make bench`; each section gives the command that produced it.\n"
-    match = re.search(rf"^{re.escape(section)}$", old, re.M)  # the whole heading: not a longer one it begins
-    start = match.start() if match else -1
-    if start >= 0:
-        end = old.find("\n## ", start + len(section))
-        old = old[:start].rstrip() + ("\n" + old[end:] if end >= 0 else "")
-    BENCHMARKS.write_text(old.rstrip() + "\n\n" + text.strip() + "\n")
-
-
-def main():
+def main(argv: list[str] | None = None):
+    argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", type=Path, required=True, help="directory on the storage to use")
-    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--repeats", "--pairs", dest="pairs", type=int, default=10,
+                    help="alternating pairs (iofleet run, then fio by hand)")
     ap.add_argument("--runtime", type=int, default=10, help="seconds measured per run")
     ap.add_argument("--ramp", type=int, default=2)
     ap.add_argument("--iodepth", type=int, default=16)
     ap.add_argument("--size", default="256m")
-    a = ap.parse_args()
+    ap.add_argument("--benchmarks", type=Path, default=BENCHMARKS, help="file to write the section to")
+    a = ap.parse_args(argv)
     target = a.target.resolve()
+    per_pair = 2 * (a.ramp + a.runtime) + 5  # + iofleet's start-up, preparation and cache drop
+    progress(f"harness overhead: {a.pairs} pairs, about {a.pairs * per_pair / 60:.0f} min")
     with tempfile.TemporaryDirectory(prefix="iofleet-bench-") as tmp:
         tmp = Path(tmp)
         plan = tmp / "overhead.yaml"
@@ -77,37 +73,55 @@ def main():
                            "runtime": a.runtime, "ramp": a.ramp}]}))
         ours, hand = [], []
         datafile = target / "iofleet" / "iofleet-data.0.0"
-        for i in range(a.pairs):
-            iops, engine = run_iofleet(plan, target, tmp / "data")
-            ours.append(iops)
-            hand.append(run_by_hand(datafile, engine, a))
-            print(f"pair {i + 1}/{a.pairs}: iofleet {ours[-1]:,.0f} IOPS, fio by hand {hand[-1]:,.0f} IOPS",
-                  flush=True)
-        for f in (target / "iofleet").glob("iofleet-data.*"):
-            f.unlink()
-    ratio = statistics.median(ours) / statistics.median(hand)
-    pair_ratio = statistics.median(o / h for o, h in zip(ours, hand))
-    fio_version = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
-    verdict = "meets" if ratio >= 0.98 else "misses"
+        try:
+            for i in range(a.pairs):
+                start = time.monotonic()
+                iops, engine = run_iofleet(plan, target, tmp / "data")
+                ours.append(iops)
+                hand.append(run_by_hand(datafile, engine, a))
+                progress(f"pair {i + 1}/{a.pairs}: iofleet {ours[-1]:,.0f} IOPS, fio by hand {hand[-1]:,.0f} IOPS, "
+                         f"ratio {ours[-1] / hand[-1]:.3f} ({time.monotonic() - start:.0f} s)")
+        finally:
+            for f in (target / "iofleet").glob("iofleet-data.*"):  # keep_files: ours to remove
+                f.unlink()
+    ratios = [o / h for o, h in zip(ours, hand)]
+    ratio = median(ratios)
+    ci = bootstrap_median_ci(ratios)
     text = f"""{SECTION}
 
-Command: `make bench` (= `.venv/bin/python bench/overhead.py --target scratch --pairs {a.pairs} --runtime {a.runtime} --ramp {a.ramp}`)
-Measured {datetime.now(timezone.utc):%Y-%m-%d} on {platform.node()} ({os.cpu_count()} cores, {platform.release()}), {fio_version}.
+Command: `make bench` (= `{command_line("bench/overhead.py", ["--target", "scratch", "--repeats", str(a.pairs),
+                                                         "--runtime", str(a.runtime), "--ramp", str(a.ramp)])}`)
+Measured {machine()}, {fio_version()}.
 
 The same job — 4k random read, iodepth {a.iodepth}, 1 job, {a.size} file, {a.ramp} s warm-up + {a.runtime} s, direct IO,
 engine {engine} — run {a.pairs} times through `iofleet run` (status every second, per-second logs,
-json+, host CPU sampling) and {a.pairs} times as plain `fio` on the same file, alternating.
+json+, host CPU sampling) and {a.pairs} times as plain `fio` on the same file, alternating (iofleet first
+in each pair).
 
-| | median IOPS | runs |
-| --- | ---: | --- |
-| iofleet run | {statistics.median(ours):,.0f} | {", ".join(f"{x:,.0f}" for x in ours)} |
-| fio by hand | {statistics.median(hand):,.0f} | {", ".join(f"{x:,.0f}" for x in hand)} |
+| pair | iofleet run (IOPS) | fio by hand (IOPS) | ratio |
+| ---: | ---: | ---: | ---: |
+""" + "".join(f"| {i + 1} | {o:,.0f} | {h:,.0f} | {r:.3f} |\n" for i, (o, h, r) in enumerate(zip(ours, hand, ratios))) + f"""
+Medians: iofleet {median(ours):,.0f} IOPS, fio by hand {median(hand):,.0f} IOPS (ratio of medians
+{median(ours) / median(hand):.3f}). Per-pair ratios: median {ratio:.3f}, min–max {fmt_spread(ratios)},
+95 % interval of the median {fmt_interval(ci)} (percentile bootstrap of the median of the per-pair
+ratios, {BOOTSTRAP_RESAMPLES:,} resamples, seed {BOOTSTRAP_SEED}).
 
-**Median IOPS ratio iofleet / by hand: {ratio:.3f}** (median of the per-pair ratios: {pair_ratio:.3f});
-goal ≥ 0.98: {verdict} it.
+{result_line("overhead-ratio", ratio)}
+
+Goal ≥ {GOAL}: the median {verdict(ratio, GOAL)}{_ci_note(ci)}.
 """
-    write_section(text)
+    write_section(text, SECTION, a.benchmarks)
     print(text)
+
+
+def _ci_note(ci) -> str:
+    if ci is None:
+        return ""
+    if ci[0] >= GOAL:
+        return "; the whole 95 % interval is above it"
+    if ci[1] < GOAL:
+        return "; the whole 95 % interval is below it"
+    return "; the 95 % interval straddles it, so these pairs cannot tell"
 
 
 if __name__ == "__main__":

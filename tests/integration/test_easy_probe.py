@@ -13,7 +13,7 @@ def test_the_probe_is_a_stored_sweep_and_chooses_its_best_cell(disk_dir, data_di
     with Store.open(data_dir) as store:
         probed = probe(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB, max_iodepth=2)
         sweep = run_to_dict(store.get_run(probed.run_id))
-        assert sweep["label"] == "easy-run probe" and sweep["status"] == "complete"
+        assert sweep["label"] == "easy-run-probe" and sweep["status"] == "complete"
         tests = [t for t in sweep["tests"] if t["status"] == "ok"]
         assert tests and all((t["params"]["bs"], t["params"]["read_pct"], t["params"]["random_pct"]) ==
                              (4096, 100, 100) for t in tests)

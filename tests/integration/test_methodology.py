@@ -112,7 +112,7 @@ def test_caches_and_cache_or_capacity_test_are_stated(tmp_path, disk_dir, data_d
 
 
 def test_easy_run_needs_nothing_but_a_target(tmp_path, disk_dir, data_dir):
-    proc = iofleet("easy-run", "--target", disk_dir, "--size", "16m", "--ramp", "0s", "--runtime", "1s",
+    proc = iofleet("easy-run", "--target", disk_dir, "--no-probe", "--size", "16m", "--ramp", "0s", "--runtime", "1s",
                    data_dir=data_dir)
     out = proc.stdout
     assert "Easy Run chose:" in out and "jobs per host:" in out and "working set: 16.0 MiB per host" in out

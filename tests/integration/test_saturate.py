@@ -17,7 +17,7 @@ def test_sweep_finds_the_knee_and_the_best_configuration(disk_dir, data_dir):
     assert "Most IOPS under the target: jobs" in out and "Best configuration: jobs" in out
     assert "Target p99<=1000ms: met by the answer" in out and "no step of the sweep broke it" in out
     assert "Little" in out and "Little's law holds in every cell" in out
-    assert "sweep: jobs 1: iodepth" in out  # why the row ended
+    assert "sweep: jobs 1: " in out  # why the row ended
 
     run = show_json(1, data_dir)
     assert run["status"] == "complete" and run["tests_planned"] == len(run["tests"]) >= 3
@@ -33,31 +33,36 @@ def test_sweep_finds_the_knee_and_the_best_configuration(disk_dir, data_dir):
 
     # The stored run shows the same analysis later.
     shown = iofleet("results", "show", "1", data_dir=data_dir).stdout
-    assert "Saturation sweep of run 1" in shown and "Knee: jobs" in shown
+    assert "Saturation sweep of run 1" in shown and "Most IOPS under the target: jobs" in shown
 
 
 def test_latency_target_is_refined_by_bisection(disk_dir, data_dir):
     # 4k random reads on this VM: mean latency ~0.2 ms at iodepth 32 and
-    # ~0.34 ms at 64, while IOPS still grow, so the target breaks between them.
+    # ~0.34 ms at 64, while IOPS still grow, so the target breaks between
+    # them (at lower depths when other loads share the disk).
     iofleet("saturate", "--target", disk_dir, "--max-jobs", "1", "--max-iodepth", "64", "--bisect", "2",
             "--slo", "mean<=0.25ms", *SHORT, data_dir=data_dir)
     run = show_json(1, data_dir)
     sat = saturation_of_run(run)
     limit = 250.0
     for c in sat.cells:
-        assert c.slo_ok == (c.slo_value_us <= limit)
+        # Met only when every run met it; a cell near the limit was repeated.
+        assert c.slo_ok == all(v <= limit for v in c.slo_runs)
+        assert c.runs == 1 or any(limit / 1.08 <= v <= 1.08 * limit for v in c.slo_runs), c
     answer = sat.slo_best
     assert answer is not None and answer.slo_value_us <= limit
     assert not any(more_iops(c, answer) for c in sat.cells if c.slo_ok)
-    sweep = [c for c in sat.cells if c.iodepth & (c.iodepth - 1) == 0]  # the doubling steps
-    failed = [c for c in sweep if not c.slo_ok]
+    # The row's steps (1, 4, …) up to the first that broke the target, then bisection.
+    by_seq = sorted(sat.cells, key=lambda c: c.seq)
+    failed = [i for i, c in enumerate(by_seq) if not c.slo_ok]
     assert failed, "the target never broke: this VM is faster than the test assumes"
-    first_fail = min(c.iodepth for c in failed)
+    sweep = by_seq[:failed[0] + 1]
+    first_fail = sweep[-1].iodepth
     last_pass = max(c.iodepth for c in sweep if c.slo_ok and c.iodepth < first_fail)
     # Bisection measured depths strictly between the last passing and first failing step.
     between = [c.iodepth for c in sat.cells if last_pass < c.iodepth < first_fail]
     assert len(between) == min(2, len(set(range(last_pass + 1, first_fail)))) and between
-    assert sweep[-1].iodepth == first_fail  # the sweep stopped where the target broke
+    assert all(c.iodepth < first_fail for c in sweep[:-1])  # the sweep stopped where the target broke
 
 
 def test_bad_arguments_are_one_line_errors(disk_dir, data_dir):
@@ -77,19 +82,18 @@ def test_bad_arguments_are_one_line_errors(disk_dir, data_dir):
 
 def test_cells_end_when_steady_and_use_their_window(disk_dir, data_dir):
     # Real until-steady cells of 1 s rounds: each ends once 5 rounds are
-    # steady (or at 7 s), and the sweep's figures are the window's.
-    proc = iofleet("saturate", "--target", disk_dir, "--bs", "256k", "--max-jobs", "1", "--max-iodepth", "4",
-                   "--size", "32m", "--round", "1s", "--max-runtime", "7s", "--ramp", "0s", "--prepare", "none",
+    # steady (or at 6 s), and the sweep's figures are the window's.
+    proc = iofleet("saturate", "--target", disk_dir, "--bs", "256k", "--max-jobs", "1", "--max-iodepth", "1",
+                   "--size", "32m", "--round", "1s", "--max-runtime", "6s", "--ramp", "0s", "--prepare", "none",
                    data_dir=data_dir)
     run = show_json(1, data_dir)
     sat = saturation_of_run(run)
-    # From iodepth 1 the row jumps to 4: two cells, not three.
-    assert [(c.jobs, c.iodepth) for c in sat.cells] == [(1, 1), (1, 4)]
-    assert run["methodology"]["saturate"]["cell"] == {"until": "steady", "round": 1, "max_runtime": 7, "ramp": 0}
+    assert [(c.jobs, c.iodepth) for c in sat.cells] == [(1, 1)]  # one cell: the suite is short of time
+    assert run["methodology"]["saturate"]["cell"] == {"until": "steady", "round": 1, "max_runtime": 6, "ramp": 0}
     for t in run["tests"]:
         m = t["methodology"]
-        assert m["until"] == "steady" and t["params"]["round"] == 1 and t["params"]["max_runtime"] == 7
-        if (m.get("window") or {}).get("all"):
-            cell = next(c for c in sat.cells if c.test == t["id"])
-            assert cell.iops_runs == (m["window"]["all"]["iops"],)
+        assert m["until"] == "steady" and t["params"]["round"] == 1 and t["params"]["max_runtime"] == 6
+        # 6 s hold 5 whole rounds: every test has a window, and its cell uses it.
+        cell = next(c for c in sat.cells if c.test == t["id"])
+        assert m["window"]["all"]["iops"] in cell.iops_runs and m["window"]["all"]["iops"] != t["all"]["iops"]
     assert "Most IOPS: jobs 1 × iodepth" in proc.stdout

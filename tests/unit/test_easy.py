@@ -6,8 +6,9 @@ import pytest
 
 from iofleet.errors import IofleetError
 from iofleet.plan import expand, parse_plan
+from iofleet.plan.model import check_name
 from iofleet.plan.easy import GiB, MiB, Durations, HostFacts, Load, easy_plan
-from iofleet.studies.easy_run import choose_load, probe_sweep
+from iofleet.studies.easy_run import choose_load, probe_label, probe_sweep
 
 
 def plan_tests(facts, **kw):
@@ -97,3 +98,8 @@ def test_the_probe_is_short_4k_random_reads_over_the_runs_working_set():
     assert (sweep.ramp, sweep.runtime) == (0, 3)
     with pytest.raises(IofleetError, match="not enough free space"):
         probe_sweep(facts, Durations(), 40 * GiB)
+
+
+def test_the_probe_run_is_labelled_after_the_run_within_the_label_rule():
+    assert probe_label(None) == "easy-run-probe" and probe_label("nvme.a") == "nvme.a-probe"
+    assert check_name(probe_label("x" * 64)) == "x" * 58 + "-probe"

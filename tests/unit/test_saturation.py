@@ -274,3 +274,36 @@ def test_search_with_a_target_bisects_and_repeats_cells_on_the_limit():
         assert c.runs == (3 if near_limit(c, slo) else 1)  # the model never disagrees with itself
     assert any(c.iodepth not in (1, 4, 16, 32, 64, 128) for c in sat.cells)  # bisection ran
     assert lines[0].startswith("jobs 1: iodepth") and "broke the target" in lines[0]
+
+
+def test_a_row_that_reached_max_iodepth_still_growing_goes_on_with_more_jobs():
+    # Still climbing at 1 × 128: more jobs are the way to more IOs in
+    # flight, so jobs 2 starts at twice the outstanding IO (2 × 128).
+    disk = ModelDisk(top=400_000, half=512)
+    sat, lines = disk.sweep(Sweep(max_iodepth=128))
+    assert [(c.jobs, c.iodepth) for c in sat.cells][-2:] == [(1, 128), (2, 128)]
+    assert (sat.peak.jobs, sat.peak.iodepth) == (2, 128)
+    assert lines == ["jobs 1: reached --max-iodepth 128 still growing: more jobs add outstanding IO",
+                     "jobs 2: reached --max-iodepth 128 still growing: more jobs add outstanding IO",
+                     "reached --max-jobs 2"]
+    # With only a little growth left, the doubling by jobs ends the sweep.
+    disk = ModelDisk(top=400_000, half=1)
+    sat, lines = disk.sweep(Sweep(max_iodepth=8), depths=(1, 2, 4, 8))
+    assert [(c.jobs, c.iodepth) for c in sat.cells] == [(1, 1), (1, 4), (1, 8), (2, 8)]
+    assert lines == ["jobs 1: reached --max-iodepth 8 still growing: more jobs add outstanding IO",
+                     "jobs 2: from jobs 1 × iodepth 8 to iodepth 8 gained +5.9% IOPS per doubling (< 10%)",
+                     "reached --max-jobs 2"]
+
+
+def test_why_lines_keep_the_figures_they_decided_on():
+    # Seen on this VM under another load: 1 × 16 ended row 1 (32 gained
+    # little), then its repeat for the answer came out far lower. The line
+    # keeps the decision's figures and says what the repeat made of them.
+    disk = ModelDisk(top=100_000, half=16, wobble={(1, 32): [0.8], (1, 16): [1.0, 0.4]})
+    sat, lines = disk.sweep(Sweep(max_iodepth=32), depths=(1, 2, 4, 8, 16, 32))
+    assert (sat.peak.jobs, sat.peak.iodepth) == (1, 32)
+    assert lines[0] == ("jobs 1: iodepth 16→32 gained +6.7% IOPS per doubling (< 10%); repeated since, the figures "
+                        "would not decide so: jobs 1 × iodepth 16 35,000 (median of 2 runs), jobs 1 × iodepth 32 "
+                        "60,000 (median of 2 runs)")
+    assert lines[1].startswith("jobs 2 × iodepth 8: 50,000 IOPS, cannot be told apart from the 50,000 of jobs 1 × "
+                               "iodepth 16")

@@ -1,8 +1,11 @@
-"""Saturation: where IOPS stop growing with outstanding IO, the best
-configuration, and the most IOPS that meet a latency target.
+"""Saturation: the answer of an outstanding-IO sweep (the most IOPS, under
+a latency target when there is one, and what it cannot be told apart from
+within noise), where IOPS stop growing (the knee) and the best
+configuration.
 
-Works on the cells of an outstanding-IO sweep (one exported test per
-jobs × iodepth), whether the sweep is running or long stored.
+Works on the cells of a sweep (exported tests per jobs × iodepth, repeats
+of a cell taken together; figures of each test's measurement window),
+whether the sweep is running or long stored.
 """
 
 import math

@@ -786,7 +786,7 @@ def saturate(
     slo: Optional[str] = typer.Option(None, "--slo", help="Latency target, e.g. 'p99<=2ms' or 'mean<500us'."),
     size: str = typer.Option("1g", "--size", help="Each job's data file."),
     round_: str = typer.Option("1s", "--round", help="Each cell measures until steady: 5 rounds of this."),
-    max_runtime: str = typer.Option("20s", "--max-runtime", help="The longest a cell measures when not steady."),
+    max_runtime: str = typer.Option("10s", "--max-runtime", help="The longest a cell measures when not steady."),
     runtime: Optional[str] = typer.Option(None, "--runtime", help="Measure each cell this fixed time instead."),
     ramp: str = typer.Option("1s", "--ramp", help="Warm-up of each cell."),
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Most jobs per host (default: its CPUs)."),

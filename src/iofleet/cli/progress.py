@@ -124,9 +124,9 @@ class TerminalProgress(RunObserver):
                 iops, mb_s = w["all"]["iops"], w["all"]["bw_mb_s"]
                 p99_ns = None if w["all"]["lat_p99_us"] is None else w["all"]["lat_p99_us"] * 1000
                 state = "steady" if w["steady"] else "not steady"
-                ended = (f", ended early at {result.ended_early_s:g} s of ≤{spec.longest_s} s"
+                ended = (f", ended early at {result.ended_early_s:.1f} s of ≤{spec.longest_s} s"
                          if result.ended_early_s else "")
-                span = f" (window {w['start_s']:g}–{w['end_s']:g} s, {state}{ended})"
+                span = f" (window {w['start_s']:.1f}–{w['end_s']:.1f} s, {state}{ended})"
             mark = "[green]ok[/]     " if result.status == "ok" else "[yellow]partial[/]"
             line = (f"{mark} {index + 1}/{self.count} {spec.id}: {iops:,.0f} IOPS, "
                     f"{mb_s:,.1f} MB/s, p99 {fmt_lat_ms(p99_ns)} ms{span}"

@@ -131,6 +131,11 @@ def choose_load(result: "Saturation", run_id: int, hosts: int, facts: list[HostF
     return Load(peak.jobs, peak.iodepth, why + f"; probe run {run_id}, {seconds:.0f} s)")
 
 
+def probe_label(label: str | None) -> str:
+    """The probe run's label: the run's, with -probe (a label is at most 64 characters)."""
+    return f"{(label or 'easy-run')[:58]}-probe"
+
+
 def probe(
     store: Store,
     *,
@@ -152,7 +157,7 @@ def probe(
     facts, _ = survey(targets, hosts)
     sweep = probe_sweep(facts, durations, working_set, max_iodepth)
     start = time.monotonic()
-    outcome = run_saturate(store, sweep, targets=targets, hosts=hosts, label=f"{label or 'easy-run'} probe",
+    outcome = run_saturate(store, sweep, targets=targets, hosts=hosts, label=probe_label(label),
                            observer=observer, stop=stop, destroy_data=destroy_data)
     seconds = time.monotonic() - start
     load = choose_load(outcome.result, outcome.run_id, outcome.hosts, facts, seconds)

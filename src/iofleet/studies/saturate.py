@@ -51,7 +51,7 @@ class Sweep:
     # seconds), at most `max_runtime`; with `runtime` set, that fixed time.
     ramp: int = 1
     round: int = 1
-    max_runtime: int = 20
+    max_runtime: int = 10
     runtime: int | None = None
     # Not io_uring: fio 3.33's io_uring engine inflates latency at iodepths
     # that are not powers of two, which bisection measures (docs/saturate.md).
@@ -219,7 +219,7 @@ def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],
     """The sweep's choices: which cell to measure next (`run_once` measures
     one more run of jobs × iodepth and returns the cell with all its runs;
     `cells` gives every cell so far). Returns why each row, and the sweep,
-    ended, as events for `ended_line`."""
+    ended, as events for `ended_line` (holding the cells as they were)."""
     slo = sweep.slo
     ended: list[tuple] = []
 
@@ -233,8 +233,12 @@ def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],
     for jobs in jobs_axis:
         best = peak(cells())[0]
         # More jobs matter where fewer saturated: a later row starts at the
-        # outstanding IO of the answer so far, not at iodepth 1.
-        depth = max((d for d in depth_axis if best and jobs * d <= best.per_host), default=1)
+        # outstanding IO of the answer so far, not at iodepth 1; after a row
+        # that reached --max-iodepth still growing, at twice it (the way on).
+        growing = bool(ended) and ended[-1][0] == "max_iodepth" and ended[-1][2]
+        reach = best.per_host * (2 if growing else 1) if best else 1
+        depth = max((d for d in depth_axis if jobs * d <= reach), default=1)
+        prev = best if growing else None  # the step the row's first cell grows from
         row: list[Cell] = []
         while not halted():
             cell = measure(jobs, depth)
@@ -242,25 +246,26 @@ def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],
                 break
             row.append(cell)
             if slo and cell.slo_ok is False:
-                ended.append(("slo", jobs, depth) if len(row) > 1 else ("slo_first", jobs, depth, best))
+                ended.append(("slo", jobs, cell) if prev else ("slo_first", jobs, cell, best))
                 break
-            if best is not None and len(row) == 1 and not more_iops(cell, best):
-                ended.append(("no_help", jobs, depth, best))
+            if best is not None and prev is None and not more_iops(cell, best):
+                ended.append(("no_help", jobs, cell, best))
                 break
-            gain = gain_per_doubling(row[-2], cell) if len(row) > 1 else None
+            gain = gain_per_doubling(prev, cell) if prev else None
             if gain is not None and gain < sweep.min_gain_pct / 100:
-                ended.append(("gain", jobs, row[-2].iodepth, depth))
+                ended.append(("gain", jobs, prev, cell))
                 break
             if sync():
                 ended.append(("sync", jobs))
                 break
             if depth >= depth_axis[-1]:
-                ended.append(("max_iodepth", jobs))
+                ended.append(("max_iodepth", jobs, gain is None or gain >= sweep.min_gain_pct / 100))
                 break
             # Where IOPS still grow almost in step with the IOs in flight
             # (and from iodepth 1), the next doubling is sure to gain: skip it.
             fast = gain >= FAST_GAIN if gain is not None else depth == 1
             depth = min(depth * (4 if fast else 2), depth_axis[-1])
+            prev = cell
         if halted() or not row:
             break
         if ended and ended[-1][0] in ("no_help", "slo_first"):
@@ -297,19 +302,31 @@ def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],
 
 
 def ended_line(event: tuple, sat: Saturation, sweep: Sweep) -> str:
-    """Why a row (or the sweep) ended, in the final figures of its cells, so
-    that no line contradicts the answer (a repeat may have moved a figure)."""
+    """Why a row (or the sweep) ended: the decision in the figures it was
+    made on (events hold the cells as they were), with what later repeats
+    made of them, and never a claim the answer contradicts."""
     at = {(c.jobs, c.iodepth): c for c in sat.cells}
+
+    def later(*cells: Cell) -> str:
+        """What repeats made after the decision turned it into (called only
+        when they would have decided otherwise)."""
+        return "; repeated since, the figures would not decide so: " + ", ".join(
+            f"jobs {c.jobs} × iodepth {c.iodepth} {now.iops:,.0f} (median of {now.runs} runs)"
+            for c in cells if (now := at[(c.jobs, c.iodepth)]).runs > c.runs)
+
     kind, jobs = event[0], event[1]
     if kind == "gain":
-        low, high = at[(jobs, event[2])], at[(jobs, event[3])]
-        return (f"jobs {jobs}: iodepth {low.iodepth}→{high.iodepth} gained {100 * gain_per_doubling(low, high):+.1f}% "
-                f"IOPS per doubling (< {sweep.min_gain_pct:g}%)")
+        low, high = event[2], event[3]
+        step = (f"iodepth {low.iodepth}→{high.iodepth}" if low.jobs == jobs else
+                f"from jobs {low.jobs} × iodepth {low.iodepth} to iodepth {high.iodepth}")
+        flipped = gain_per_doubling(at[(low.jobs, low.iodepth)], at[(jobs, high.iodepth)]) >= sweep.min_gain_pct / 100
+        return (f"jobs {jobs}: {step} gained {100 * gain_per_doubling(low, high):+.1f}% "
+                f"IOPS per doubling (< {sweep.min_gain_pct:g}%){later(low, high) if flipped else ''}")
     if kind == "slo":
-        c = at[(jobs, event[2])]
+        c = at[(jobs, event[2].iodepth)]
         return f"jobs {jobs}: iodepth {c.iodepth} broke the target ({_slo_value(c, sweep)})"
     if kind in ("no_help", "slo_first"):
-        c, ref = at[(jobs, event[2])], event[3] and at[(event[3].jobs, event[3].iodepth)]
+        c, ref = event[2], event[3]
         first = f"jobs {jobs} × iodepth {c.iodepth}"
         if ref is None:
             return (f"{first} broke the target already ({_slo_value(c, sweep)}): more outstanding IO only "
@@ -321,15 +338,17 @@ def ended_line(event: tuple, sat: Saturation, sweep: Sweep) -> str:
         if sat.peak is not None and sat.peak.jobs >= jobs:
             return (f"{first}: within noise of {was} when measured, so the sweep tried no more jobs; "
                     f"repeats then put the answer at jobs {sat.peak.jobs}")
+        flipped = later(c, ref) if more_iops(at[(c.jobs, c.iodepth)], at[(ref.jobs, ref.iodepth)]) else ""
         if apart(c, ref):
             return (f"{first}: {c.iops:,.0f} IOPS, less than the {ref.iops:,.0f} of {was} "
-                    f"(same outstanding IO): more jobs do not help")
+                    f"(same outstanding IO): more jobs do not help{flipped}")
         return (f"{first}: {c.iops:,.0f} IOPS, cannot be told apart from the {ref.iops:,.0f} of {was} "
-                f"(same outstanding IO): more jobs do not help measurably")
+                f"(same outstanding IO): more jobs do not help measurably{flipped}")
     if kind == "sync":
         return f"jobs {jobs}: a sync engine keeps one IO per job in flight; only jobs are swept"
     if kind == "max_iodepth":
-        return f"jobs {jobs}: reached --max-iodepth {sweep.max_iodepth}"
+        return (f"jobs {jobs}: reached --max-iodepth {sweep.max_iodepth}"
+                + (" still growing: more jobs add outstanding IO" if event[2] else ""))
     return f"reached --max-jobs {jobs}"
 
 
