@@ -65,7 +65,8 @@ class TerminalProgress(RunObserver):
         self.live.__exit__(*exc)
 
     def run_started(self, run_id, specs, estimate_s):
-        self.count = f"≤{len(specs)}" if self.sweep else len(specs)
+        # A sweep runs part of its grid, and repeats some cells: no total to count to.
+        self.count = None if self.sweep else len(specs)
         bound = "at most" if self.sweep or any(s.longest_s != s.runtime for s in specs) else "about"  # until: steady
         self.console.print(f"Run {run_id}: {'at most ' if self.sweep else ''}{len(specs)} tests, "
                            f"{bound} {estimate_s:.0f} s")
@@ -88,7 +89,7 @@ class TerminalProgress(RunObserver):
         self._test_start = time.monotonic()
         self._duration = spec.ramp + spec.longest_s
         self.test_task = self.progress.add_task(
-            f"test {index + 1}/{self.count} {spec.id}", total=self._duration)
+            f"test {self._nth(index)} {spec.id}", total=self._duration)
         self.live_text.plain = "  starting"
 
     def test_phase(self, index, spec, phase):
@@ -112,6 +113,9 @@ class TerminalProgress(RunObserver):
             f"mean latency {fmt_lat_ms(live.lat_mean_ns)} ms"
         )
 
+    def _nth(self, index: int) -> str:
+        return f"{index + 1}" if self.count is None else f"{index + 1}/{self.count}"
+
     def test_finished(self, index, spec, result: TestOutcome):
         self._done_s += spec.ramp + spec.longest_s + 2
         self.progress.update(self.plan_task, completed=self._done_s)
@@ -128,10 +132,10 @@ class TerminalProgress(RunObserver):
                          if result.ended_early_s else "")
                 span = f" (window {w['start_s']:.1f}–{w['end_s']:.1f} s, {state}{ended})"
             mark = "[green]ok[/]     " if result.status == "ok" else "[yellow]partial[/]"
-            line = (f"{mark} {index + 1}/{self.count} {spec.id}: {iops:,.0f} IOPS, "
+            line = (f"{mark} {self._nth(index)} {spec.id}: {iops:,.0f} IOPS, "
                     f"{mb_s:,.1f} MB/s, p99 {fmt_lat_ms(p99_ns)} ms{span}"
                     + (f" ({result.error})" if result.error else ""))
         else:
             colour = "yellow" if result.status == "interrupted" else "red"
-            line = f"[{colour}]{result.status}[/] {index + 1}/{self.count} {spec.id}: {result.error}"
+            line = f"[{colour}]{result.status}[/] {self._nth(index)} {spec.id}: {result.error}"
         self.console.print(line, highlight=False)

@@ -1,7 +1,6 @@
 """The Easy Run study: look at the hosts, probe which jobs × iodepth gives
 the most IOPS (a short saturate sweep), build the plan (plan.easy), run it."""
 
-import shutil
 import threading
 import time
 from dataclasses import dataclass
@@ -11,49 +10,16 @@ from typing import TYPE_CHECKING
 import yaml
 
 from ..errors import IofleetError
-from ..fleet.devices import local_device
+from ..fleet.facts import local_facts, remote_facts
 from ..fleet.inventory import Host
-from ..fleet.local import host_facts, target_rotational
-from ..fleet.metrics import exporter_facts, fetch_metrics, free_bytes
 from ..plan import parse_plan
 from ..plan.easy import Durations, HostFacts, Load, easy_plan, file_size, probe_max_jobs, rule_of_thumb, working_set_of
-from ..plan.model import is_device_path
 from ..results.store import Store
 from .run import RunObserver, RunOutcome, run_plan
+from .saturate import SaturateOutcome, Sweep, run_saturate
 
 if TYPE_CHECKING:
     from ..analysis.saturation import Saturation
-    from .saturate import SaturateOutcome, Sweep
-
-
-def local_facts(targets: list[Path]) -> HostFacts:
-    facts = host_facts()
-    free, rotational = [], []
-    for t in targets:
-        if is_device_path(str(t)):
-            free.append(local_device(str(t)).bytes)  # a device's space is all its own (read-only look)
-        elif not t.is_dir():
-            raise IofleetError(f"target {t} is not a directory; create it or give another --target")
-        else:
-            free.append(shutil.disk_usage(t).free)
-        rotational.append(target_rotational(t))
-    spinning = True if any(rotational) else False if rotational and all(r is False for r in rotational) else None
-    return HostFacts("local", facts["cpus"], facts["memory_bytes"], min(free), spinning)
-
-
-def remote_facts(host: Host) -> HostFacts:
-    """From the host's node_exporter, where it has one (CPU count, memory,
-    free space under its targets); the device type is not visible there."""
-    if not host.metrics:
-        return HostFacts(host.name)
-    try:
-        text = fetch_metrics(host.metrics)
-    except OSError:
-        return HostFacts(host.name)
-    facts = exporter_facts(text)
-    free = [free_bytes(text, t) for t in host.targets if not is_device_path(t)]  # a device's size is not there
-    known = [f for f in free if f is not None]
-    return HostFacts(host.name, facts["cpus"], facts["memory_bytes"], min(known) if known else None)
 
 
 # The probe's cells: short, each judged steady on 1 s rounds (at most 10 s
@@ -79,7 +45,7 @@ class Probe:
     """The probe's stored run (a saturate sweep of 4k random reads) and the
     jobs × iodepth it chose; `load` is None when it measured nothing."""
 
-    outcome: "SaturateOutcome"
+    outcome: SaturateOutcome
     load: Load | None
     seconds: float
 
@@ -89,11 +55,9 @@ class Probe:
 
 
 def probe_sweep(facts: list[HostFacts], durations: Durations, working_set: int | None = None,
-                max_iodepth: int = PROBE_MAX_IODEPTH) -> "Sweep":
+                max_iodepth: int = PROBE_MAX_IODEPTH) -> Sweep:
     """4k random reads (the profile Easy Run's headline figure is) over the
     same working set and engine as the run, in short steady-judged cells."""
-    from .saturate import Sweep  # here: saturate imports this module's remote_facts
-
     total, _ = working_set_of(facts, working_set)
     max_jobs = probe_max_jobs(facts)
     # A quick look (--runtime) probes in fixed-time cells as short as its profiles.
@@ -152,8 +116,6 @@ def probe(
     """Measure which jobs × iodepth gives the most 4k random-read IOPS: a
     short saturate sweep, stored as its own run, on all hosts at once (one
     setting for the fleet, from the fleet's summed IOPS)."""
-    from .saturate import run_saturate
-
     facts, _ = survey(targets, hosts)
     sweep = probe_sweep(facts, durations, working_set, max_iodepth)
     start = time.monotonic()

@@ -20,6 +20,7 @@ from ..analysis.saturation import (
 )
 from ..errors import IofleetError
 from ..fleet.check import require_ready
+from ..fleet.facts import remote_facts
 from ..fleet.inventory import Host
 from ..plan import parse_plan
 from ..plan.expand import expand, with_load
@@ -27,7 +28,6 @@ from ..plan.units import format_duration, format_size
 from ..report.saturation import fmt_ms
 from ..results.export import run_to_dict
 from ..results.store import Store
-from .easy_run import remote_facts
 from .run import RunObserver, RunOutcome, RunSession
 
 # Without a CPU count for the fleet's hosts, the jobs axis goes up to this.
