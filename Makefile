@@ -56,14 +56,15 @@ run: system $(STAMP)
 test: system browser $(STAMP)
 	$(BIN)/pytest -q tests -m "not scale"
 
-# Fleet tests at scale (32 hosts in network namespaces; root).
+# Fleet tests at scale (32 hosts in network namespaces; root), and the slowest
+# fleet end-to-end run (Easy Run on 4 hosts).
 test-scale: system $(STAMP)
 	$(BIN)/pytest -q tests/fleet -m scale
 
 # Performance measurements (not part of the tests); writes BENCHMARKS.md.
 # The grid runs of easy_vs_best.py are reused by saturate_vs_grid.py.
 bench: system $(STAMP)
-	@echo "make bench: about 35-45 minutes on a 2-core VM (overhead 5, early stop 10-14, Easy Run vs grid 11-15, saturate 3-6, ingest/report/fleet start-up 5-6 min); keep the machine quiet"
+	@echo "make bench: about 35-45 minutes on a 2-core VM (overhead 5, early stop 10-16, Easy Run vs grid 11-15, saturate 3-6, ingest/report/fleet start-up 5-6 min); keep the machine quiet"
 	mkdir -p $(SCRATCH)
 	rm -rf $(SCRATCH)/bench-grid
 	$(BIN)/python bench/overhead.py --target $(SCRATCH)

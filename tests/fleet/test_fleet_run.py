@@ -24,7 +24,7 @@ def data_files(fleet) -> list:
 
 def test_fleet_figures_are_exact_merges_of_every_host(tmp_path, fleet4, data_dir):
     inv = fleet4.write_inventory(tmp_path / "inv.yaml")
-    plan = write_plan(tmp_path / "p.yaml", name="fleet", defaults=SHORT,
+    plan = write_plan(tmp_path / "p.yaml", name="fleet", defaults={**SHORT, "round": "1s"},
                       workloads=[{"name": "mix", "read_pct": 70, "jobs": 2}])
     proc = iofleet("run", plan, "--hosts", inv, data_dir=data_dir)
     assert "1 of 1 tests ok" in proc.stdout
@@ -45,6 +45,14 @@ def test_fleet_figures_are_exact_merges_of_every_host(tmp_path, fleet4, data_dir
         assert fleet.percentiles_ns[f"p{p:g}"] == percentile_from_bins(merged, p)
     run = show_json(1, data_dir)
     assert set(run["tests"][0]["hosts"]) == {"h1", "h2", "h3", "h4"}
+    # Each server's status snapshots (one per 1 s round) make the rounds; the fleet's round is
+    # the sum of the hosts' (fio/status.py), judged after the test.
+    m = run["tests"][0]["methodology"]
+    rounds = m["latency_rounds"]
+    assert m["rounds_source"] == "fio status" and set(rounds["hosts"]) == {"h1", "h2", "h3", "h4"}
+    assert len(rounds["fleet"]["iops"]) >= 1
+    for k, fleet_iops in enumerate(rounds["fleet"]["iops"]):
+        assert fleet_iops == pytest.approx(sum(h["iops"][k] for h in rounds["hosts"].values()), rel=1e-9)
 
 
 def test_a_host_lost_mid_test_gives_a_partial_test_and_the_run_goes_on(tmp_path, fleet4, data_dir, spawn):
@@ -203,7 +211,8 @@ def test_live_progress_has_each_hosts_figures_from_its_exporter(tmp_path, make_f
     assert all(s is not None and 0 <= s.cpu_pct <= 100 and s.net_tx_bytes_s > 0 for s in last.values())
 
 
-def test_easy_run_on_the_fleet_prepares_every_host_and_stops_when_steady(tmp_path, fleet4, data_dir):
+@pytest.mark.scale  # about 50 s: `make test-scale` (make test keeps its 15 minutes)
+def test_easy_run_on_the_fleet_prepares_every_host_and_judges_its_rounds_afterwards(tmp_path, fleet4, data_dir):
     inv = fleet4.write_inventory(tmp_path / "inv.yaml")
     proc = iofleet("easy-run", "--hosts", inv, "--no-probe", "--size", "8m", "--ramp", "1s", "--round", "1s",
                    "--max-runtime", "7s", data_dir=data_dir, timeout=600)
