@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None):
     ap.add_argument("--size", default="256m", help="the data file (1 job)")
     ap.add_argument("--round", type=int, default=2, help="steady-state round, s")
     ap.add_argument("--ramp", type=int, default=2, help="warm-up, s")
-    X
+    ap.add_argument("--max-runtime", type=int, default=60, help="until: steady's limit and the fixed runtime, s")
     ap.add_argument("--iodepth", type=int, default=8)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--benchmarks", type=Path, default=BENCHMARKS, help="file to write the section to")

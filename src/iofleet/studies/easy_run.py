@@ -70,29 +70,28 @@ def probe_sweep(facts: list[HostFacts], durations: Durations, working_set: int |
 
 def choose_load(result: "Saturation", run_id: int, hosts: int, facts: list[HostFacts],
                 seconds: float) -> Load | None:
-    """The probe sweep's answer (`result.peak`: the most IOPS, or the least
-    outstanding IO that cannot be told apart from it), with a reason that
-    says what was measured; None when no cell measured IO."""
-    peak = result.peak
-    if peak is None:
-        return None
+    """The probe cell with the most IOPS (the median of its runs): Easy
+    Run's headline is the most the storage gives, and a cell with fewer IOs
+    in flight that noise cannot tell from it (saturate's `peak`) is named in
+    the reason, not chosen. None when no cell measured IO."""
     cells = result.cells
+    if result.peak is None or not cells:
+        return None
+    top = max(cells, key=lambda c: (c.iops, -c.per_host))
     runs = sum(c.runs for c in cells)
     counted = f"{len(cells)} probe cells" + (f" ({runs} runs)" if runs > len(cells) else "")
     summed = f"{hosts} hosts' summed " if hosts > 1 else ""
-    top = max(cells, key=lambda c: c.iops)
-    if top is peak:
-        what = f"the most {summed}4k random-read IOPS of {counted}, {peak.iops:,.0f}"
-    else:
-        what = (f"{peak.iops:,.0f} {summed}4k random-read IOPS, within noise of the most of {counted} "
-                f"({top.jobs} × {top.iodepth}: {top.iops:,.0f}) with fewer IOs in flight")
-    why = (f"jobs × iodepth: {peak.jobs} × {peak.iodepth} per host, {peak.per_host} outstanding IOs, for random IO "
-           f"(measured: {what}")
+    why = (f"jobs × iodepth: {top.jobs} × {top.iodepth} per host, {top.per_host} outstanding IOs, for random IO "
+           f"(measured: the most {summed}4k random-read IOPS of {counted}, {top.iops:,.0f}")
+    peak = result.peak
+    if peak is not top and peak.per_host < top.per_host:
+        why += (f"; {peak.jobs} × {peak.iodepth} gave {peak.iops:,.0f}, within noise of it with fewer IOs "
+                f"in flight (`iofleet saturate` prefers that one)")
     jobs, depth, _ = rule_of_thumb(facts)
     guess = next((c for c in cells if (c.jobs, c.iodepth) == (jobs, depth)), None)
-    if guess is not None and guess is not peak:
+    if guess is not None and guess is not top:
         why += f"; the rule of thumb's {jobs} × {depth} gave {guess.iops:,.0f}"
-    return Load(peak.jobs, peak.iodepth, why + f"; probe run {run_id}, {seconds:.0f} s)")
+    return Load(top.jobs, top.iodepth, why + f"; probe run {run_id}, {seconds:.0f} s)")
 
 
 def probe_label(label: str | None) -> str:
