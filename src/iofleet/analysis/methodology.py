@@ -216,11 +216,16 @@ def _span(rounds: list[Round]) -> tuple[Totals, Totals, float, float]:
     return read, write, sum(r.seconds for r in rounds), sum(r.cpu_ms for r in rounds)
 
 
-def span_figures(per_host: dict[str, list[Round]], first: int, last: int) -> dict[str, DirectionStats]:
+def _spans(per_host: dict[str, list[Round]], first: int, last: int) -> dict[str, tuple[Totals, Totals, float, float]]:
+    return {h: _span(rounds[first:last + 1]) for h, rounds in per_host.items()}
+
+
+def span_figures(per_host: dict[str, list[Round]], first: int, last: int,
+                 spans: dict[str, tuple] | None = None) -> dict[str, DirectionStats]:
     """Exact read/write/all figures of rounds first..last (inclusive) over
     all hosts: IOs and bytes counted in those rounds, percentiles from
     their merged latency histograms."""
-    spans = {h: _span(rounds[first:last + 1]) for h, rounds in per_host.items()}
+    spans = spans or _spans(per_host, first, last)
     read = _direction([(r, s) for r, _, s, _ in spans.values()])
     write = _direction([(w, s) for _, w, s, _ in spans.values()])
     both = _direction([(r, s) for r, _, s, _ in spans.values()] + [(w, s) for _, w, s, _ in spans.values()])
@@ -240,19 +245,19 @@ def status_window(per_host: dict[str, list[Round]], verdict: SteadyVerdict, host
         first, last = n - STEADY_WINDOW_ROUNDS, n - 1
     else:
         return None
-    figures = span_figures(per_host, first, last)
+    spans = _spans(per_host, first, last)
+    figures = span_figures(per_host, first, last, spans)
     any_host = next(iter(per_host.values()))
     start, end = any_host[first].start_ms / 1000, any_host[last].end_ms / 1000
-    seconds = sum(_span(r[first:last + 1])[2] for r in per_host.values())
-    fio_cpu_ms = sum(_span(r[first:last + 1])[3] for r in per_host.values())
-    out = {
+    seconds = sum(s[2] for s in spans.values())
+    fio_cpu_ms = sum(s[3] for s in spans.values())
+    return {
         "start_s": round(start, 3), "end_s": round(end, 3), "steady": verdict.steady, "source": "fio status",
         "iops": figures["all"].iops, "bw_bytes_s": figures["all"].bw_bytes_s, "lat_mean_ns": figures["all"].lat_mean_ns,
         **{d: direction_figures(figures[d]) for d in ("read", "write", "all")},
         "cpu": {"fio_pct": round(100 * fio_cpu_ms / (seconds * 1000), 2) if seconds else None,
                 **_host_cpu_between(host_cpu or [], measured_from_s + start, measured_from_s + end)},
     }
-    return out
 
 
 def _host_cpu_between(series: list, a: float, b: float) -> dict:
