@@ -12,7 +12,6 @@ the share of early-stopped tests that iofleet's SNIA verdict calls steady
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml

@@ -5,10 +5,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
+from ..analysis.saturation import Saturation
 from ..errors import IofleetError
 from ..fleet.facts import local_facts, remote_facts
 from ..fleet.inventory import Host
@@ -17,9 +17,6 @@ from ..plan.easy import Durations, HostFacts, Load, easy_plan, file_size, probe_
 from ..results.store import Store
 from .run import RunObserver, RunOutcome, run_plan
 from .saturate import SaturateOutcome, Sweep, run_saturate
-
-if TYPE_CHECKING:
-    from ..analysis.saturation import Saturation
 
 
 # The probe's cells: short, each judged steady on 1 s rounds (at most 10 s
@@ -68,7 +65,7 @@ def probe_sweep(facts: list[HostFacts], durations: Durations, working_set: int |
                  **cells)
 
 
-def choose_load(result: "Saturation", run_id: int, hosts: int, facts: list[HostFacts],
+def choose_load(result: Saturation, run_id: int, hosts: int, facts: list[HostFacts],
                 seconds: float) -> Load | None:
     """The probe cell with the most IOPS (the median of its runs): Easy
     Run's headline is the most the storage gives, and a cell with fewer IOs
