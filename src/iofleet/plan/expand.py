@@ -9,46 +9,24 @@ after the other.
 
 import collections
 import itertools
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, make_dataclass, replace
+from typing import Any
 
 from ..errors import PlanError
 from .model import Plan
-from .params import MATRIX_PARAMS, PARAMS, STEADY_WINDOW_ROUNDS
+from .params import MATRIX_PARAMS, PARAMS, SPEC_PARAMS, STEADY_WINDOW_ROUNDS, base_id, pattern, working_set
 from .units import format_duration, format_size
 
 
-@dataclass(frozen=True)
-class TestSpec:
-    """One fully resolved test: every parameter has its final value."""
+class _SpecMethods:
+    """What a test spec knows beyond its values."""
 
     __test__ = False  # not a pytest test class
-
-    id: str
-    workload: str
-    bs: int
-    read_pct: int
-    random_pct: int
-    iodepth: int
-    jobs: int
-    size: int
-    working_set_pct: int
-    runtime: int
-    ramp: int
-    engine: str
-    direct: bool
-    compress_pct: int = 0
-    dedupe_pct: int = 0
-    until: str = "time"  # time | steady
-    max_runtime: int = 3600
-    round: int = 60
-    repeat: int = 1  # which repeat this is, 1-based
-    repeats: int = 1  # how many repeats the workload asked for
 
     @property
     def working_set(self) -> int:
         """Bytes of each file that the IO touches, rounded down to whole blocks."""
-        ws = self.size * self.working_set_pct // 100
-        return max(self.bs, ws - ws % self.bs)
+        return working_set(self.values())
 
     @property
     def longest_s(self) -> int:
@@ -58,37 +36,27 @@ class TestSpec:
 
     @property
     def pattern(self) -> str:
-        if self.random_pct == 100:
-            return "rand"
-        if self.random_pct == 0:
-            return "seq"
-        return f"rand{self.random_pct}"
+        return pattern(self.random_pct)
+
+    def values(self) -> dict:
+        """Every parameter's value, by the table's names."""
+        return {name: getattr(self, name) for name in SPEC_PARAMS}
 
     def params(self) -> dict:
         """The parameters alone, for storing and matching across runs."""
-        d = asdict(self)
-        for k in ("id", "workload", "repeat", "repeats"):
-            d.pop(k)
-        return d
+        return self.values()
 
 
-# Short labels for parameters that are not in the base id but vary in a plan.
-_ID_SUFFIX = {
-    "size": lambda v: f"sz{format_size(v)}",
-    "working_set_pct": lambda v: f"ws{v}",
-    "runtime": lambda v: f"rt{format_duration(v)}",
-    "ramp": lambda v: f"ramp{format_duration(v)}",
-    "engine": lambda v: v,
-    "direct": lambda v: "direct" if v else "buffered",
-    "compress_pct": lambda v: f"cmp{v}",
-    "dedupe_pct": lambda v: f"dd{v}",
-    "until": lambda v: v,
-}
-
-
-def _base_id(p: dict) -> str:
-    pattern = "rand" if p["random_pct"] == 100 else "seq" if p["random_pct"] == 0 else f"rand{p['random_pct']}"
-    return f"{format_size(p['bs'])}-r{p['read_pct']}-{pattern}-j{p['jobs']}-qd{p['iodepth']}"
+# One fully resolved test: every parameter of the table has its final value.
+TestSpec = make_dataclass(
+    "TestSpec",
+    [("id", str), ("workload", str),
+     *((name, Any, field(default=PARAMS[name].default)) for name in SPEC_PARAMS),
+     ("repeat", int, field(default=1)),  # which repeat this is, 1-based
+     ("repeats", int, field(default=1))],  # how many repeats the workload asked for
+    bases=(_SpecMethods,), frozen=True,
+)
+TestSpec.__module__ = __name__  # for pickling and reprs: it is defined here
 
 
 def expand(plan: Plan) -> list[TestSpec]:
@@ -124,12 +92,11 @@ def expand(plan: Plan) -> list[TestSpec]:
     if problems:
         raise PlanError(sorted(set(problems)))
 
-    varying = [
-        name for name in _ID_SUFFIX if len({p[name] for _, p in rows}) > 1
-    ]
+    varying = [name for name, param in PARAMS.items()
+               if param.id_part and len({p[name] for _, p in rows}) > 1]
 
     def make_id(wname, p, with_workload):
-        parts = [_base_id(p)] + [_ID_SUFFIX[n](p[n]) for n in varying]
+        parts = [base_id(p)] + [PARAMS[n].id_part(p[n]) for n in varying]
         test_id = "-".join(parts)
         return f"{wname}.{test_id}" if with_workload else test_id
 
@@ -152,7 +119,7 @@ def expand(plan: Plan) -> list[TestSpec]:
 
 def with_load(spec: TestSpec, jobs: int, iodepth: int) -> TestSpec:
     """The same test at another jobs × iodepth (a cell of a saturate sweep)."""
-    return replace(spec, jobs=jobs, iodepth=iodepth, id=_base_id(spec.params() | {"jobs": jobs, "iodepth": iodepth}))
+    return replace(spec, jobs=jobs, iodepth=iodepth, id=base_id(spec.values() | {"jobs": jobs, "iodepth": iodepth}))
 
 
 def data_per_target_set(specs: list[TestSpec]) -> int:

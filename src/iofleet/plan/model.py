@@ -7,7 +7,7 @@ that validation, rendering and docs never disagree.
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Optional
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
@@ -132,13 +132,6 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
     destroy_data: list[Annotated[str, BeforeValidator(check_device_path)]] = []
     # With an inventory (--hosts): run only on hosts carrying these labels.
     hosts: Optional[dict[str, str]] = None
-    keep_files: bool = False
-    on_error: Literal["continue", "stop"] = "continue"
-    # A host lost during a test (fio server gone): go on without it, or stop.
-    on_host_loss: Literal["continue", "stop"] = "continue"
-    # Run the workloads at the same time, each on its own host group
-    # (its `hosts:` labels), instead of one after the other on every host.
-    mixed: bool = False
     defaults: WorkloadParams = WorkloadParams()  # type: ignore[valid-type]
     workloads: Annotated[list[Workload], Field(min_length=1)]
 

@@ -1,18 +1,35 @@
-"""The one table of workload parameters.
+"""The one table of parameters.
 
-Like fio's own option table, every parameter is defined once here and reused
-by plan validation (model.py), matrix expansion (expand.py), job-file
-rendering (iofleet.fio.jobfile) and the docs (`iofleet params`).
+Like fio's own option table (options.c), every parameter is defined once
+here: its type, default, limits, help, label and unit, its CSV column, its
+part of a test id and its fio option(s) in both directions. Plan validation
+(model.py), test specs and matrix expansion (expand.py), job-file rendering
+(iofleet.fio.jobfile), the fio job-file importer, ingest of fio outputs, the
+CSV export, the web form, `iofleet params` and the parameter reference in
+docs/plans.md (reference.py) all walk it: a new parameter is one row here.
 """
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .units import format_duration, format_size, parse_duration, parse_size
+from .units import exact_duration, format_duration, format_size, parse_duration, parse_size
 
 ENGINES = ("auto", "io_uring", "libaio", "psync", "posixaio", "sync")
 # Tried in this order when engine is auto: the first that works on the target.
 AUTO_ENGINES = ("io_uring", "libaio", "psync")
+
+# fio options as a job file or a fio output states them: option → value
+# (None for a bare flag such as `time_based`).
+FioOptions = Mapping[str, Any]
+
+
+class FioOptionError(ValueError):
+    """A fio option iofleet cannot take as a parameter value."""
+
+    def __init__(self, option: str, problem: str):
+        super().__init__(f"{option}: {problem}")
+        self.option, self.problem = option, problem
 
 
 @dataclass(frozen=True)
@@ -26,6 +43,15 @@ class Param:
     maximum: int | None = None
     choices: tuple = field(default=())
     in_matrix: bool = True  # may be given as a list under `matrix:`
+    label: str = ""  # its header in tables and forms
+    unit: str = ""  # of the stored value: bytes, s, % or nothing
+    column: str | None = None  # its CSV column (with the unit in the name)
+    # Its part of a test id, when the plan varies it (the base id always has bs, read, pattern, jobs, qd).
+    id_part: Callable[[Any], str] | None = None
+    # fio options from all of a test's values (job-file rendering) ...
+    to_fio: Callable[[Mapping], list] | None = None
+    # ... and its raw value back from fio's options (None: not stated there).
+    from_fio: Callable[[FioOptions], Any] | None = None
 
     def parse(self, value: Any) -> Any:
         """Validate one value; raise ValueError saying what is allowed."""
@@ -68,52 +94,222 @@ class Param:
         if self.kind == "size":
             return format_size(value)
         if self.kind == "duration":
-            return format_duration(value)
+            return exact_duration(value)
         if self.kind == "bool":
             return "true" if value else "false"
         return str(value)
+
+    def read_fio(self, options: FioOptions) -> Any:
+        """This parameter's value from fio options, validated by the table's
+        rules; None when they do not state it. FioOptionError if unusable."""
+        raw = self.from_fio(options) if self.from_fio else None
+        if raw is None:
+            return None
+        try:
+            return self.parse(raw)
+        except ValueError as exc:
+            raise FioOptionError(self.fio.split(",")[0], str(exc)) from None
+
+
+# ---- fio options in both directions -----------------------------------
+
+def working_set(values: Mapping) -> int:
+    """Bytes of each file that the IO touches, rounded down to whole blocks."""
+    ws = values["size"] * values["working_set_pct"] // 100
+    return max(values["bs"], ws - ws % values["bs"])
+
+
+def pattern(random_pct: int) -> str:
+    """The access pattern in a test id: rand, seq or randN."""
+    return "rand" if random_pct == 100 else "seq" if random_pct == 0 else f"rand{random_pct}"
+
+
+# fio's rw values → (share of reads or None for a mix, random?)
+FIO_RW = {"read": (100, False), "write": (0, False), "randread": (100, True), "randwrite": (0, True),
+          "rw": (None, False), "readwrite": (None, False), "randrw": (None, True)}
+
+
+def _rw_value(values: Mapping) -> str:
+    read = values["read_pct"]
+    base = "read" if read == 100 else "write" if read == 0 else "rw"
+    return f"rand{base}" if values["random_pct"] > 0 else base
+
+
+def _text(options: FioOptions, key: str) -> str | None:
+    """An option's text: None when not given, "" for a bare flag."""
+    if key not in options:
+        return None
+    value = options[key]
+    return "" if value is None else str(value).strip()
+
+
+def _one(options: FioOptions, key: str) -> str | None:
+    """A value fio could give per direction (read,write[,trim]): only one."""
+    text = _text(options, key)
+    if text is None:
+        return None
+    parts = {p.strip() for p in text.split(",") if p.strip()}
+    if len(parts) > 1:
+        raise FioOptionError(key, "different values per direction are not supported")
+    return parts.pop() if parts else text
+
+
+def _rw_mode(options: FioOptions) -> tuple[int | None, bool] | None:
+    text = _text(options, "rw")
+    if text is None:
+        text = _text(options, "readwrite")  # fio's other name for it
+    if text is None:
+        return None
+    base = text.lower().partition(":")[0]  # rw=randread:8 : the offset modifier is not carried
+    if base not in FIO_RW:
+        raise FioOptionError("rw", "only read, write, randread, randwrite, rw and randrw are supported")
+    return FIO_RW[base]
+
+
+def _read_pct_from_fio(options: FioOptions):
+    mode = _rw_mode(options)
+    if mode is None:
+        return None
+    if mode[0] is not None:
+        return mode[0]
+    if "rwmixread" in options:
+        return _one(options, "rwmixread")
+    if "rwmixwrite" in options:
+        write = _one(options, "rwmixwrite")
+        return 100 - int(write) if write.isdigit() else write
+    return 50  # fio's default mix
+
+
+def _random_pct_from_fio(options: FioOptions):
+    mode = _rw_mode(options)
+    if mode is None:
+        return None
+    if not mode[1]:
+        return 0
+    if "percentage_random" in options:
+        return _one(options, "percentage_random")
+    if "percentage_sequential" in options:
+        seq = _one(options, "percentage_sequential")
+        return 100 - int(seq) if seq.isdigit() else seq
+    return 100
+
+
+def _size_from_fio(options: FioOptions):
+    text = _one(options, "size")
+    return None if text is None or text.endswith("%") else text
+
+
+def _working_set_from_fio(options: FioOptions):
+    text = _one(options, "size")
+    return text if text is not None and text.endswith("%") else None
+
+
+def _flag(options: FioOptions, key: str) -> bool | None:
+    text = _text(options, key)
+    if text is None:
+        return None
+    if text.lower() in ("", "1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise FioOptionError(key, "expected 0 or 1")
+
+
+def _direct_from_fio(options: FioOptions):
+    # The later of direct= and buffered= wins, as in fio.
+    key = next((k for k in reversed(list(options)) if k in ("direct", "buffered")), None)
+    if key is None:
+        return None
+    flag = _flag(options, key)
+    return flag if key == "direct" else not flag
+
+
+def _engine_from_fio(options: FioOptions):
+    text = _text(options, "ioengine")
+    if text is None:
+        return None
+    return text.lower() if text.lower() in ENGINES else "auto"  # the importer says what it replaced
+
+
+def _same(name: str, key: str, only_if_set: bool = False) -> dict:
+    """A parameter that is one fio option of the same value (written only
+    when not 0, if `only_if_set`)."""
+    return {"to_fio": lambda values: [(key, values[name])] if values[name] or not only_if_set else [],
+            "from_fio": lambda options: _one(options, key)}
 
 
 PARAMS: dict[str, Param] = {
     p.name: p
     for p in (
-        Param("bs", "size", 4096, "block size of each IO", "bs",
-              minimum=512, maximum=128 * 1024**2),
+        Param("bs", "size", 4096, "block size of each IO (a multiple of 512 bytes)", "bs",
+              minimum=512, maximum=128 * 1024**2, label="bs", unit="bytes", column="bs_bytes",
+              **_same("bs", "bs")),
         Param("read_pct", "pct", 100, "share of IOs that are reads (0 = all writes)",
-              "rw, rwmixread", minimum=0, maximum=100),
+              "rw, rwmixread", minimum=0, maximum=100, label="read %", unit="%", column="read_pct",
+              to_fio=lambda v: [("rw", _rw_value(v))] + ([("rwmixread", v["read_pct"])]
+                                                         if 0 < v["read_pct"] < 100 else []),
+              from_fio=_read_pct_from_fio),
         Param("random_pct", "pct", 100, "share of IOs at random offsets (0 = sequential)",
-              "rw, percentage_random", minimum=0, maximum=100),
+              "rw, percentage_random", minimum=0, maximum=100, label="random %", unit="%", column="random_pct",
+              to_fio=lambda v: [("percentage_random", v["random_pct"])] if 0 < v["random_pct"] < 100 else [],
+              from_fio=_random_pct_from_fio),
         Param("iodepth", "int", 1, "outstanding IOs per job (queue depth)", "iodepth",
-              minimum=1, maximum=4096),
-        Param("jobs", "int", 1, "parallel jobs (threads), each with its own file",
-              "numjobs", minimum=1, maximum=1024),
+              minimum=1, maximum=4096, label="iodepth", column="iodepth",
+              **_same("iodepth", "iodepth")),
+        Param("jobs", "int", 1, "parallel jobs (HCIBench's \"threads\"), each with its own file", "numjobs",
+              minimum=1, maximum=1024, label="jobs", column="jobs",
+              **_same("jobs", "numjobs")),
         Param("size", "size", 1024**3, "size of each job's data file (on a device: its region)", "size",
-              minimum=4096, maximum=1024**5),
+              minimum=4096, maximum=1024**5, label="size", unit="bytes", column="size_bytes",
+              id_part=lambda v: f"sz{format_size(v)}",
+              # fio's size is the IO's region: the working set (the layout job makes the whole file)
+              to_fio=lambda v: [("size", working_set(v))], from_fio=_size_from_fio),
         Param("working_set_pct", "pct", 100, "share of each file that the IO touches",
-              "size (of the file region)", minimum=1, maximum=100),
+              "size (of the file region)", minimum=1, maximum=100, label="working set %", unit="%",
+              column="working_set_pct", id_part=lambda v: f"ws{v}", from_fio=_working_set_from_fio),
         Param("runtime", "duration", 60, "measured time, after the warm-up",
-              "runtime, time_based", minimum=1, maximum=30 * 86400),
+              "runtime, time_based", minimum=1, maximum=30 * 86400, label="runtime", unit="s",
+              column="runtime_s", id_part=lambda v: f"rt{format_duration(v)}",
+              from_fio=lambda o: _one(o, "runtime")),  # rendered per job group (jobfile.py)
         Param("ramp", "duration", 10, "warm-up before measuring; logged, excluded from every figure",
-              "runtime of a warm-up job group", minimum=0, maximum=86400),
+              "runtime of a warm-up job group", minimum=0, maximum=86400, label="ramp", unit="s",
+              column="ramp_s", id_part=lambda v: f"ramp{format_duration(v)}",
+              from_fio=lambda o: _one(o, "ramp_time")),  # iofleet's own files: its warm-up group
         Param("engine", "choice", "auto",
               "IO engine; auto = first of io_uring, libaio, psync that works",
-              "ioengine", choices=ENGINES),
-        Param("direct", "bool", True, "bypass the page cache (O_DIRECT)", "direct"),
+              "ioengine", choices=ENGINES, label="engine", column="engine", id_part=str,
+              to_fio=lambda v: [("ioengine", v["engine"])], from_fio=_engine_from_fio),
+        Param("direct", "bool", True, "bypass the page cache (O_DIRECT)", "direct", label="direct",
+              column="direct", id_part=lambda v: "direct" if v else "buffered",
+              to_fio=lambda v: [("direct", v["direct"])], from_fio=_direct_from_fio),
         Param("compress_pct", "pct", 0, "how compressible written data is (0 = not at all)",
-              "buffer_compress_percentage", minimum=0, maximum=100),
+              "buffer_compress_percentage", minimum=0, maximum=100, label="compress %", unit="%",
+              column="compress_pct", id_part=lambda v: f"cmp{v}",
+              **_same("compress_pct", "buffer_compress_percentage", True)),
         Param("dedupe_pct", "pct", 0, "share of written blocks that are duplicates",
-              "dedupe_percentage", minimum=0, maximum=100),
+              "dedupe_percentage", minimum=0, maximum=100, label="dedupe %", unit="%", column="dedupe_pct",
+              id_part=lambda v: f"dd{v}",
+              **_same("dedupe_pct", "dedupe_percentage", True)),
         Param("until", "choice", "time",
               "time = measure for `runtime`; steady = stop once steady (SNIA PTS), at most `max_runtime`",
-              "steadystate, ss_dur", choices=("time", "steady"), in_matrix=False),
+              "(iofleet: its own SNIA rule ends the test)", choices=("time", "steady"), in_matrix=False,
+              label="until", column="until", id_part=str),
         Param("max_runtime", "duration", 3600, "with until: steady, the longest a test may measure",
-              "runtime", minimum=1, maximum=30 * 86400, in_matrix=False),
+              "runtime", minimum=1, maximum=30 * 86400, in_matrix=False, label="max runtime", unit="s",
+              column="max_runtime_s"),
         Param("round", "duration", 60, "steady state: length of one round (5 rounds = the window)",
-              "ss_dur (5 rounds)", minimum=1, maximum=86400, in_matrix=False),
+              "status_interval (snapshots each round)", minimum=1, maximum=86400, in_matrix=False,
+              label="round", unit="s", column="round_s"),
         Param("repeat", "int", 1, "how many times each test runs", "(iofleet)",
-              minimum=1, maximum=1000, in_matrix=False),
+              minimum=1, maximum=1000, in_matrix=False, label="repeats"),
     )
 }
+
+MATRIX_PARAMS = tuple(name for name, p in PARAMS.items() if p.in_matrix)
+# What every test id shows, in this order (the rest only when a plan varies it).
+ID_BASE = ("bs", "read_pct", "random_pct", "jobs", "iodepth")
+# The parameters of one test (the `repeat` row is how many tests, not one's value).
+SPEC_PARAMS = tuple(name for name in PARAMS if name != "repeat")
 
 # Steady state (SNIA PTS): a window of this many rounds, whose rounds may
 # differ by this share of the window's average (data excursion), and whose
@@ -121,6 +317,35 @@ PARAMS: dict[str, Param] = {
 STEADY_WINDOW_ROUNDS = 5
 STEADY_DATA_PCT = 20.0
 STEADY_SLOPE_PCT = 10.0
+
+
+def base_id(values: Mapping) -> str:
+    """The part of a test id every test has: 4k-r70-rand-j1-qd16."""
+    return (f"{format_size(values['bs'])}-r{values['read_pct']}-{pattern(values['random_pct'])}"
+            f"-j{values['jobs']}-qd{values['iodepth']}")
+
+
+def fio_options(values: Mapping) -> list[tuple[str, Any]]:
+    """The fio options a test's values become, in table order (runtime and
+    ramp are job groups: the job file places them)."""
+    return [option for p in PARAMS.values() if p.to_fio for option in p.to_fio(values)]
+
+
+def params_from_fio(options: FioOptions, strict: bool = True) -> dict:
+    """The parameters fio options state, validated. `strict`: a value iofleet
+    cannot take raises FioOptionError; otherwise it is left out."""
+    found = {}
+    for name, p in PARAMS.items():
+        try:
+            value = p.read_fio(options)
+        except FioOptionError:
+            if strict:
+                raise
+            continue
+        if value is not None:
+            found[name] = value
+    return found
+
 
 # Settings of a whole run (plan top level), documented by `iofleet params`
 # like the workload parameters above.
@@ -148,7 +373,15 @@ RUN_PARAMS: dict[str, Param] = {
               "the latency percentile the plan asks about: shown in the summary beside p95, and checked "
               "against the IO count (enough IOs beyond it to be meaningful)", "lat_percentiles",
               choices=("p90", "p95", "p99", "p99.9"), in_matrix=False),
+        Param("keep_files", "bool", False, "keep iofleet's data files after the run (a later run reuses them)",
+              "(iofleet)", in_matrix=False),
+        Param("on_error", "choice", "continue", "what a failed test does to the run: go on, or stop it",
+              "(iofleet)", choices=("continue", "stop"), in_matrix=False),
+        Param("on_host_loss", "choice", "continue",
+              "a host lost during a test (its fio server gone): go on without it, or stop the run",
+              "(iofleet)", choices=("continue", "stop"), in_matrix=False),
+        Param("mixed", "bool", False,
+              "run the workloads at the same time, each on its own host group (its `hosts:` labels)",
+              "(iofleet)", in_matrix=False),
     )
 }
-
-MATRIX_PARAMS = tuple(name for name, p in PARAMS.items() if p.in_matrix)

@@ -93,6 +93,14 @@ def format_bytes(nbytes: float) -> str:
     return f"{int(nbytes)} B"
 
 
+def exact_duration(seconds: int) -> str:
+    """A duration as a plan writes it, in its largest exact unit: 30s, 5m, 2h, 30d."""
+    for suffix, unit in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % unit == 0:
+            return f"{seconds // unit}{suffix}"
+    return f"{seconds}s"
+
+
 def format_duration(seconds: float) -> str:
     """`2h`, `1h30m`, `90s` → readable `1h 30m 0s` style, compact."""
     seconds = int(round(seconds))

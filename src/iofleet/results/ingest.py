@@ -15,7 +15,7 @@ from ..fio.parse import parse_output, split_documents
 from ..fio.records import DIRECTIONS
 from ..inputs import MAX_FIO_OUTPUT_BYTES, read_input
 from ..plan.model import check_name
-from ..plan.units import parse_duration, parse_size
+from ..plan.params import params_from_fio
 from .aggregate import aggregate
 from .store import MAX_INTEGER, Store
 
@@ -34,32 +34,11 @@ def _read_document(path: Path) -> tuple[str, str]:
 
 
 def _known_params(options: dict) -> dict:
-    """iofleet's parameters where fio's options state them; fio's own
+    """iofleet's parameters where fio's options state them (read by the
+    parameter table; a value it cannot take is left out); fio's own
     options are kept as given."""
-    params: dict = {"fio_options": options}
-    rw = options.get("rw") or options.get("readwrite")
-    try:
-        if "bs" in options:
-            params["bs"] = parse_size(options["bs"])
-        if rw:
-            random = rw.startswith("rand")
-            params["random_pct"] = int(options.get("percentage_random", 100)) if random else 0
-            base = rw.removeprefix("rand")
-            params["read_pct"] = {"read": 100, "write": 0}.get(
-                base, int(options.get("rwmixread", 100 - int(options.get("rwmixwrite", 50)))))
-        for ours, theirs in (("iodepth", "iodepth"), ("jobs", "numjobs")):
-            params[ours] = int(options.get(theirs, 1))
-        if "runtime" in options:
-            params["runtime"] = parse_duration(options["runtime"])
-        if "ramp_time" in options:
-            params["ramp"] = parse_duration(options["ramp_time"])
-        if "ioengine" in options:
-            params["engine"] = options["ioengine"]
-        if "direct" in options:
-            params["direct"] = options["direct"] in ("1", "true")
-    except ValueError:
-        pass  # what could not be read stays in fio_options only
-    return params
+    # fio's defaults for the two that shape every figure
+    return {"fio_options": options, "iodepth": 1, "jobs": 1, **params_from_fio(options, strict=False)}
 
 
 def _options(raw: dict, jobname: str) -> dict:
