@@ -40,7 +40,9 @@ def test_a_filled_form_makes_a_valid_plan_that_shows_the_same_form():
     assert data["workloads"] == [{"name": "mix", "matrix": {"bs": ["4k", "64k"], "iodepth": [1, 4, 16]}}]
     shown = form_values(yaml.safe_load(to_yaml(data)))
     assert shown == {name: value for name, value in form.items()} | {
-        "targets": "/mnt/a\n/mnt/b", "iodepth": "1, 4, 16", "random_pct": "", "working_set_pct": ""}
+        "targets": "/mnt/a\n/mnt/b", "iodepth": "1, 4, 16", "random_pct": "", "working_set_pct": "",
+        # every other parameter of the table is on the form too, empty
+        "compress_pct": "", "dedupe_pct": "", "until": "", "max_runtime": "", "round": "", "repeat": ""}
 
 
 def test_the_yaml_reads_like_the_docs():
@@ -66,7 +68,7 @@ def test_keys_the_form_does_not_know_are_kept():
     # Values the user did not touch keep their spelling (20GiB stays 20GiB).
     assert changed["defaults"]["size"] == "20GiB"
     assert list(changed)[:3] == ["name", "description", "label"]  # a new key goes where the docs put it
-    assert unshown(changed) == ["keep_files", "percentile", "defaults.compress_pct", "workloads[0].repeat"]
+    assert unshown(changed) == ["keep_files", "percentile"]  # every workload parameter is on the form
     assert data["defaults"]["runtime"] == "2h", "merge works on a copy"
 
 
@@ -114,7 +116,7 @@ def test_new_plan_is_valid():
 @pytest.mark.parametrize("path,field", [
     ("name", "name"), ("targets[1]", "targets"), ("label", "label"), ("defaults.runtime", "runtime"),
     ("workloads[0].matrix.bs[1]", "bs"), ("workloads[0].iodepth", "iodepth"), ("workloads[0].name", "workload"),
-    ("workloads[1].bs", None), ("defaults.compress_pct", None), ("workloads", None), ("", None),
+    ("workloads[1].bs", None), ("defaults.compress_pct", "compress_pct"), ("workloads", None), ("", None),
     ("keep_files", None), ("workloads[0].matrix.engine[0]", "engine"),
 ])
 def test_problem_paths_belong_to_form_fields(path, field):

@@ -117,6 +117,17 @@ def expand(plan: Plan) -> list[TestSpec]:
     return specs
 
 
+def tests_table(specs: list) -> tuple[list[str], list[dict[str, str]]]:
+    """A plan's tests as a table: the parameters every tests table shows and
+    those the plan sets away from their default, in table order. Returns
+    (names, rows); each row maps `id` and those names to display text."""
+    shown = [name for name in SPEC_PARAMS
+             if PARAMS[name].in_table or any(getattr(s, name) != PARAMS[name].default for s in specs)]
+    rows = [{"id": s.id if s.repeats == 1 else f"{s.id} ({s.repeat}/{s.repeats})",
+             **{name: PARAMS[name].format(getattr(s, name)) for name in shown}} for s in specs]
+    return shown, rows
+
+
 def with_load(spec: TestSpec, jobs: int, iodepth: int) -> TestSpec:
     """The same test at another jobs × iodepth (a cell of a saturate sweep)."""
     return replace(spec, jobs=jobs, iodepth=iodepth, id=base_id(spec.values() | {"jobs": jobs, "iodepth": iodepth}))

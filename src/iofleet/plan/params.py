@@ -44,6 +44,7 @@ class Param:
     choices: tuple = field(default=())
     in_matrix: bool = True  # may be given as a list under `matrix:`
     label: str = ""  # its header in tables and forms
+    in_table: bool = False  # a column of every tests table (others: when a plan sets them)
     unit: str = ""  # of the stored value: bytes, s, % or nothing
     column: str | None = None  # its CSV column (with the unit in the name)
     # Its part of a test id, when the plan varies it (the base id always has bs, read, pattern, jobs, qd).
@@ -242,25 +243,25 @@ PARAMS: dict[str, Param] = {
     p.name: p
     for p in (
         Param("bs", "size", 4096, "block size of each IO (a multiple of 512 bytes)", "bs",
-              minimum=512, maximum=128 * 1024**2, label="bs", unit="bytes", column="bs_bytes",
+              minimum=512, maximum=128 * 1024**2, in_table=True, label="bs", unit="bytes", column="bs_bytes",
               **_same("bs", "bs")),
         Param("read_pct", "pct", 100, "share of IOs that are reads (0 = all writes)",
-              "rw, rwmixread", minimum=0, maximum=100, label="read %", unit="%", column="read_pct",
+              "rw, rwmixread", minimum=0, maximum=100, in_table=True, label="read %", unit="%", column="read_pct",
               to_fio=lambda v: [("rw", _rw_value(v))] + ([("rwmixread", v["read_pct"])]
                                                          if 0 < v["read_pct"] < 100 else []),
               from_fio=_read_pct_from_fio),
         Param("random_pct", "pct", 100, "share of IOs at random offsets (0 = sequential)",
-              "rw, percentage_random", minimum=0, maximum=100, label="random %", unit="%", column="random_pct",
+              "rw, percentage_random", minimum=0, maximum=100, in_table=True, label="random %", unit="%", column="random_pct",
               to_fio=lambda v: [("percentage_random", v["random_pct"])] if 0 < v["random_pct"] < 100 else [],
               from_fio=_random_pct_from_fio),
         Param("iodepth", "int", 1, "outstanding IOs per job (queue depth)", "iodepth",
-              minimum=1, maximum=4096, label="iodepth", column="iodepth",
+              minimum=1, maximum=4096, in_table=True, label="iodepth", column="iodepth",
               **_same("iodepth", "iodepth")),
         Param("jobs", "int", 1, "parallel jobs (HCIBench's \"threads\"), each with its own file", "numjobs",
-              minimum=1, maximum=1024, label="jobs", column="jobs",
+              minimum=1, maximum=1024, in_table=True, label="jobs", column="jobs",
               **_same("jobs", "numjobs")),
         Param("size", "size", 1024**3, "size of each job's data file (on a device: its region)", "size",
-              minimum=4096, maximum=1024**5, label="size", unit="bytes", column="size_bytes",
+              minimum=4096, maximum=1024**5, in_table=True, label="size", unit="bytes", column="size_bytes",
               id_part=lambda v: f"sz{format_size(v)}",
               # fio's size is the IO's region: the working set (the layout job makes the whole file)
               to_fio=lambda v: [("size", working_set(v))], from_fio=_size_from_fio),
@@ -268,16 +269,16 @@ PARAMS: dict[str, Param] = {
               "size (of the file region)", minimum=1, maximum=100, label="working set %", unit="%",
               column="working_set_pct", id_part=lambda v: f"ws{v}", from_fio=_working_set_from_fio),
         Param("runtime", "duration", 60, "measured time, after the warm-up",
-              "runtime, time_based", minimum=1, maximum=30 * 86400, label="runtime", unit="s",
+              "runtime, time_based", minimum=1, maximum=30 * 86400, in_table=True, label="runtime", unit="s",
               column="runtime_s", id_part=lambda v: f"rt{format_duration(v)}",
               from_fio=lambda o: _one(o, "runtime")),  # rendered per job group (jobfile.py)
         Param("ramp", "duration", 10, "warm-up before measuring; logged, excluded from every figure",
-              "runtime of a warm-up job group", minimum=0, maximum=86400, label="ramp", unit="s",
+              "runtime of a warm-up job group", minimum=0, maximum=86400, in_table=True, label="ramp", unit="s",
               column="ramp_s", id_part=lambda v: f"ramp{format_duration(v)}",
               from_fio=lambda o: _one(o, "ramp_time")),  # iofleet's own files: its warm-up group
         Param("engine", "choice", "auto",
               "IO engine; auto = first of io_uring, libaio, psync that works",
-              "ioengine", choices=ENGINES, label="engine", column="engine", id_part=str,
+              "ioengine", choices=ENGINES, in_table=True, label="engine", column="engine", id_part=str,
               to_fio=lambda v: [("ioengine", v["engine"])], from_fio=_engine_from_fio),
         Param("direct", "bool", True, "bypass the page cache (O_DIRECT)", "direct", label="direct",
               column="direct", id_part=lambda v: "direct" if v else "buffered",

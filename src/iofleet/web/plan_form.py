@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import yaml
 
 from ..plan.model import Plan
-from ..plan.params import ENGINES, PARAMS, RUN_PARAMS
+from ..plan.params import PARAMS, RUN_PARAMS
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,17 @@ class FormField:
         return str(Plan.model_fields[self.name].default) if self.kind == "choice" else ""
 
 
-def _param(name: str, label: str, kind: str = "values", choices: tuple = ()) -> FormField:
-    return FormField(name, label, kind, PARAMS[name].help, choices, param=True)
+def _param(name: str) -> FormField:
+    """A workload parameter's field, from the table: a list of values, or a
+    choice (true/false for a switch)."""
+    p = PARAMS[name]
+    choices = p.choices or (("true", "false") if p.kind == "bool" else ())
+    return FormField(name, p.label, "choice" if choices else "values", p.help, choices, param=True)
+
+
+def _setting(name: str, label: str) -> FormField:
+    p = RUN_PARAMS[name]
+    return FormField(name, label, "choice", p.help, p.choices)
 
 
 PLAN_FIELDS = (
@@ -47,29 +56,17 @@ PLAN_FIELDS = (
     FormField("label", "Label", "text", "stored with each run; `iofleet compare` groups runs by it"),
     FormField("targets", "Targets", "lines",
               "directories on the storage under test, one per line (or one block device, /dev/…)"),
-    FormField("on_error", "On a failed test", "choice", "continue with the next test, or stop the run",
-              ("continue", "stop")),
-    FormField("prepare", "Prepare data", "choice", RUN_PARAMS["prepare"].help, RUN_PARAMS["prepare"].choices),
+    _setting("on_error", "On a failed test"),
+    _setting("prepare", "Prepare data"),
 )
 WORKLOAD_FIELDS = (
     FormField("workload", "Workload name", "text", "names the workload in test ids and reports"),
-    _param("bs", "Block size"),
-    _param("read_pct", "Read %"),
-    _param("random_pct", "Random %"),
-    _param("iodepth", "Queue depth"),
-    _param("jobs", "Jobs"),
-    _param("size", "File size per job"),
-    _param("working_set_pct", "Working set %"),
-    _param("runtime", "Runtime"),
-    _param("ramp", "Warm-up (ramp)"),
-    _param("engine", "IO engine", "choice", ENGINES),
-    _param("direct", "Direct IO", "choice", ("true", "false")),
+    *(_param(name) for name in PARAMS),
 )
 FIELDS = {f.name: f for f in PLAN_FIELDS + WORKLOAD_FIELDS}
 
 # Where a new key goes among the existing ones, so the YAML reads like docs/plans.md.
-TOP_ORDER = ("name", "description", "label", "targets", "hosts", "keep_files", "on_error", "on_host_loss",
-             "mixed", *RUN_PARAMS, "defaults", "workloads")
+TOP_ORDER = ("name", "description", "label", "targets", "hosts", *RUN_PARAMS, "defaults", "workloads")
 WORKLOAD_ORDER = ("name", "description", "hosts", *PARAMS, "matrix")
 NEW_PLAN = {"name": "new-plan",
             "defaults": {"size": "1g", "runtime": "1m", "ramp": "10s"},

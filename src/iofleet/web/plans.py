@@ -11,10 +11,10 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 
 from ..errors import PlanError
-from ..plan.expand import expand
+from ..plan.expand import expand, tests_table
 from ..plan.load import parse_plan_text, read_plan_text, with_targets, yaml_data
 from ..plan.model import Plan, check_name
-from ..plan.units import format_duration, format_size
+from ..plan.units import format_duration
 from ..studies.run import estimate_seconds
 from . import plan_form
 from .render import NotFound, Settings, fragment, render, settings
@@ -49,13 +49,6 @@ def plan_from(s: Settings, text: str, targets: list[str] | None, source: str = "
     return with_targets(plan, targets, "targets") if targets else plan
 
 
-def test_rows(plan: Plan) -> list[dict]:
-    return [{"id": t.id, "bs": format_size(t.bs), "read_pct": t.read_pct, "random_pct": t.random_pct,
-             "jobs": t.jobs, "iodepth": t.iodepth, "size": format_size(t.size), "ramp_s": t.ramp,
-             "runtime_s": t.runtime, "until": t.until, "engine": t.engine, "repeat": t.repeat}
-            for t in expand(plan)]
-
-
 def validation(s: Settings, text: str, targets: list[str] | None) -> dict:
     """{ok, tests, estimate_s} or {ok: false, error, problems, fields}."""
     try:
@@ -64,7 +57,8 @@ def validation(s: Settings, text: str, targets: list[str] | None) -> dict:
         return {"ok": False, "error": exc.problems[0], "problems": exc.problems,
                 "fields": [{"field": f, "message": m} for f, m in exc.fields]}
     specs = expand(plan)
-    return {"ok": True, "name": plan.name, "tests": test_rows(plan), "estimate_s": estimate_seconds(specs)}
+    columns, rows = tests_table(specs)
+    return {"ok": True, "name": plan.name, "columns": columns, "tests": rows, "estimate_s": estimate_seconds(specs)}
 
 
 @router.get("/api/plans", tags=["plans"])

@@ -15,6 +15,7 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescap
 from .. import __version__
 from ..errors import IofleetError, PlanError
 from ..fleet.inventory import Inventory
+from ..plan.params import PARAMS
 from ..report.html import TEMPLATES as REPORT_TEMPLATES
 from ..report.html import figure_json
 from ..results.store import Store
@@ -60,6 +61,9 @@ def _environment() -> Environment:
     env = Environment(loader=ChoiceLoader([FileSystemLoader(TEMPLATES), FileSystemLoader(REPORT_TEMPLATES)]),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
     env.filters["figure"] = figure_json
+    # The parameter table's labels, and which columns hold words rather than numbers.
+    env.globals["param_labels"] = {name: p.label for name, p in PARAMS.items()}
+    env.globals["word_params"] = {name for name, p in PARAMS.items() if p.kind == "choice"}
     return env
 
 
