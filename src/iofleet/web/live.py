@@ -4,15 +4,14 @@ plain data for the Run page's event stream, the status API and /metrics."""
 
 import fcntl
 import threading
-import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import IofleetError
 from ..fleet.inventory import Host
 from ..plan.model import Plan
 from ..results.store import Store
+from ..studies.progress import RunProgress
 from ..studies.run import RunObserver, TestOutcome, run_plan
 
 MAX_EVENTS = 5000  # a long run's older live samples are dropped, never its test events
@@ -23,114 +22,49 @@ class RunBusy(IofleetError):
     """A second run was asked for while one is going."""
 
 
-@dataclass
-class LiveRun:
-    """What the page shows of a run in progress (and of the last one, once ended)."""
-
-    run_id: int | None = None
-    plan_name: str = ""
-    label: str | None = None
-    state: str = "starting"  # starting | preparing | running | stopping | ended
-    status: str | None = None  # the stored run's status once ended: complete | failed | interrupted | partial
-    error: str | None = None
-    tests_planned: int = 0
-    tests_done: int = 0
-    test_index: int | None = None
-    test_id: str | None = None
-    phase: str = ""
-    estimate_s: float = 0.0
-    done_s: float = 0.0  # planned seconds of the tests already run
-    test_s: float = 0.0  # planned seconds of the current test
-    started: float = field(default_factory=time.monotonic)
-    ended: float | None = None
-    test_started: float = field(default_factory=time.monotonic)
-    hosts: dict = field(default_factory=dict)  # host → latest {iops, mb_s, lat_ms, cpu_pct}
-    fleet: dict = field(default_factory=dict)  # the run's latest totals {iops, mb_s, lat_ms}
-    results: list = field(default_factory=list)  # finished tests: {index, id, status, iops, mb_s, p99_ms, error}
-
-    def snapshot(self) -> dict:
-        now = time.monotonic()
-        in_test = min(now - self.test_started, self.test_s) if self.test_index is not None else 0.0
-        elapsed = (self.ended or now) - self.started
-        left = None if self.state == "ended" else max(0.0, self.estimate_s - self.done_s - in_test)
-        return {
-            "run_id": self.run_id, "plan": self.plan_name, "label": self.label, "state": self.state,
-            "status": self.status, "error": self.error, "tests_planned": self.tests_planned,
-            "tests_done": self.tests_done, "test_index": self.test_index, "test_id": self.test_id,
-            "phase": self.phase, "elapsed_s": round(elapsed, 1), "eta_s": None if left is None else round(left, 1),
-            "estimate_s": round(self.estimate_s, 1), "hosts": self.hosts, "fleet": self.fleet,
-            "results": self.results,
-        }
-
-
-def _ms(ns) -> float | None:
-    return None if ns is None else round(ns / 1e6, 4)
-
-
 class WebObserver(RunObserver):
-    """Keeps a LiveRun up to date and appends one event per change."""
+    """Feeds each event to the run's progress model (under the manager's
+    lock: the pages read it from other threads) and appends one event per
+    change, made from the model."""
 
-    def __init__(self, manager: "RunManager", live: LiveRun):
+    def __init__(self, manager: "RunManager", live: RunProgress):
         self.manager, self.live = manager, live
 
     def run_started(self, run_id, specs, estimate_s):
         with self.manager.lock:
-            self.live.run_id, self.live.tests_planned, self.live.estimate_s = run_id, len(specs), estimate_s
-            self.live.state = "running"
-        self.manager.emit("run", self.live.snapshot())
+            self.live.run_started(run_id, specs, estimate_s)
+        self.manager.emit("run", self.manager.status())
 
     def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):
         with self.manager.lock:
-            self.live.state, self.live.phase = "preparing", "preparing data"
-        self.manager.emit("preparing", {"done_bytes": done_bytes, "total_bytes": total_bytes,
-                                        "elapsed_s": round(elapsed_s, 1)})
+            self.live.preparing(done_bytes, total_bytes, elapsed_s, hosts)
+        self.manager.emit("preparing", self.live.preparing_data.to_dict())
 
     def test_started(self, index, spec):
         with self.manager.lock:
-            live = self.live
-            live.state, live.test_index, live.test_id, live.phase = "running", index, spec.id, "starting"
-            live.test_s, live.test_started = spec.ramp + spec.longest_s, time.monotonic()
-            live.hosts, live.fleet = {}, {}
-        self.manager.emit("test", {"index": index, "id": spec.id, "planned_s": spec.ramp + spec.longest_s})
+            self.live.test_started(index, spec)
+        self.manager.emit("test", self.live.test.to_dict())
 
     def test_phase(self, index, spec, phase):
-        self.live.phase = phase
+        with self.manager.lock:
+            self.live.test_phase(index, spec, phase)
         self.manager.emit("phase", {"index": index, "phase": phase})
 
     def test_live(self, index, spec, live):
-        t = round(live.elapsed_s, 1)  # since fio started
-        phase = "warm-up" if t < spec.ramp else "measuring"
-        if live.hosts is not None:  # a fleet: fio's client gives no live figures, node_exporter does
-            hosts = {name: None if s is None else {
-                "iops": s.disk_iops, "cpu_pct": s.cpu_pct, "disk_busy_pct": s.disk_busy_pct,
-                "net_mb_s": None if s.net_rx_bytes_s is None else round(
-                    (s.net_rx_bytes_s + (s.net_tx_bytes_s or 0)) / 1e6, 3),
-                "mb_s": None, "lat_ms": None} for name, s in live.hosts.items()}
-            known = [h["iops"] for h in hosts.values() if h and h["iops"] is not None]
-            fleet = {"iops": sum(known) if known else None, "mb_s": None, "lat_ms": None, "source": "node_exporter"}
-        else:
-            fleet = {"iops": None if live.iops is None else round(live.iops, 1),
-                     "mb_s": None if live.bw_bytes_s is None else round(live.bw_bytes_s / 1e6, 3),
-                     "lat_ms": _ms(live.lat_mean_ns), "source": "fio"}
-            hosts = {"local": {k: v for k, v in fleet.items() if k != "source"} | {"cpu_pct": None}}
         with self.manager.lock:
-            self.live.hosts, self.live.fleet, self.live.phase = hosts, fleet, phase
-        self.manager.emit("live", {"index": index, "t": t, "run_t": round(time.monotonic() - self.live.started, 1),
-                                   "test_id": spec.id, "phase": phase, "hosts": hosts, "fleet": fleet,
-                                   "eta_s": self.live.snapshot()["eta_s"]})
+            self.live.test_live(index, spec, live)
+            data = self.live.live_dict()
+        self.manager.emit("live", data)
 
     def test_finished(self, index, spec, result: TestOutcome):
-        a = result.aggregate.all if result.aggregate else None
-        row = {"index": index, "id": spec.id, "status": result.status, "error": result.error,
-               "iops": None if a is None else round(a.iops, 1),
-               "mb_s": None if a is None else round(a.bw_bytes_s / 1e6, 3),
-               "p99_ms": None if a is None else _ms(a.percentiles_ns.get("p99"))}
         with self.manager.lock:
-            self.live.results.append(row)
-            self.live.tests_done += 1
-            self.live.done_s += spec.ramp + spec.longest_s + 2
-            self.live.test_index = None
-        self.manager.emit("result", row)
+            self.live.test_finished(index, spec, result)
+        self.manager.emit("result", self.live.results[-1].to_dict())
+
+    def cleaning(self):
+        with self.manager.lock:
+            self.live.cleaning()
+        self.manager.emit("phase", {"index": None, "phase": self.live.phase})
 
 
 class RunManager:
@@ -140,7 +74,7 @@ class RunManager:
     def __init__(self, data_dir: Path):
         self.data_dir = data_dir
         self.lock = threading.Lock()
-        self.live: LiveRun | None = None
+        self.live: RunProgress | None = None
         self.events: list[dict] = []  # {id, type, data}; ids keep growing across runs
         self._next_id = 1
         self._stop: threading.Event | None = None
@@ -167,14 +101,14 @@ class RunManager:
         with self.lock:
             return None if self.live is None else self.live.snapshot()
 
-    def start(self, plan: Plan, plan_text: str, hosts: list[Host] | None, label: str | None) -> LiveRun:
+    def start(self, plan: Plan, plan_text: str, hosts: list[Host] | None, label: str | None) -> RunProgress:
         with self.lock:
             if self.running:
-                going = (f"run {self.live.run_id} ({self.live.plan_name}) is still going" if self.live.run_id
-                         is not None else f"a run of plan {self.live.plan_name} is starting")  # not stored yet
+                going = (f"run {self.live.run_id} ({self.live.plan}) is still going" if self.live.run_id
+                         is not None else f"a run of plan {self.live.plan} is starting")  # not stored yet
                 raise RunBusy(f"{going} on this store; stop it or wait for it to end before starting another")
             self._take_store_lock()
-            self.live = LiveRun(plan_name=plan.name, label=label or plan.label)
+            self.live = RunProgress(plan=plan.name, label=label or plan.label)
             self.events = []
             self._stop = threading.Event()
             started = threading.Event()
@@ -190,7 +124,7 @@ class RunManager:
             if not self.running:
                 return False
             self._stop.set()
-            self.live.state = "stopping"
+            self.live.stopping()
         self.emit("stopping", {"run_id": self.live.run_id})
         return True
 
@@ -218,7 +152,7 @@ class RunManager:
             live.status, live.error = "failed", f"internal error: {exc!r}"
         finally:
             with self.lock:
-                live.state, live.test_index, live.ended = "ended", None, time.monotonic()
+                live.ended()
                 self._release_store_lock()
             self.emit("ended", live.snapshot())
             started.set()
