@@ -93,8 +93,6 @@ def default_metrics(tail: str = "p99") -> tuple[Metric, ...]:
     return tuple(out)
 
 
-METRICS = default_metrics()
-
 
 @dataclass
 class Config:

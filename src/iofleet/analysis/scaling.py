@@ -10,6 +10,7 @@ or the network to it, is the limit).
 from dataclasses import dataclass
 
 from ..results.model import Aggregate
+from ..units import to_ms
 
 # A step that adds at most this much IOPS (in %) over the previous step
 # marks the saturation point.
@@ -77,8 +78,8 @@ def scaling(steps: list[tuple[int, Aggregate | None]],
             hosts=hosts,
             iops=iops,
             mb_s=a.bw_bytes_s / 1e6 if a is not None else None,
-            mean_ms=a.lat_mean_ns / 1e6 if a is not None and a.lat_mean_ns is not None else None,
-            p99_ms=p99 / 1e6 if p99 is not None else None,
+            mean_ms=to_ms(a.lat_mean_ns, "ns") if a is not None else None,
+            p99_ms=to_ms(p99, "ns"),
             growth_pct=growth_pct(rows[-1].iops, iops) if rows else None,
             iops_per_host=iops / hosts if iops is not None and hosts > 0 else None,
         ))

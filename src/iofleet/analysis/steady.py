@@ -236,10 +236,5 @@ def _pct(x: float, limit: float | None = None) -> str:
     return s
 
 
-def _secs(x: float) -> str:
-    """Seconds to a tenth, without a trailing .0 (rounds of whole seconds stay whole)."""
-    return f"{x:.1f}".removesuffix(".0")
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -13,6 +13,7 @@ one-line message naming the missing or wrong field.
 import json
 import math
 import re
+from typing import Callable
 
 import numpy as np
 
@@ -242,33 +243,55 @@ def parse_output(doc: str | bytes | dict, host: str = "local") -> FioOutput:
     {'read'|'write': {'iops', 'bw_bytes', 'io_bytes', 'total_ios'}}.
     """
     data = _load(doc)
-    client_mode = "client_stats" in data
-    if client_mode:
-        entries = _list_of_objects(data, "client_stats", "")
-        list_name = "client_stats"
-    elif "jobs" in data:
-        entries = _list_of_objects(data, "jobs", "")
-        list_name = "jobs"
-    else:
-        raise ImportFormatError("not fio JSON output: neither 'jobs' nor 'client_stats' is present")
+    list_name, entries = _job_entries(data)
+    client_mode = list_name == "client_stats"
     version = _str(data, "fio version", "")
     timestamp = data.get("timestamp")
     if isinstance(timestamp, bool) or not isinstance(timestamp, int):
         timestamp = None
-
     disks_raw = _list_of_objects(data, "disk_util", "") if "disk_util" in data else []
-    names: dict[tuple[str, int], str] = {}
-    if client_mode:
-        addresses = [
-            _address(e, f"{list_name}[{i}]") for i, e in enumerate(entries) if e.get("jobname") != ALL_CLIENTS
-        ]
-        addresses += [_address(e, f"disk_util[{i}]") for i, e in enumerate(disks_raw)]
-        names = _host_names(addresses)
+    names = _server_names(entries, list_name, disks_raw) if client_mode else {}
 
+    def host_of(entry: dict, where: str) -> str:
+        return names[_address(entry, where)] if client_mode else host
+
+    jobs, warmup, all_clients = _jobs(entries, list_name, host_of, client_mode)
+    disks = [_disk(entry, f"disk_util[{i}]", host_of) for i, entry in enumerate(disks_raw)]
+    return FioOutput(
+        fio_version=version,
+        timestamp=timestamp,
+        jobs=jobs,
+        disks=disks,
+        has_bins=any(j.read.bins is not None or j.write.bins is not None for j in jobs),
+        fio_all_clients=all_clients,
+        warmup_jobs=warmup,
+    )
+
+
+def _job_entries(data: dict) -> tuple[str, list[dict]]:
+    """The document's list of jobs: `client_stats` in client/server mode, else `jobs`."""
+    for list_name in ("client_stats", "jobs"):
+        if list_name in data:
+            return list_name, _list_of_objects(data, list_name, "")
+    raise ImportFormatError("not fio JSON output: neither 'jobs' nor 'client_stats' is present")
+
+
+def _server_names(entries: list[dict], list_name: str, disks_raw: list[dict]) -> dict[tuple[str, int], str]:
+    """(hostname, port) → host name of every fio server in a client/server document."""
+    addresses = [
+        _address(e, f"{list_name}[{i}]") for i, e in enumerate(entries) if e.get("jobname") != ALL_CLIENTS
+    ]
+    addresses += [_address(e, f"disk_util[{i}]") for i, e in enumerate(disks_raw)]
+    return _host_names(addresses)
+
+
+def _jobs(entries: list[dict], list_name: str, host_of: Callable[[dict, str], str],
+          client_mode: bool) -> tuple[list[JobResult], list[JobResult], dict | None]:
+    """The measured jobs, iofleet's warm-up jobs and fio's "All clients"
+    totals (client/server mode), in document order."""
     jobs: list[JobResult] = []
     warmup: list[JobResult] = []
     per_host: dict[str, int] = {}
-    has_bins = False
     all_clients = None
     for i, entry in enumerate(entries):
         where = f"{list_name}[{i}]"
@@ -276,57 +299,48 @@ def parse_output(doc: str | bytes | dict, host: str = "local") -> FioOutput:
         if client_mode and jobname == ALL_CLIENTS:
             all_clients = {name: _all_clients(entry, name, where) for name in ("read", "write")}
             continue
-        job_host = names[_address(entry, where)] if client_mode else host
+        job_host = host_of(entry, where)
         read = _direction(entry, "read", where)
         write = _direction(entry, "write", where)
         if jobname == WARMUP_JOB:  # iofleet's warm-up group: never in a figure
             warmup.append(JobResult(job_host, jobname, len(warmup), _int(entry, "error", where), 0, 0.0, 0.0,
                                     read, write, DirectionStats()))
             continue
-        has_bins = has_bins or read.bins is not None or write.bins is not None
         index = per_host.get(job_host, 0)
         per_host[job_host] = index + 1
-        steady = entry.get("steadystate")
-        steady = steady if isinstance(steady, dict) and steady.get("duration") else None
-        jobs.append(
-            JobResult(
-                host=job_host,
-                job=jobname,
-                index=index,
-                error=_int(entry, "error", where),
-                # until: steady reports a host's jobs as one group, whose
-                # job_runtime is the sum over its jobs: take the directions'.
-                runtime_ms=(max(read.runtime_ms, write.runtime_ms) if isinstance(steady, dict) else 0)
-                or _int(entry, "job_runtime", where),
-                usr_cpu_pct=_num(entry, "usr_cpu", where),
-                sys_cpu_pct=_num(entry, "sys_cpu", where),
-                read=read,
-                write=write,
-                all=combine([read, write]),
-                steady_attained=bool(steady.get("attained")) if isinstance(steady, dict) else None,
-            )
-        )
+        jobs.append(_job(entry, where, job_host, jobname, index, read, write))
+    return jobs, warmup, all_clients
 
-    disks = []
-    for i, entry in enumerate(disks_raw):
-        where = f"disk_util[{i}]"
-        disks.append(
-            DiskUtil(
-                host=names[_address(entry, where)] if client_mode else host,
-                name=_str(entry, "name", where),
-                util_pct=_num(entry, "util", where),
-                read_ios=_int(entry, "read_ios", where),
-                write_ios=_int(entry, "write_ios", where),
-            )
-        )
-    return FioOutput(
-        fio_version=version,
-        timestamp=timestamp,
-        jobs=jobs,
-        disks=disks,
-        has_bins=has_bins,
-        fio_all_clients=all_clients,
-        warmup_jobs=warmup,
+
+def _job(entry: dict, where: str, host: str, jobname: str, index: int,
+         read: DirectionStats, write: DirectionStats) -> JobResult:
+    steady = entry.get("steadystate")
+    steady = steady if isinstance(steady, dict) and steady.get("duration") else None
+    return JobResult(
+        host=host,
+        job=jobname,
+        index=index,
+        error=_int(entry, "error", where),
+        # until: steady reports a host's jobs as one group, whose
+        # job_runtime is the sum over its jobs: take the directions'.
+        runtime_ms=(max(read.runtime_ms, write.runtime_ms) if isinstance(steady, dict) else 0)
+        or _int(entry, "job_runtime", where),
+        usr_cpu_pct=_num(entry, "usr_cpu", where),
+        sys_cpu_pct=_num(entry, "sys_cpu", where),
+        read=read,
+        write=write,
+        all=combine([read, write]),
+        steady_attained=bool(steady.get("attained")) if isinstance(steady, dict) else None,
+    )
+
+
+def _disk(entry: dict, where: str, host_of: Callable[[dict, str], str]) -> DiskUtil:
+    return DiskUtil(
+        host=host_of(entry, where),
+        name=_str(entry, "name", where),
+        util_pct=_num(entry, "util", where),
+        read_ios=_int(entry, "read_ios", where),
+        write_ios=_int(entry, "write_ios", where),
     )
 
 

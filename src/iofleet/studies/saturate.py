@@ -25,9 +25,9 @@ from ..fleet.inventory import Host
 from ..plan import parse_plan
 from ..plan.expand import expand, with_load
 from ..plan.units import format_duration, format_size
-from ..report.saturation import fmt_ms
 from ..results.export import run_to_dict
 from ..results.store import Store
+from ..units import format_value
 from .run import RunObserver, RunOutcome, RunSession
 
 # Without a CPU count for the fleet's hosts, the jobs axis goes up to this.
@@ -220,18 +220,45 @@ def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],
     one more run of jobs × iodepth and returns the cell with all its runs;
     `cells` gives every cell so far). Returns why each row, and the sweep,
     ended, as events for `ended_line` (holding the cells as they were)."""
-    slo = sweep.slo
-    ended: list[tuple] = []
+    s = _Search(sweep, depth_axis, run_once, cells, halted, sync)
+    for jobs in jobs_axis:
+        row = s.row(jobs)
+        if halted() or not row:
+            break
+        if s.ended and s.ended[-1][0] in ("no_help", "slo_first"):
+            break  # more jobs than this do not help either
+    else:
+        s.ended.append(("max_jobs", jobs_axis[-1]))
+    s.bisect()
+    s.resolve_answer()
+    return s.ended
 
-    def measure(jobs: int, depth: int) -> Cell | None:
+
+@dataclass
+class _Search:
+    """The steps of `search`, sharing its arguments and the end events so far."""
+
+    sweep: Sweep
+    depth_axis: list[int]
+    run_once: Callable[[int, int], Cell | None]
+    cells: Callable[[], list[Cell]]
+    halted: Callable[[], bool]
+    sync: Callable[[], bool]
+    ended: list[tuple] = field(default_factory=list)
+
+    def measure(self, jobs: int, depth: int) -> Cell | None:
         """A cell, repeated while its target verdict is within noise."""
-        cell = run_once(jobs, depth)
-        while cell and slo and near_limit(cell, slo) and cell.runs < sweep.repeats and not halted():
-            cell = run_once(jobs, depth) or cell
+        slo = self.sweep.slo
+        cell = self.run_once(jobs, depth)
+        while cell and slo and near_limit(cell, slo) and cell.runs < self.sweep.repeats and not self.halted():
+            cell = self.run_once(jobs, depth) or cell
         return cell
 
-    for jobs in jobs_axis:
-        best = peak(cells())[0]
+    def row(self, jobs: int) -> list[Cell]:
+        """Raise iodepth at `jobs` until the row ends (its end event is
+        appended to `ended`) or the sweep halts; the row's cells."""
+        sweep, depth_axis, ended = self.sweep, self.depth_axis, self.ended
+        best = peak(self.cells())[0]
         # More jobs matter where fewer saturated: a later row starts at the
         # outstanding IO of the answer so far, not at iodepth 1; after a row
         # that reached --max-iodepth still growing, at twice it (the way on).
@@ -240,12 +267,12 @@ def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],
         depth = max((d for d in depth_axis if jobs * d <= reach), default=1)
         prev = best if growing else None  # the step the row's first cell grows from
         row: list[Cell] = []
-        while not halted():
-            cell = measure(jobs, depth)
+        while not self.halted():
+            cell = self.measure(jobs, depth)
             if cell is None:
                 break
             row.append(cell)
-            if slo and cell.slo_ok is False:
+            if sweep.slo and cell.slo_ok is False:
                 ended.append(("slo", jobs, cell) if prev else ("slo_first", jobs, cell, best))
                 break
             if best is not None and prev is None and not more_iops(cell, best):
@@ -255,7 +282,7 @@ def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],
             if gain is not None and gain < sweep.min_gain_pct / 100:
                 ended.append(("gain", jobs, prev, cell))
                 break
-            if sync():
+            if self.sync():
                 ended.append(("sync", jobs))
                 break
             if depth >= depth_axis[-1]:
@@ -266,39 +293,37 @@ def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],
             fast = gain >= FAST_GAIN if gain is not None else depth == 1
             depth = min(depth * (4 if fast else 2), depth_axis[-1])
             prev = cell
-        if halted() or not row:
-            break
-        if ended and ended[-1][0] in ("no_help", "slo_first"):
-            break  # more jobs than this do not help either
-    else:
-        ended.append(("max_jobs", jobs_axis[-1]))
+        return row
 
-    # Bisection on iodepth between the last passing and first failing step.
-    for _ in range(sweep.bisect if slo else 0):
-        bracket = None if halted() else bisect_bracket(cells())
-        if bracket is None:
-            break
-        low, high = bracket
-        measure(low.jobs, (low.iodepth + high.iodepth) // 2)
+    def bisect(self) -> None:
+        """Bisection on iodepth between the last passing and first failing step."""
+        for _ in range(self.sweep.bisect if self.sweep.slo else 0):
+            bracket = None if self.halted() else bisect_bracket(self.cells())
+            if bracket is None:
+                break
+            low, high = bracket
+            self.measure(low.jobs, (low.iodepth + high.iodepth) // 2)
 
-    # The answer against the cell with the most IOPS, when the two cannot be
-    # told apart: repeat both until they can, or each has its runs. A gap
-    # that even `repeats` runs of each could not resolve is left as is.
-    resolvable = sweep.noise_pct / 100 / math.sqrt(sweep.repeats)
-    while not halted():
-        now = cells()
-        answer, _ = peak(now)
-        eligible = [c for c in now if c.slo_ok is not False]
-        top = max(eligible, key=lambda c: c.iops) if eligible else None
-        if answer is None or top is answer or top.iops < answer.iops * (1 + resolvable):
-            break
-        todo = [c for c in (answer, top) if c.runs < sweep.repeats]
-        if not todo:
-            break
-        pick = min(todo, key=lambda c: c.runs)
-        if measure(pick.jobs, pick.iodepth) is None:
-            break
-    return ended
+    def resolve_answer(self) -> None:
+        """The answer against the cell with the most IOPS, when the two
+        cannot be told apart: repeat both until they can, or each has its
+        runs. A gap that even `repeats` runs of each could not resolve is
+        left as is."""
+        sweep = self.sweep
+        resolvable = sweep.noise_pct / 100 / math.sqrt(sweep.repeats)
+        while not self.halted():
+            now = self.cells()
+            answer, _ = peak(now)
+            eligible = [c for c in now if c.slo_ok is not False]
+            top = max(eligible, key=lambda c: c.iops) if eligible else None
+            if answer is None or top is answer or top.iops < answer.iops * (1 + resolvable):
+                break
+            todo = [c for c in (answer, top) if c.runs < sweep.repeats]
+            if not todo:
+                break
+            pick = min(todo, key=lambda c: c.runs)
+            if self.measure(pick.jobs, pick.iodepth) is None:
+                break
 
 
 def ended_line(event: tuple, sat: Saturation, sweep: Sweep) -> str:
@@ -353,7 +378,7 @@ def ended_line(event: tuple, sat: Saturation, sweep: Sweep) -> str:
 
 
 def _slo_value(c: Cell, sweep: Sweep) -> str:
-    text = f"{sweep.slo.metric} {fmt_ms(c.slo_value_us)} ms"
+    text = f"{sweep.slo.metric} {format_value(c.slo_value_us, 'us', with_unit=True)}"
     if c.runs > 1:
         text += f", median of {c.runs} runs, {c.slo_met_runs} met it"
     return text

@@ -1,0 +1,124 @@
+"""What several diagnostics rules need from a run, computed once: the judged
+tests, their sweeps of outstanding IO, and small readings of a test."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import namedtuple
+from dataclasses import dataclass
+from functools import cached_property
+
+from ..little import outstanding_io
+from .thresholds import Thresholds
+
+JUDGED = ("ok", "partial")  # failed and interrupted tests have no figures worth judging
+DIRECTIONS = ("read", "write")
+
+
+Hit = namedtuple("Hit", "index test host evidence change")  # index: the test's place in the run, -1 run-wide
+
+
+@dataclass
+class Level:
+    """One outstanding-IO level of a sweep: the (jobs, iodepth) that got the
+    most IOPS at it, its IOPS and mean latency averaged over repeats."""
+
+    oio: int
+    iops: float
+    lat_us: float
+    index: int
+    test: dict
+
+
+class JudgedRun:
+    """The run document with what several rules need, computed once."""
+
+    def __init__(self, run: dict):
+        self.method = run.get("methodology") or {}
+        self.measure = self.method.get("measure") or "capacity"
+        self.percentile = self.method.get("percentile") or "p99"
+        ids = [t.get("id") for t in run.get("tests", [])]
+        self.tests = [(i, t) for i, t in enumerate(run.get("tests", []))
+                      if t.get("status") in JUDGED and (t.get("all") or {}).get("ios")]
+        self._repeated = {i for i in ids if ids.count(i) > 1}
+        # Fleet runs list host dicts; imports of client/server output just names.
+        self.nics = {h.get("name"): h.get("nic_gbps") for h in (run.get("host_facts") or {}).get("hosts", [])
+                     if isinstance(h, dict)}
+
+    def name(self, test: dict) -> str:
+        return f"{test['id']} #{test.get('repeat', 1)}" if test["id"] in self._repeated else test["id"]
+
+    def hit(self, index: int, test: dict | None, evidence: str, change: str, host: str | None = None) -> Hit:
+        return Hit(index, None if test is None else self.name(test), host, evidence, change)
+
+    @property
+    def unprepared(self) -> bool:
+        # Imports have no methodology: nothing is known about their data.
+        return "prepare" in self.method and self.method["prepare"] is None
+
+    @cached_property
+    def sweeps(self) -> dict[int, list[Level]]:
+        """Test index → the levels of its sweep: the run's tests that are
+        identical but for jobs and iodepth (and repeats), by outstanding IO."""
+        groups: dict[str, dict[tuple, list]] = {}
+        for i, t in self.tests:
+            if outstanding_io(t) is None or not t["all"].get("iops") or not t["all"].get("lat_mean_us"):
+                continue
+            rest = {k: v for k, v in t["params"].items() if k not in ("jobs", "iodepth")}
+            configs = groups.setdefault(json.dumps(rest, sort_keys=True, default=str), {})
+            configs.setdefault((t["params"]["jobs"], t["params"]["iodepth"]), []).append((i, t))
+        out = {}
+        for configs in groups.values():
+            best: dict[int, Level] = {}
+            for runs in configs.values():
+                ios = sum(t["all"]["ios"] for _, t in runs)
+                level = Level(outstanding_io(runs[0][1]), statistics.fmean(t["all"]["iops"] for _, t in runs),
+                              sum(t["all"]["lat_mean_us"] * t["all"]["ios"] for _, t in runs) / ios, *runs[0])
+                if level.oio not in best or level.iops > best[level.oio].iops:
+                    best[level.oio] = level
+            levels = [best[k] for k in sorted(best)]
+            for runs in configs.values():
+                for i, _ in runs:
+                    out[i] = levels
+        return out
+
+    def sweep_levels(self) -> list[list[Level]]:
+        """Each sweep once, in the order of its first test."""
+        seen, out = set(), []
+        for i, _ in self.tests:
+            levels = self.sweeps.get(i)
+            if levels and id(levels) not in seen:
+                seen.add(id(levels))
+                out.append(levels)
+        return out
+
+
+def as_percent(ratio: float) -> str:
+    """A share as a percentage: 0.52 → "52 %"."""
+    return f"{ratio * 100:.0f} %"
+
+
+def values_of(test: dict, name: str) -> list:
+    """A parameter's values: one, or one per host group of a mixed test."""
+    params = test.get("params") or {}
+    if name in params:
+        return [params[name]]
+    return [g[name] for g in (params.get("groups") or {}).values() if name in g]
+
+
+def is_direct(test: dict) -> bool:
+    return all(v is not False for v in values_of(test, "direct"))
+
+
+def has_reads(test: dict) -> bool:
+    return any((v or 0) > 0 for v in values_of(test, "read_pct"))
+
+
+def per_host_text(test: dict) -> str:
+    return " per host" if len(test.get("hosts") or {}) > 1 else ""
+
+
+def cpu_hot(test: dict, th: Thresholds) -> dict[str, dict]:
+    return {h: m for h, m in (test.get("host_metrics") or {}).items()
+            if m.get("cpu_avg_pct") is not None and m["cpu_avg_pct"] > th.host_cpu_pct}

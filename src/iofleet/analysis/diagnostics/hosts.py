@@ -1,0 +1,97 @@
+"""Diagnostics rules on the hosts that make the load: a client whose CPU
+or fio jobs are the limit, a network at its line rate, hosts that lag."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import namedtuple
+from typing import Iterator
+
+from ..little import in_flight, little_holds, little_ratio, outstanding_io
+from ..stragglers import stragglers
+from .context import Hit, JudgedRun, as_percent, cpu_hot, per_host_text, values_of
+from .thresholds import Thresholds
+
+MB_S_PER_GBPS = 125  # 1 Gbit/s = 125 MB/s (10^6 bytes)
+
+
+def _span(values) -> str:
+    """"92" or "88–92": the range of some percentages."""
+    values = list(values)
+    low, high = min(values, default=math.nan), max(values, default=math.nan)
+    return f"{low:.0f}" if f"{low:.0f}" == f"{high:.0f}" else f"{low:.0f}–{high:.0f}"
+
+
+def client_bound(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
+    for i, t in run.tests:
+        evidence, changes = [], []
+        hot = cpu_hot(t, th)
+        if hot:
+            avg = _span(m["cpu_avg_pct"] for m in hot.values())
+            top = _span(m["cpu_max_pct"] for m in hot.values() if m.get("cpu_max_pct") is not None)
+            on = f" on {', '.join(hot)}" if len(t.get("hosts") or {}) > 1 else ""
+            evidence.append(f"host CPU {avg} % avg (max {top} %){on} > {th.host_cpu_pct:g} %")
+            changes.append("add hosts: the same outstanding IO spread over more clients")
+        job_cpu = (t.get("fio_usr_cpu_pct") or 0) + (t.get("fio_sys_cpu_pct") or 0)
+        if job_cpu >= th.job_cpu_pct:
+            evidence.append(f"fio used {job_cpu:.0f} % of a CPU per job (≥ {th.job_cpu_pct:g} %)")
+        ratio = little_ratio(t)
+        tolerance = th.little_tolerance_pct / 100
+        if little_holds(ratio, tolerance) is False:
+            seen = in_flight(t["all"]["iops"], t["all"]["lat_mean_us"])
+            evidence.append(f"IOPS × mean latency = {seen:.2f} IOs in flight of {outstanding_io(t)} outstanding "
+                            f"(ratio {ratio:.2f}, outside 1 ± {tolerance:g})")
+        if hot:
+            pass  # more jobs on a host whose CPU is spent would not help
+        elif job_cpu >= th.job_cpu_pct or (ratio is not None and ratio < 1 - tolerance):
+            jobs = values_of(t, "jobs")
+            more = f" (from {jobs[0]} to {2 * jobs[0]}{per_host_text(t)})" if len(jobs) == 1 else ""
+            changes.append(f"add jobs{more}: fio itself could not keep its IOs in flight")
+        elif ratio is not None and ratio > 1 + tolerance:
+            changes.append("rerun the test: its figures hold more IOs in flight than it asked for")
+        if evidence:
+            host = next(iter(hot)) if len(hot) == 1 and len(t.get("hosts") or {}) > 1 else None
+            yield run.hit(i, t, "; ".join(evidence), "; ".join(changes), host=host)
+
+
+def network_bound(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
+    for i, t in run.tests:
+        if not t.get("fleet"):
+            continue
+        for host in t["fleet"].get("hosts") or []:
+            nic, figures = run.nics.get(host), (t.get("hosts") or {}).get(host)
+            if not nic or not figures or figures["all"].get("bw_mb_s") is None:
+                continue
+            mb_s, line = figures["all"]["bw_mb_s"], nic * MB_S_PER_GBPS
+            if mb_s >= th.nic_pct / 100 * line:
+                yield run.hit(i, t, f"{host}: {mb_s:,.1f} MB/s = {as_percent(mb_s / line)} of its {nic:g} Gbit/s NIC "
+                                    f"({line:,.0f} MB/s; ≥ {th.nic_pct:g} %)",
+                              f"the network, not the storage, limits {host}: give it a faster network or spread the "
+                              f"load over more hosts (or correct its nic_gbps in the inventory)", host=host)
+
+
+def host_imbalance(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
+    # stragglers() reads a.all.iops of each host's figures.
+    figures = namedtuple("figures", "all")
+    iops = namedtuple("iops", "iops")
+    for i, t in run.tests:
+        hosts = t.get("hosts") or {}
+        if not t.get("fleet") or len(hosts) < 2:
+            continue
+        # Hosts are only comparable when they ran the same workload: per group in a mixed test.
+        groups = {g: info["hosts"] for g, info in (t["fleet"].get("groups") or {}).items()} or {None: list(hosts)}
+        for group, members in groups.items():
+            per_host = {h: figures(iops(hosts[h]["all"]["iops"] or 0)) for h in members if h in hosts}
+            slow = stragglers(per_host, th.straggler_pct / 100)
+            if not slow:
+                continue
+            median = statistics.median(f.all.iops for f in per_host.values())
+            names = ", ".join(f"{h}: {per_host[h].all.iops:,.0f} IOPS = {as_percent(share)}" for h, share in slow)
+            where = f" in group {group}" if group else ""
+            yield run.hit(i, t, f"{names} of the median host's {median:,.0f} IOPS{where} "
+                                f"(< {th.straggler_pct:g} %)",
+                          f"check what differs on {', '.join(h for h, _ in slow)} (its targets' devices, network, "
+                          f"CPU, other load), or leave {'it' if len(slow) == 1 else 'them'} out of the inventory",
+                          host=slow[0][0] if len(slow) == 1 else None)
+

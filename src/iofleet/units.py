@@ -1,0 +1,52 @@
+"""Measured figures as iofleet shows them, one rule per unit, for every stage
+and both front doors: latency in ms to the µs, IOPS whole, MB/s to a tenth.
+
+Latency is stored in ns (fio's records, the live progress) or µs (the
+exported run); it is always shown in ms. Sizes and durations of a plan
+(`4k`, `90s`) are written by `plan.units`.
+"""
+
+MISSING = "n/a"  # a figure not measured is shown as such, never as 0
+
+# stored unit -> (shown unit, divisor to it, decimals); a divisor, not a
+# factor: ns / 1e6 and ns * 1e-6 can round differently at the last decimal.
+_SHOWN = {
+    "ns": ("ms", 1e6, 3),
+    "us": ("ms", 1e3, 3),
+    "ms": ("ms", 1, 3),
+    "IOPS": ("IOPS", 1, 0),
+    "MB/s": ("MB/s", 1, 1),
+    "%": ("%", 1, 1),
+}
+_LATENCY = ("ns", "us", "ms")
+
+
+def shown_unit(unit: str) -> str:
+    """The unit a figure stored in `unit` is shown in: "us" -> "ms"."""
+    return _SHOWN[unit][0]
+
+
+def to_ms(value: float | None, unit: str) -> float | None:
+    """A latency stored in ns, µs or ms as a number of ms (charts, JSON)."""
+    if unit not in _LATENCY:
+        raise ValueError(f"{unit!r} is not a latency unit; use one of {', '.join(_LATENCY)}")
+    return None if value is None else value / _SHOWN[unit][1]
+
+
+def format_value(value: float | None, unit: str, *, with_unit: bool = False, short: bool = False,
+                 missing: str = MISSING) -> str:
+    """A figure stored in `unit` ("ns", "us", "ms", "IOPS", "MB/s", "%") as
+    shown: 1234567 ns -> "1.235", with_unit -> "1.235 ms". Tables use the
+    fixed decimals so a column lines up; `short` gives a latency about three
+    significant digits for prose ("12.3 ms" rather than "12.346 ms")."""
+    if value is None:
+        return missing
+    shown, divisor, decimals = _SHOWN[unit]
+    number = value / divisor
+    if unit in _LATENCY:
+        if short:
+            decimals = 3 if number < 1 else 2 if number < 10 else 1 if number < 100 else 0
+        text = f"{number:.{decimals}f}"  # no thousands separator: "1234.500" as every table shows it
+    else:
+        text = f"{number:,.{decimals}f}"
+    return f"{text} {shown}" if with_unit else text
