@@ -24,6 +24,7 @@ from ..fleet.facts import remote_facts
 from ..fleet.inventory import Host
 from ..plan import parse_plan
 from ..plan.expand import expand, with_load
+from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_duration, format_size
 from ..results.export import run_to_dict
 from ..results.store import Store
@@ -43,12 +44,13 @@ class Sweep:
     durations and file size, the axes' upper bounds, when to stop and how
     sure a decision must be."""
 
-    bs: int = 4096
-    read_pct: int = 100
-    random_pct: int = 100
-    size: int = 1024**3  # each job's file
+    bs: int = PARAMS["bs"].default
+    read_pct: int = PARAMS["read_pct"].default
+    random_pct: int = PARAMS["random_pct"].default
+    size: int = PARAMS["size"].default  # each job's file
     # A cell measures until its IOPS are steady (SNIA, 5 rounds of `round`
     # seconds), at most `max_runtime`; with `runtime` set, that fixed time.
+    # Short on purpose, unlike a plan's tests: a sweep runs dozens of cells.
     ramp: int = 1
     round: int = 1
     max_runtime: int = 10
@@ -56,8 +58,8 @@ class Sweep:
     # Not io_uring: fio 3.33's io_uring engine inflates latency at iodepths
     # that are not powers of two, which bisection measures (docs/saturate.md).
     engine: str = "libaio"
-    direct: bool = True
-    prepare: str = "random"
+    direct: bool = PARAMS["direct"].default
+    prepare: str = RUN_PARAMS["prepare"].default
     max_jobs: int | None = None  # default: CPUs of the (smallest) host
     max_iodepth: int = 256
     min_gain_pct: float = 10.0  # a doubling that gains less has stopped growing
