@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import IofleetError
+from ..plan.params import ID_BASE
 
-DEFAULT_MATCH = ("bs", "read_pct", "random_pct", "jobs", "iodepth")
+# Tests pair up across configurations by what every test id names.
+DEFAULT_MATCH = ID_BASE
 MIN_REPEATS = 3  # per side, for an interval and a p-value
 ALPHA = 0.05
 CONFIDENCE = 95.0
