@@ -27,9 +27,9 @@ from iofleet.analysis.theoretical import entered_device, model_table
 from iofleet.errors import IofleetError
 from iofleet.fio.parse import parse_log, parse_output, split_documents
 from iofleet.fleet.inventory import load_inventory
+from iofleet.importers import import_file, load_plan_source
 from iofleet.plan import expand
 from iofleet.plan.hardware import load_model, parse_model
-from iofleet.plan.imports import import_file, load_plan_source
 from iofleet.plan.load import load_plan, parse_plan, parse_plan_text
 from iofleet.plan.params import PARAMS, RUN_PARAMS
 from iofleet.plan.units import parse_duration, parse_size

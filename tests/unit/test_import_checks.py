@@ -67,8 +67,8 @@ def test_real_outputs_still_import(tmp_path):
     files = sorted(FIO.glob("*.json")) + [FIO / "status-stream-json+.txt"]
     with Store.open(tmp_path) as store:
         run = store.get_run(import_outputs(store, files, label="real.outputs_1"))
-    assert run["status"] == "complete" and run["label"] == "real.outputs_1" and len(run["tests"]) >= len(files)
-    assert all(t["status"] == "ok" and t["aggregate"].all.iops > 0 for t in run["tests"])
+    assert run.status == "complete" and run.label == "real.outputs_1" and len(run.tests) >= len(files)
+    assert all(t.status == "ok" and t.aggregate.all.iops > 0 for t in run.tests)
 
 
 @pytest.mark.parametrize("label", ["a b", "../x", "x" * 65, "-x", "", "a\nb", "é", "x;rm -rf /"])

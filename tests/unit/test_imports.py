@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from iofleet.cli.importing import import_command
 from iofleet.errors import IofleetError, PlanError
 from iofleet.fio.jobfile import render_test
+from iofleet.importers import detect_kind, import_file, load_plan_source
 from iofleet.plan import expand, parse_plan
-from iofleet.plan.imports import detect_kind, import_file, load_plan_source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -210,6 +210,23 @@ def test_fio_sections_that_run_at_once_are_noted_and_refused_for_run(tmp_path):
     with pytest.raises(PlanError) as exc:
         load_plan_source(f)
     assert exc.value.problems[0].startswith(note)
+
+
+@pytest.mark.parametrize("options, where", [
+    ("rw=randrw\nrwmixread=150", "line 3 [bad] rwmixread=150: allowed: 0 to 100"),
+    ("rw=randrw\nrwmixwrite=-1", "line 3 [bad] rwmixwrite=-1: allowed: 0 to 100"),
+    ("rw=randread\npercentage_sequential=101", "line 3 [bad] percentage_sequential=101: allowed: 0 to 100"),
+    ("ramp_time=soon", "line 2 [bad] ramp_time=soon: 'soon' is not a duration; use e.g. 90s, 5m, 2h, 1h30m"),
+    ("size=200%", "line 2 [bad] size=200%: allowed: 1 to 100"),
+    ("buffered=perhaps", "line 2 [bad] buffered=perhaps: expected 0 or 1"),
+    ("iodepth=4,8", "line 2 [bad] iodepth=4,8: different values per direction are not supported"),
+])
+def test_a_value_the_table_refuses_is_noted_at_its_own_line(tmp_path, options, where):
+    f = tmp_path / "values.fio"
+    f.write_text(f"[bad]\n{options}\n[good]\nstonewall\nrw=read\n")
+    r = import_file(f)
+    assert [w["name"] for w in r.plan["workloads"]] == ["good"]
+    assert r.unsupported == [f"{f}: {where}; the sections using it are not imported"]
 
 
 DANGEROUS_WORDS = ["include", "lab-common", "exec", "drop_caches", "rm -rf", "HOME", "$", "mb_memory",

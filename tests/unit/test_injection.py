@@ -30,9 +30,9 @@ from iofleet.fleet.devices import where
 from iofleet.fleet.execute import FleetPlace, LocalPlace
 from iofleet.fleet.inventory import InventoryError, load_inventory
 from iofleet.fleet.runner import FioRun
+from iofleet.importers import import_file, load_plan_source
 from iofleet.plan import expand, parse_plan
 from iofleet.plan.expand import expand_mixed, prepare_tiers
-from iofleet.plan.imports import import_file, load_plan_source
 from iofleet.plan.params import AUTO_ENGINES, ENGINES, PARAMS, RUN_PARAMS
 
 MARK = "PWNED"

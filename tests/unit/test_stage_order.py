@@ -6,21 +6,22 @@ from pathlib import Path
 
 import iofleet
 
-STAGES = ["errors", "plan", "fio", "fleet", "results", "analysis", "report"]
+STAGES = ["errors", "units", "plan", "fio", "importers", "fleet", "results", "analysis", "report"]
 TOP = ["studies", "cli", "web"]
 ROOT = Path(iofleet.__file__).parent
 
 
-def _imported_packages(source: str, package: str) -> set[str]:
-    """First-level iofleet packages imported by a module of `package`."""
+def _imported_packages(source: str, package: str, depth: int = 1) -> set[str]:
+    """First-level iofleet packages imported by a module of `package`, that
+    lies `depth` packages below iofleet (2 in analysis/diagnostics/)."""
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom):
             if node.level == 0 and node.module and node.module.startswith("iofleet."):
                 found.add(node.module.split(".")[1])
-            elif node.level == 1:
+            elif 0 < node.level <= depth:
                 found.add(package)
-            elif node.level == 2 and node.module:
+            elif node.level == depth + 1 and node.module:
                 found.add(node.module.split(".")[0])
         elif isinstance(node, ast.Import):
             found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("iofleet.")}
@@ -35,7 +36,7 @@ def test_no_stage_imports_a_later_one():
         own = rel.parts[0].removesuffix(".py")
         if own not in order or len(rel.parts) == 1:
             continue
-        for other in _imported_packages(path.read_text(), own) - {own}:
+        for other in _imported_packages(path.read_text(), own, len(rel.parts) - 1) - {own}:
             if other not in order:
                 continue
             later = order.index(other) > order.index(own)
@@ -47,3 +48,5 @@ def test_no_stage_imports_a_later_one():
 def test_the_checker_sees_backward_imports():
     source = "from ..results.model import Aggregate\nfrom .jobfile import render_test\nimport iofleet.web.app\n"
     assert _imported_packages(source, "fio") == {"results", "fio", "web"}
+    nested = "from ...report.summary import x\nfrom ..little import y\nfrom . import latency\n"
+    assert _imported_packages(nested, "analysis", depth=2) == {"report", "analysis"}

@@ -1,6 +1,6 @@
 """`iofleet import`: HCIBench/vdbench parameter files and fio job files → one plan.
 
-A thin shell over iofleet.plan.imports: the plan goes to stdout (or -o FILE),
+A thin shell over iofleet.importers: the plan goes to stdout (or -o FILE),
 the notes to stderr, one `note: ...` line each. Errors are raised as
 IofleetError for the caller's `user_errors` wrapper (this module cannot
 import cli.main: main imports it).
@@ -13,7 +13,7 @@ import typer
 
 from ..errors import PlanError
 from ..plan.expand import expand
-from ..plan.imports import import_file, merge_results, plan_yaml
+from ..importers import import_file, merge_results, plan_yaml
 from ..plan.load import parse_plan
 from .output import write_output
 

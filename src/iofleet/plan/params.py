@@ -53,6 +53,9 @@ class Param:
     to_fio: Callable[[Mapping], list] | None = None
     # ... and its raw value back from fio's options (None: not stated there).
     from_fio: Callable[[FioOptions], Any] | None = None
+    # The fio options from_fio reads: the main one, then those that refine it
+    # in the order fio prefers them (the job-file importer takes exactly these).
+    fio_keys: tuple = field(default=())
 
     def parse(self, value: Any) -> Any:
         """Validate one value; raise ValueError saying what is allowed."""
@@ -109,7 +112,9 @@ class Param:
         try:
             return self.parse(raw)
         except ValueError as exc:
-            raise FioOptionError(self.fio.split(",")[0], str(exc)) from None
+            # Name the option that gave the value: a refining one (rwmixread), else the main one.
+            given = [key for key in self.fio_keys[1:] if key in options] or list(self.fio_keys[:1]) or [self.name]
+            raise FioOptionError(given[0], str(exc)) from None
 
 
 # ---- fio options in both directions -----------------------------------
@@ -236,7 +241,7 @@ def _same(name: str, key: str, only_if_set: bool = False) -> dict:
     """A parameter that is one fio option of the same value (written only
     when not 0, if `only_if_set`)."""
     return {"to_fio": lambda values: [(key, values[name])] if values[name] or not only_if_set else [],
-            "from_fio": lambda options: _one(options, key)}
+            "from_fio": lambda options: _one(options, key), "fio_keys": (key,)}
 
 
 PARAMS: dict[str, Param] = {
@@ -249,11 +254,11 @@ PARAMS: dict[str, Param] = {
               "rw, rwmixread", minimum=0, maximum=100, in_table=True, label="read %", unit="%", column="read_pct",
               to_fio=lambda v: [("rw", _rw_value(v))] + ([("rwmixread", v["read_pct"])]
                                                          if 0 < v["read_pct"] < 100 else []),
-              from_fio=_read_pct_from_fio),
+              from_fio=_read_pct_from_fio, fio_keys=("rw", "rwmixread", "rwmixwrite")),
         Param("random_pct", "pct", 100, "share of IOs at random offsets (0 = sequential)",
               "rw, percentage_random", minimum=0, maximum=100, in_table=True, label="random %", unit="%", column="random_pct",
               to_fio=lambda v: [("percentage_random", v["random_pct"])] if 0 < v["random_pct"] < 100 else [],
-              from_fio=_random_pct_from_fio),
+              from_fio=_random_pct_from_fio, fio_keys=("rw", "percentage_random", "percentage_sequential")),
         Param("iodepth", "int", 1, "outstanding IOs per job (queue depth)", "iodepth",
               minimum=1, maximum=4096, in_table=True, label="iodepth", column="iodepth",
               **_same("iodepth", "iodepth")),
@@ -264,25 +269,29 @@ PARAMS: dict[str, Param] = {
               minimum=4096, maximum=1024**5, in_table=True, label="size", unit="bytes", column="size_bytes",
               id_part=lambda v: f"sz{format_size(v)}",
               # fio's size is the IO's region: the working set (the layout job makes the whole file)
-              to_fio=lambda v: [("size", working_set(v))], from_fio=_size_from_fio),
+              to_fio=lambda v: [("size", working_set(v))], from_fio=_size_from_fio, fio_keys=("size",)),
         Param("working_set_pct", "pct", 100, "share of each file that the IO touches",
               "size (of the file region)", minimum=1, maximum=100, label="working set %", unit="%",
-              column="working_set_pct", id_part=lambda v: f"ws{v}", from_fio=_working_set_from_fio),
+              column="working_set_pct", id_part=lambda v: f"ws{v}", from_fio=_working_set_from_fio,
+              fio_keys=("size",)),
         Param("runtime", "duration", 60, "measured time, after the warm-up",
               "runtime, time_based", minimum=1, maximum=30 * 86400, in_table=True, label="runtime", unit="s",
               column="runtime_s", id_part=lambda v: f"rt{format_duration(v)}",
-              from_fio=lambda o: _one(o, "runtime")),  # rendered per job group (jobfile.py)
+              from_fio=lambda o: _one(o, "runtime"), fio_keys=("runtime",)),  # rendered per job group (jobfile.py)
         Param("ramp", "duration", 10, "warm-up before measuring; logged, excluded from every figure",
               "runtime of a warm-up job group", minimum=0, maximum=86400, in_table=True, label="ramp", unit="s",
               column="ramp_s", id_part=lambda v: f"ramp{format_duration(v)}",
-              from_fio=lambda o: _one(o, "ramp_time")),  # iofleet's own files: its warm-up group
+              # (iofleet's own job files: the runtime of its warm-up group; the importer reads that)
+              from_fio=lambda o: _one(o, "ramp_time"), fio_keys=("ramp_time",)),
         Param("engine", "choice", "auto",
               "IO engine; auto = first of io_uring, libaio, psync that works",
               "ioengine", choices=ENGINES, in_table=True, label="engine", column="engine", id_part=str,
-              to_fio=lambda v: [("ioengine", v["engine"])], from_fio=_engine_from_fio),
+              to_fio=lambda v: [("ioengine", v["engine"])], from_fio=_engine_from_fio,
+              fio_keys=("ioengine",)),
         Param("direct", "bool", True, "bypass the page cache (O_DIRECT)", "direct", label="direct",
               column="direct", id_part=lambda v: "direct" if v else "buffered",
-              to_fio=lambda v: [("direct", v["direct"])], from_fio=_direct_from_fio),
+              to_fio=lambda v: [("direct", v["direct"])], from_fio=_direct_from_fio,
+              fio_keys=("direct", "buffered")),
         Param("compress_pct", "pct", 0, "how compressible written data is (0 = not at all)",
               "buffer_compress_percentage", minimum=0, maximum=100, label="compress %", unit="%",
               column="compress_pct", id_part=lambda v: f"cmp{v}",
