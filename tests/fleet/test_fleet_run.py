@@ -31,13 +31,13 @@ def test_fleet_figures_are_exact_merges_of_every_host(tmp_path, fleet4, data_dir
     assert not data_files(fleet4), "iofleet's files are removed on every host"
 
     with Store.open(data_dir) as store:
-        (t,) = store.get_run(1)["tests"]
-    assert {j.host for j in t["jobs"]} == {"h1", "h2", "h3", "h4"}
-    assert len(t["jobs"]) == 8
-    fleet = t["aggregate"].all
-    assert fleet.iops == pytest.approx(sum(j.all.iops for j in t["jobs"]), rel=1e-12)
+        (t,) = store.get_run(1).tests
+    assert {j.host for j in t.jobs} == {"h1", "h2", "h3", "h4"}
+    assert len(t.jobs) == 8
+    fleet = t.aggregate.all
+    assert fleet.iops == pytest.approx(sum(j.all.iops for j in t.jobs), rel=1e-12)
     merged: dict[int, int] = {}
-    for j in t["jobs"]:
+    for j in t.jobs:
         for d in (j.read, j.write):
             for k, v in d.bins.items():
                 merged[k] = merged.get(k, 0) + v
@@ -114,9 +114,9 @@ def test_host_metrics_and_skew_are_stored_per_host(tmp_path, make_fleet, data_di
     assert "Host CPU: n/a for h3" in out
 
     with Store.open(data_dir) as store:
-        (t,) = store.get_run(1)["tests"]
-        series = store.get_host_series(t["pk"])
-    metrics = {m.host: m for m in t["host_metrics"]}
+        (t,) = store.get_run(1).tests
+        series = store.get_host_series(t.pk)
+    metrics = {m.host: m for m in t.host_metrics}
     assert [m.source for m in metrics.values()] == ["node_exporter", "node_exporter", "none"]
     for name in ("h1", "h2"):
         m = metrics[name]
@@ -124,14 +124,14 @@ def test_host_metrics_and_skew_are_stored_per_host(tmp_path, make_fleet, data_di
         assert m.net_tx_avg_bytes_s > 0  # its exporter's own replies cross eth0
         assert len(series[("host", name)]) > m.samples  # the series keeps the warm-up
     assert metrics["h3"].samples == 0 and metrics["h3"].cpu.avg_pct is None
-    assert t["controller"].source == "local" and t["controller"].samples >= 2
+    assert t.controller.source == "local" and t.controller.samples >= 2
     # The test's CPU covers the hosts with metrics only.
-    assert t["host_cpu"].avg_pct == pytest.approx((metrics["h1"].cpu.avg_pct + metrics["h2"].cpu.avg_pct) / 2)
+    assert t.host_cpu.avg_pct == pytest.approx((metrics["h1"].cpu.avg_pct + metrics["h2"].cpu.avg_pct) / 2)
 
-    skew = t["fleet"]["skew"]
+    skew = t.fleet["skew"]
     assert set(skew["windows_ms"]) == {"h1", "h2", "h3"}
     # Windows are on the series' time axis, which starts with the warm-up.
-    assert min(w[0] for w in skew["windows_ms"].values()) == t["methodology"]["measured_from_ms"] > 0
+    assert min(w[0] for w in skew["windows_ms"].values()) == t.methodology["measured_from_ms"] > 0
     for start, end in skew["windows_ms"].values():
         assert 2500 <= end - start <= 4500  # 3 s measured, not the 1 s warm-up
     assert skew["start_spread_ms"] < 1000 and skew["overlap_pct"] > 60
@@ -168,8 +168,8 @@ def test_mixed_workloads_run_side_by_side_on_host_groups(tmp_path, fleet4, data_
     assert first["groups"]["oltp"]["all"]["iops"] == pytest.approx(oltp, rel=1e-12)
     assert first["all"]["iops"] == pytest.approx(oltp + first["hosts"]["h4"]["all"]["iops"], rel=1e-12)
     with Store.open(data_dir) as store:
-        t = store.get_run(1)["tests"][0]
-    assert {j.host for j in t["jobs"] if j.job.startswith("256k")} == {"h4"}
+        t = store.get_run(1).tests[0]
+    assert {j.host for j in t.jobs if j.job.startswith("256k")} == {"h4"}
     assert "  oltp: 4k-r70-rand-j1-qd1" in out and "  backup: 256k-r100-seq-j1-qd2" in out
     # h4 ran another workload: it is never compared with the oltp hosts.
     assert not [l for l in out.splitlines() if "straggler" in l and "h4" in l]

@@ -53,11 +53,11 @@ def test_a_frozen_host_is_lost_soon_after_the_planned_end_and_the_others_kept(tm
     assert test["all"]["ios"] == test["hosts"]["h1"]["all"]["ios"] + test["hosts"]["h2"]["all"]["ios"]
     assert "partial 1/1" in out and "lost host h3" in out
     with Store.open(data_dir) as store:
-        (stored,) = store.get_run(1)["tests"]
-        assert {s.host for s in store.get_series(stored["pk"])} == {"h1", "h2"}  # no second lacks a host
-        assert json.loads(store.read_artifact(stored["pk"], "fio-output.h2.json"))["client_stats"]
-    assert {"fio-output.h1.json", "fio-output.h2.json"} <= set(stored["artifacts"])
-    assert "fio-output.h3.json" not in stored["artifacts"]
+        (stored,) = store.get_run(1).tests
+        assert {s.host for s in store.get_series(stored.pk)} == {"h1", "h2"}  # no second lacks a host
+        assert json.loads(store.read_artifact(stored.pk, "fio-output.h2.json"))["client_stats"]
+    assert {"fio-output.h1.json", "fio-output.h2.json"} <= set(stored.artifacts)
+    assert "fio-output.h3.json" not in stored.artifacts
     # The frozen host was not waited for at clean-up: it is named, its files kept.
     assert "Removed iofleet's data files from 2 hosts, not from h3 (lost during the run" in out
     assert not _files(fleet, "h1") and not _files(fleet, "h2") and _files(fleet, "h3")

@@ -19,7 +19,7 @@ def test_a_killed_fleet_run_is_resumed_on_the_same_hosts(tmp_path, make_fleet, d
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with Store.open(data_dir) as store:
-            if store.list_runs() and store.list_runs()[0]["tests_saved"] == 1:
+            if store.list_runs() and store.list_runs()[0].tests_saved == 1:
                 break
         time.sleep(0.2)
     for h in fleet.hosts:
@@ -47,6 +47,6 @@ def test_a_killed_fleet_run_is_resumed_on_the_same_hosts(tmp_path, make_fleet, d
     assert "Run 1 complete: 3 of 3 tests ok." in resumed.stdout
     with Store.open(data_dir) as store:
         run = store.get_run(1)
-    assert [t["status"] for t in run["tests"]] == ["ok", "ok", "ok"]
-    assert all({j.host for j in t["jobs"]} == {"h1", "h2"} for t in run["tests"])
+    assert [t.status for t in run.tests] == ["ok", "ok", "ok"]
+    assert all({j.host for j in t.jobs} == {"h1", "h2"} for t in run.tests)
     assert not data_files(fleet)

@@ -32,13 +32,13 @@ def test_scale_runs_each_step_on_the_first_hosts_and_reports_growth(tmp_path, fl
     with Store.open(data_dir) as store:
         for k, run_id in zip((1, 2, 4), run_ids):
             run = store.get_run(run_id)
-            assert run["status"] == "complete" and run["label"] == f"scale {k}/4 hosts"
-            (test,) = run["tests"]
-            assert test["params"]["iodepth"] == 2  # the chosen test, not the plan's first
-            assert {j.host for j in test["jobs"]} == {f"h{i}" for i in range(1, k + 1)}
-            assert run["plan_text"].startswith(f"# iofleet scale: test 4k-r100-rand-j1-qd2 of this plan, "
+            assert run.status == "complete" and run.label == f"scale {k}/4 hosts"
+            (test,) = run.tests
+            assert test.params["iodepth"] == 2  # the chosen test, not the plan's first
+            assert {j.host for j in test.jobs} == {f"h{i}" for i in range(1, k + 1)}
+            assert run.plan_text.startswith(f"# iofleet scale: test 4k-r100-rand-j1-qd2 of this plan, "
                                                f"step {run_ids.index(run_id) + 1}/3 on {k} of 4 hosts\n")
-            iops.append(test["aggregate"].all.iops)
+            iops.append(test.aggregate.all.iops)
 
     growth = [None] + [(b - a) * 100 / a for a, b in zip(iops, iops[1:])]
     rows = table_rows(out)

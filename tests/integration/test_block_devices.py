@@ -23,7 +23,6 @@ from iofleet.fleet.check import HostCheckError, check_hosts
 from iofleet.fleet.inventory import load_inventory
 from iofleet.plan import parse_plan
 from iofleet.plan.easy import Durations
-from iofleet.results.export import run_to_dict
 from iofleet.results.store import Store
 from iofleet.studies.easy_run import easy_run
 from iofleet.studies.run import run_plan
@@ -275,8 +274,8 @@ def test_a_blank_device_is_benchmarked_in_one_region_per_job(tmp_path, loops, da
     assert "Caches before each test on local: page cache of the device invalidated" in out
     with Store.open(data_dir) as store:
         stored = store.get_run(1)
-        run = run_to_dict(stored)
-        job = store.read_artifact(stored["tests"][1]["pk"], "job.fio").decode().splitlines()
+        run = stored.to_dict()
+        job = store.read_artifact(stored.tests[1].pk, "job.fio").decode().splitlines()
     assert run["status"] == "complete"
     # No size in the plan: the device is shared by the most jobs (2 × 64 MiB).
     assert [t["params"]["size"] for t in run["tests"]] == [64 * MiB, 64 * MiB]

@@ -98,9 +98,9 @@ def test_a_target_filling_up_mid_run_fails_the_test_saying_where_and_follows_on_
     assert "Traceback" not in err
     with Store.open(data_dir) as store:
         run = store.get_run(1)
-    assert [t["status"] for t in run["tests"]] == expected
-    assert run["status"] == "failed"
-    error = run["tests"][1]["error"]
+    assert [t.status for t in run.tests] == expected
+    assert run.status == "failed"
+    error = run.tests[1].error
     assert error.startswith(f"no space left on {target}: fio: io_u error on file {target}/iofleet/iofleet-data.0.0: "
                             f"No space left on device")
     assert error.endswith("the plan's data files need 6.0 MiB there, 0 B is free now")
@@ -128,11 +128,11 @@ def test_fio_killed_mid_test_fails_that_test_with_the_signal_and_the_run_goes_on
     assert time.monotonic() - started < 15, "the run waited for the killed test's runtime"
     assert proc.returncode == 1, out + err
     with Store.open(data_dir) as store:
-        victim, after = store.get_run(1)["tests"]
-    assert victim["status"] == "failed" and after["status"] == "ok"
-    assert victim["error"].startswith("fio was killed by signal 9 (SIGKILL) ")
-    assert victim["aggregate"] is None and victim["jobs"] == []  # its last status is no result
-    assert after["aggregate"].all.iops > 0
+        victim, after = store.get_run(1).tests
+    assert victim.status == "failed" and after.status == "ok"
+    assert victim.error.startswith("fio was killed by signal 9 (SIGKILL) ")
+    assert victim.aggregate is None and victim.jobs == []  # its last status is no result
+    assert after.aggregate.all.iops > 0
     assert "failed 1/2 4k-r100-rand-j1-qd1-rt30s: fio was killed by signal 9 (SIGKILL)" in out
     assert not fio_using([disk_dir / "iofleet"]) and not (disk_dir / "iofleet").exists()
 
@@ -184,7 +184,7 @@ def test_results_disk_full_is_one_line_keeps_the_store_whole_and_the_run_resumab
     with Store.open(data_dir) as store:
         assert store.get_run(1) == earlier
         run2 = store.get_run(2)
-        assert run2["tests"] == [] and run2["status"] in ("running", "failed")
+        assert run2.tests == [] and run2.status in ("running", "failed")
     # Its test could not be stored: the run finishes with a resume.
     resumed = iofleet("run", "--resume", "2", data_dir=data_dir)
     assert "Run 2 complete: 1 of 1 tests ok." in resumed.stdout

@@ -11,7 +11,6 @@ from iofleet.errors import IofleetError
 from iofleet.fleet.procs import fio_using
 from iofleet.plan import expand
 from iofleet.plan.load import load_plan
-from iofleet.results.export import run_to_dict
 from iofleet.results.store import Store
 from iofleet.studies.run import prepare_resume
 
@@ -61,9 +60,9 @@ def test_kill_9_mid_plan_then_resume_runs_only_the_rest(tmp_path, disk_dir, data
     assert [(seq, test, status) for seq, test, status, _ in before] == [(0, ids[0], "ok"), (1, ids[1], "ok")]
     with Store.open(data_dir) as store:
         run = store.get_run(1)
-        assert run["status"] == "running" and store.list_runs()[0]["held_by"] is None
-        assert all(t["aggregate"].all.iops > 0 and t["aggregate"].all.percentiles_ns["p99"] > 0
-                   for t in run["tests"])
+        assert run.status == "running" and store.list_runs()[0].held_by is None
+        assert all(t.aggregate.all.iops > 0 and t.aggregate.all.percentiles_ns["p99"] > 0
+                   for t in run.tests)
         # Another plan is refused: the stored one is what the run was.
         other = load_plan(write_plan(tmp_path / "other.yaml", name="resume-me", workloads=WORKLOADS,
                                      defaults=DEFAULTS | {"runtime": "3s"}))
@@ -87,10 +86,10 @@ def test_kill_9_mid_plan_then_resume_runs_only_the_rest(tmp_path, disk_dir, data
     assert all(datetime.fromisoformat(started).timestamp() > killed_at for _, _, _, started in after[2:])
     with Store.open(data_dir) as store:
         run = store.get_run(1)
-        assert run["status"] == "complete" and run["ended_at"]
-        assert all(t["aggregate"].all.iops > 0 for t in run["tests"])
-        assert run["methodology"]["resumes"][0]["tests"] == ids[2:]
-        assert run_to_dict(run)["tests"][3]["all"]["iops"] > 0
+        assert run.status == "complete" and run.ended_at
+        assert all(t.aggregate.all.iops > 0 for t in run.tests)
+        assert run.methodology["resumes"][0]["tests"] == ids[2:]
+        assert run.to_dict()["tests"][3]["all"]["iops"] > 0
     # The killed run's data files were reused, then removed with its directory.
     assert not (disk_dir / "iofleet").exists()
     with sqlite3.connect(db) as conn:

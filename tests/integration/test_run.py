@@ -60,21 +60,21 @@ def test_run_stores_exact_results_and_prints_summary(tmp_path, disk_dir, data_di
 
     with Store.open(data_dir) as store:
         stored = store.get_run(1)
-        t = stored["tests"][0]
+        t = stored.tests[0]
         # Rates add up across jobs; percentiles come from the merged bins.
-        assert t["aggregate"].all.iops == pytest.approx(sum(j.all.iops for j in t["jobs"]))
+        assert t.aggregate.all.iops == pytest.approx(sum(j.all.iops for j in t.jobs))
         merged: dict[int, int] = {}
-        for j in t["jobs"]:
+        for j in t.jobs:
             for direction in (j.read, j.write):
                 for k, v in direction.bins.items():
                     merged[k] = merged.get(k, 0) + v
-        assert t["aggregate"].all.percentiles_ns["p99"] == percentile_from_bins(merged, 99.0)
+        assert t.aggregate.all.percentiles_ns["p99"] == percentile_from_bins(merged, 99.0)
         # Per-second series and raw artifacts are kept.
-        series = store.get_series(t["pk"])
+        series = store.get_series(t.pk)
         assert {s.metric for s in series} == {"iops", "bw_bytes_s", "lat_ns"}
         assert all(len(s.values) >= 1 for s in series)
-        assert b'"fio version"' in store.read_artifact(t["pk"], "fio-output.json")
-        assert b"[iofleet-warmup]" in store.read_artifact(t["pk"], "job.fio")
+        assert b'"fio version"' in store.read_artifact(t.pk, "fio-output.json")
+        assert b"[iofleet-warmup]" in store.read_artifact(t.pk, "job.fio")
         # The warm-up is logged too, marked as such, before the measured part.
         warm = [s for s in series if s.phase == "warmup"]
         assert warm and max(s.t_ms[-1] for s in warm) <= min(s.t_ms[0] for s in series if s.phase == "measured")
@@ -83,6 +83,8 @@ def test_run_stores_exact_results_and_prints_summary(tmp_path, disk_dir, data_di
     assert csv_text.splitlines()[0].startswith("run_id,") and len(csv_text.splitlines()) == 3
     listing = iofleet("results", "list", data_dir=data_dir).stdout
     assert "e2e" in listing and "2/2" in listing
+    assert "e2e" in iofleet("results", "list", "--status", "complete", "--plan", "E2", data_dir=data_dir).stdout
+    assert "matches these filters" in iofleet("results", "list", "--status", "failed", data_dir=data_dir).stdout
 
 
 def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir, data_dir, spawn):

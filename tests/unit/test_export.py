@@ -17,7 +17,6 @@ from iofleet.results.export import (
     RUN_FIELDS,
     TEST_FIELDS,
     run_to_csv,
-    run_to_dict,
 )
 from iofleet.fio.records import DirectionStats, DiskUtil, JobResult
 from iofleet.fleet.metrics import HostCpu
@@ -55,7 +54,7 @@ def run(tmp_path):
                                fio_version="fio-3.36", host_facts={"hostname": "h1"}, tests_planned=3)
         params = {"bs": 4096, "read_pct": 70, "random_pct": 100, "iodepth": 8, "jobs": 2,
                   "size": 2**30, "working_set_pct": 100, "runtime": 10, "ramp": 2,
-                  "engine": "io_uring", "direct": True}
+                  "engine": "io_uring", "direct": True, "until": "steady", "max_runtime": 600, "round": 30}
         jobs = [job("h1", 0, 1000, 400), job("h1", 1, 1000, 400), job("h2", 0, 1000, 400)]
         common = dict(started_at="2024-05-01T10:00:00Z", ended_at="2024-05-01T10:00:12Z",
                       series=[], artifacts={})
@@ -79,10 +78,10 @@ def run(tmp_path):
 
 
 def test_run_dict_fields_and_units(run):
-    d = run_to_dict(run)
+    d = run.to_dict()
     json.dumps(d, allow_nan=False)  # JSON-able
     assert list(d) == list(RUN_FIELDS)
-    assert d["format"] == "iofleet-results" and d["id"] == run["id"] and d["label"] == "base"
+    assert d["format"] == "iofleet-results" and d["id"] == run.id and d["label"] == "base"
     assert d["fio_version"] == "fio-3.36" and d["status"] == "partial"
 
     t = d["tests"][0]
@@ -115,7 +114,7 @@ def test_run_dict_fields_and_units(run):
 
 
 def test_unavailable_values_are_null_not_zero(run):
-    d = run_to_dict(run)
+    d = run.to_dict()
     no_bins, failed = d["tests"][1], d["tests"][2]
     # Two jobs without histograms: percentiles unknown, but means and rates are exact.
     r = no_bins["read"]
@@ -135,7 +134,7 @@ def test_unavailable_values_are_null_not_zero(run):
 
 
 def test_bins_only_on_request(run):
-    d = run_to_dict(run, include_bins=True)
+    d = run.to_dict(include_bins=True)
     json.loads(json.dumps(d))
     t = d["tests"][0]
     assert t["read"]["lat_bins_ns"] == {"100000": 2994, "101000": 3, "102000": 3}
@@ -154,10 +153,16 @@ def test_csv(run):
                 "all_bw_mb_s", "write_lat_p99_9_us", "host_cpu_avg_pct", "fio_sys_cpu_pct"):
         assert col in header
     ok, partial, failed = (dict(zip(header, r)) for r in body)
-    assert ok["run_id"] == str(run["id"]) and ok["test_id"] == "4k-r70-rand-j2-qd8"
+    assert ok["run_id"] == str(run.id) and ok["test_id"] == "4k-r70-rand-j2-qd8"
     assert ok["fio_version"] == "fio-3.36" and ok["repeat"] == "1" and ok["status"] == "ok"
     assert ok["bs_bytes"] == "4096" and ok["size_bytes"] == str(2**30) and ok["direct"] == "true"
     assert ok["runtime_s"] == "10" and ok["ramp_s"] == "2" and ok["engine"] == "io_uring"
+    assert (ok["until"], ok["max_runtime_s"], ok["round_s"]) == ("steady", "600", "30")
+    # The parameter columns are the parameter table's, in its order; a parameter not stored is empty.
+    assert header[10:27] == ["bs_bytes", "read_pct", "random_pct", "iodepth", "jobs", "size_bytes", "working_set_pct",
+                             "runtime_s", "ramp_s", "engine", "direct", "compress_pct", "dedupe_pct", "until",
+                             "max_runtime_s", "round_s", "fio_jobs"]
+    assert ok["compress_pct"] == "" and partial["until"] == ""
     assert float(ok["read_iops"]) == 300.0 and float(ok["read_lat_p99_us"]) == 100.0
     assert float(ok["all_iops"]) == 420.0 and ok["host_cpu_max_pct"] == "80.25"
     # Unknown values are empty, never 0.
@@ -169,8 +174,8 @@ def test_csv(run):
 
 def test_csv_floats_are_exact(run):
     body = list(csv.DictReader(io.StringIO(run_to_csv(run))))
-    assert float(body[0]["read_bw_bytes_s"]) == run_to_dict(run)["tests"][0]["read"]["bw_bytes_s"]
-    assert float(body[0]["read_bw_mb_s"]) == run_to_dict(run)["tests"][0]["read"]["bw_mb_s"]
+    assert float(body[0]["read_bw_bytes_s"]) == run.to_dict()["tests"][0]["read"]["bw_bytes_s"]
+    assert float(body[0]["read_bw_mb_s"]) == run.to_dict()["tests"][0]["read"]["bw_mb_s"]
 
 
 def test_every_field_is_documented():

@@ -1,16 +1,17 @@
 """The SQLite results store: exact round trips, atomic test saves, migrations."""
 
 import gzip
+import os
 import sqlite3
 
 import pytest
 
-from iofleet.errors import StoreDamagedError, StoreError
-from iofleet.results import store as store_mod
+from iofleet.errors import IofleetError, StoreDamagedError, StoreError
+from iofleet.results.store import schema as store_mod
 from iofleet.fio.records import DirectionStats, DiskUtil, JobResult, Series
 from iofleet.fleet.metrics import HostCpu
 from iofleet.results.model import Aggregate
-from iofleet.results.store import SCHEMA_VERSION, Store, default_data_dir
+from iofleet.results.store import SCHEMA_VERSION, RunFilter, Store, default_data_dir
 
 PLAN = "name: demo\nworkloads:\n  - name: oltp\n    bs: 4k\n"
 
@@ -117,7 +118,7 @@ def test_empty_v0_db_is_migrated(tmp_path):
     with Store.open(tmp_path) as st:
         assert st._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         run_id = new_run(st)
-        assert st.get_run(run_id)["status"] == "running"
+        assert st.get_run(run_id).status == "running"
 
 
 def test_newer_schema_is_refused(tmp_path):
@@ -141,7 +142,8 @@ def test_older_db_is_migrated_forward_keeping_data(tmp_path, monkeypatch):
     monkeypatch.setattr(store_mod, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     with Store.open(tmp_path) as st:
         assert st._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
-        assert st.get_run(run_id)["operator"] is None
+        assert st._conn.execute("SELECT operator FROM runs WHERE id = ?", (run_id,)).fetchone()[0] is None
+        assert st.get_run(run_id).id == run_id
 
 
 def test_failed_migration_leaves_previous_version(tmp_path, monkeypatch):
@@ -170,33 +172,33 @@ def test_round_trip_two_tests_exactly(st):
     st.finish_run(run_id, "partial", note="h2 lost")
 
     run = st.get_run(run_id)
-    assert run["id"] == run_id and run["label"] == "baseline" and run["plan_text"] == PLAN
-    assert run["plan_name"] == "demo" and run["source"] == "run" and run["status"] == "partial"
-    assert run["fio_version"] == "fio-3.36" and run["tests_planned"] == 2 and run["note"] == "h2 lost"
-    assert run["host_facts"] == {"hostname": "h1", "cpus": 16, "memory_bytes": 64 * 2**30}
-    assert run["created_at"].endswith("Z") and run["ended_at"] >= run["created_at"]
+    assert run.id == run_id and run.label == "baseline" and run.plan_text == PLAN
+    assert run.plan_name == "demo" and run.source == "run" and run.status == "partial"
+    assert run.fio_version == "fio-3.36" and run.tests_planned == 2 and run.note == "h2 lost"
+    assert run.host_facts == {"hostname": "h1", "cpus": 16, "memory_bytes": 64 * 2**30}
+    assert run.created_at.endswith("Z") and run.ended_at >= run.created_at
 
-    t0, t1 = run["tests"]
-    assert (t0["pk"], t0["seq"], t1["pk"], t1["seq"]) == (pk0, 0, pk1, 1)
-    assert t0["id"] == "4k-r70-rand-j2-qd8" and t0["workload"] == "oltp" and t0["repeat"] == 1
-    assert t0["params"] == spec("x")["params"]
-    assert t0["status"] == "ok" and t0["error"] is None
-    assert t0["started_at"] == "2024-05-01T10:00:00Z" and t0["ended_at"] == "2024-05-01T10:01:10Z"
-    assert t0["host_cpu"] == HostCpu(70, 41.25, 97.5)
-    assert t0["aggregate"] == aggregate(jobs0)
-    assert t0["jobs"] == jobs0
-    assert t0["disks"] == disks
+    t0, t1 = run.tests
+    assert (t0.pk, t0.seq, t1.pk, t1.seq) == (pk0, 0, pk1, 1)
+    assert t0.id == "4k-r70-rand-j2-qd8" and t0.workload == "oltp" and t0.repeat == 1
+    assert t0.params == spec("x")["params"]
+    assert t0.status == "ok" and t0.error is None
+    assert t0.started_at == "2024-05-01T10:00:00Z" and t0.ended_at == "2024-05-01T10:01:10Z"
+    assert t0.host_cpu == HostCpu(70, 41.25, 97.5)
+    assert t0.aggregate == aggregate(jobs0)
+    assert t0.jobs == jobs0
+    assert t0.disks == disks
     # Types survive too: bins keys are ints, big ints stay ints.
-    b = t0["aggregate"].read.bins
+    b = t0.aggregate.read.bins
     assert all(type(k) is int for k in b) and 2**40 in b
-    assert type(t0["jobs"][0].read.lat_max_ns) is int
+    assert type(t0.jobs[0].read.lat_max_ns) is int
 
-    assert t1["status"] == "partial" and t1["error"] == "fio: host h2 lost"
-    assert t1["id"] == "8k-r0-seq-j1-qd1" and t1["params"]["direct"] is False
-    assert t1["host_cpu"] == HostCpu(0, None, None)
-    assert t1["jobs"] == jobs1 and t1["aggregate"] == aggregate(jobs1)
+    assert t1.status == "partial" and t1.error == "fio: host h2 lost"
+    assert t1.id == "8k-r0-seq-j1-qd1" and t1.params["direct"] is False
+    assert t1.host_cpu == HostCpu(0, None, None)
+    assert t1.jobs == jobs1 and t1.aggregate == aggregate(jobs1)
     # A study reading the test that just ended gets it alone, the same as in the whole run.
-    (only,) = st.get_run(run_id, from_seq=1)["tests"]
+    (only,) = st.get_run(run_id, from_seq=1).tests
     assert only == t1
 
 
@@ -204,9 +206,9 @@ def test_failed_test_without_measurements(st):
     run_id = new_run(st)
     save(st, run_id, 0, status="failed", error="fio: pid=1, err=2/file:filesetup.c", jobs=[],
          aggregate=None, host_cpu=None, disks=[])
-    t = st.get_run(run_id)["tests"][0]
-    assert t["aggregate"] is None and t["host_cpu"] is None and t["jobs"] == [] and t["disks"] == []
-    assert t["error"] == "fio: pid=1, err=2/file:filesetup.c"
+    t = st.get_run(run_id).tests[0]
+    assert t.aggregate is None and t.host_cpu is None and t.jobs == [] and t.disks == []
+    assert t.error == "fio: pid=1, err=2/file:filesetup.c"
 
 
 def test_list_runs_newest_first_with_counts(st):
@@ -218,20 +220,44 @@ def test_list_runs_newest_first_with_counts(st):
     b = new_run(st, label="second", plan_name="other")
     save(st, b, 0, status="interrupted")
     runs = st.list_runs()
-    assert [r["id"] for r in runs] == [b, a] and st.latest_run_id() == b
-    assert runs[0]["label"] == "second" and runs[0]["plan_name"] == "other"
-    assert runs[0]["status"] == "running" and runs[1]["status"] == "complete"
-    assert runs[1]["tests_by_status"] == {"ok": 1, "failed": 1, "interrupted": 0, "partial": 0}
-    assert runs[0]["tests_by_status"] == {"ok": 0, "failed": 0, "interrupted": 1, "partial": 0}
-    assert runs[1]["tests_saved"] == 2 and runs[1]["tests_planned"] == 2
-    assert runs[0]["created_at"]
+    assert [r.id for r in runs] == [b, a] and st.latest_run_id() == b
+    assert runs[0].label == "second" and runs[0].plan_name == "other"
+    assert runs[0].status == "running" and runs[1].status == "complete"
+    assert runs[1].tests_by_status == {"ok": 1, "failed": 1, "interrupted": 0, "partial": 0}
+    assert runs[0].tests_by_status == {"ok": 0, "failed": 0, "interrupted": 1, "partial": 0}
+    assert runs[1].tests_saved == 2 and runs[1].tests_planned == 2
+    assert runs[0].created_at
+
+
+def test_list_runs_filters_and_says_which_are_stale(st):
+    a = new_run(st, label="Base-line", plan_name="oltp")
+    st.finish_run(a, "complete")
+    b = new_run(st, label="tuned", plan_name="oltp-big")
+    c = new_run(st, plan_name="seq")
+    st.release_run(c)  # as after a crash: running, held by no process
+
+    def ids(**where):
+        return [r.id for r in st.list_runs(RunFilter(**where))]
+
+    assert ids() == [c, b, a]
+    assert ids(label="BASE") == [a] and ids(plan="oltp") == [b, a] and ids(status="running") == [c, b]
+    assert ids(plan="oltp", status="complete") == [a] and ids(limit=2) == [c, b] and ids(label="none") == []
+    day = st.list_runs()[0].created_at[:10]
+    assert ids(since=day, until=day) == [c, b, a] and ids(until="2000-01-01") == []
+    assert [(r.id, r.stale, r.held_by) for r in st.list_runs()] == [(c, True, None), (b, False, os.getpid()),
+                                                                    (a, False, None)]
+    for bad, message in ((dict(status="done"), "status 'done': use one of running, complete"),
+                         (dict(since="2025-02-30"), "since '2025-02-30': give a day as YYYY-MM-DD"),
+                         (dict(limit=0), "limit 0: give a number of runs, 1 or more")):
+        with pytest.raises(IofleetError, match=message):
+            RunFilter(**bad)
 
 
 def test_update_run(st):
     run_id = new_run(st, fio_version=None, host_facts={})
     st.update_run(run_id, fio_version="fio-3.37", host_facts={"kernel": "6.8.0"})
     run = st.get_run(run_id)
-    assert run["fio_version"] == "fio-3.37" and run["host_facts"] == {"kernel": "6.8.0"}
+    assert run.fio_version == "fio-3.37" and run.host_facts == {"kernel": "6.8.0"}
     with pytest.raises(TypeError):
         st.update_run(run_id, status="complete")
 
@@ -280,7 +306,7 @@ def test_failing_insert_midway_leaves_nothing(st):
     assert sorted(p for p in st.data_dir.rglob("*") if p.is_file()) == files_before
     # Still usable, and the same seq can be saved properly.
     save(st, run_id, 1)
-    assert [t["seq"] for t in st.get_run(run_id)["tests"]] == [0, 1]
+    assert [t.seq for t in st.get_run(run_id).tests] == [0, 1]
 
 
 def test_failure_after_artifacts_written_removes_them(st, monkeypatch):
@@ -311,7 +337,7 @@ def test_failure_after_artifacts_written_removes_them(st, monkeypatch):
     assert not (st.data_dir / "artifacts" / f"run-{run_id}").exists()
     assert not st._conn.in_transaction
     save(st, run_id, 0, series=series, artifacts={"fio.json": b"{}"})
-    assert len(st.get_run(run_id)["tests"]) == 1
+    assert len(st.get_run(run_id).tests) == 1
 
 
 def test_duplicate_seq_does_not_touch_saved_artifacts(st):
@@ -347,10 +373,10 @@ def test_artifacts_round_trip_gzipped_on_disk(st):
     data = {"fio.json": b'{"fio version": "fio-3.36"}' * 1000, "job.fio": b"[global]\nbs=4k\n",
             "empty.log": b""}
     pk = save(st, run_id, 3, artifacts=data)
-    t = st.get_run(run_id)["tests"][0]
-    assert sorted(t["artifacts"]) == sorted(data)
+    t = st.get_run(run_id).tests[0]
+    assert sorted(t.artifacts) == sorted(data)
     d = st.data_dir / "artifacts" / f"run-{run_id}" / "0003-4k-r70-rand-j2-qd8"
-    assert t["artifact_dir"] == str(d)
+    assert t.artifact_dir == str(d)
     assert sorted(p.name for p in d.iterdir()) == sorted(f"{n}.gz" for n in data)  # no temp files left
     assert gzip.decompress((d / "fio.json.gz").read_bytes()) == data["fio.json"]
     assert (d / "fio.json.gz").stat().st_size < len(data["fio.json"]) / 10
@@ -369,7 +395,7 @@ def test_artifact_names_must_be_plain(st):
 def test_test_ids_with_odd_characters_make_safe_dirs(st):
     run_id = new_run(st)
     pk = save(st, run_id, 0, spec=spec("my/wl.4k-r70"), artifacts={"a": b"1"})
-    assert st.get_run(run_id)["tests"][0]["artifact_dir"].endswith("0000-my_wl.4k-r70")
+    assert st.get_run(run_id).tests[0].artifact_dir.endswith("0000-my_wl.4k-r70")
     assert st.read_artifact(pk, "a") == b"1"
 
 
@@ -392,9 +418,8 @@ def test_crash_before_commit_leaves_no_row(tmp_path):
         run_id = new_run(st)
     code = textwrap.dedent(f"""
         import os
-        from iofleet.results import store
-        from iofleet.results.store import Store
-        store._fsync_dir = lambda d: os._exit(9)  # die after the files, before COMMIT
+        from iofleet.results.store import Store, artifacts
+        artifacts.fsync_dir = lambda d: os._exit(9)  # die after the files, before COMMIT
         st = Store.open({str(tmp_path)!r})
         st.save_test({run_id}, seq=0, spec={{"id": "4k-r70-rand-j2-qd8", "workload": "w", "repeat": 1, "params": {{}}}},
                      status="ok", error=None, started_at=None, ended_at=None, jobs=[],
@@ -403,9 +428,9 @@ def test_crash_before_commit_leaves_no_row(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code])
     assert proc.returncode == 9
     with Store.open(tmp_path) as st:
-        assert st.get_run(run_id)["tests"] == []
+        assert st.get_run(run_id).tests == []
         assert all(n == 0 for n in _row_counts(st).values())
         leftover = tmp_path / "artifacts" / f"run-{run_id}" / "0000-4k-r70-rand-j2-qd8" / "fio.json.gz"
         assert leftover.exists()  # an orphan file is harmless; a row without its file is not
         save(st, run_id, 0, artifacts={"fio.json": b"again"})  # the leftover file is replaced
-        assert st.read_artifact(st.get_run(run_id)["tests"][0]["pk"], "fio.json") == b"again"
+        assert st.read_artifact(st.get_run(run_id).tests[0].pk, "fio.json") == b"again"

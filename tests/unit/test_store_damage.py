@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from iofleet.errors import StoreDamagedError, StoreError
-from iofleet.results.export import run_to_dict
 from iofleet.results.ingest import import_outputs
 from iofleet.results.recover import check_store, recover_store
 from iofleet.results.store import DB_NAME, RUN_TABLES, SCHEMA_VERSION, Store
@@ -71,7 +70,7 @@ def stored(data_dir: Path, runs: int = 12) -> dict[int, dict]:
     """A store of real fio outputs imported as `runs` runs; each run's document."""
     with Store.open(data_dir) as store:
         ids = [import_outputs(store, [FIO / OUTPUTS[i % len(OUTPUTS)]], label=f"r{i + 1}") for i in range(runs)]
-        return {i: run_to_dict(store.get_run(i)) for i in ids}
+        return {i: store.get_run(i).to_dict() for i in ids}
 
 
 def garbage_in_the_middle(db: Path) -> None:
@@ -122,9 +121,9 @@ def read_everything(data_dir: Path, ids) -> dict[int, dict]:
             for run_id in ids:
                 try:
                     run = store.get_run(run_id)
-                    for t in run["tests"]:
-                        store.get_series(t["pk"])
-                    out[run_id] = run_to_dict(run)
+                    for t in run.tests:
+                        store.get_series(t.pk)
+                    out[run_id] = run.to_dict()
                 except StoreDamagedError as exc:
                     assert_one_line_naming_the_fix(exc, db)
     except StoreDamagedError as exc:  # at open
@@ -164,11 +163,11 @@ def test_a_damaged_store_is_one_line_and_recover_keeps_the_runs_that_read(tmp_pa
     assert set(saved.saved) == set(report.readable)
     assert all(why for why in saved.lost.values())
     with Store.open(tmp_path / "new") as new:
-        assert [r["id"] for r in new.list_runs()] == sorted(saved.saved, reverse=True)
+        assert [r.id for r in new.list_runs()] == sorted(saved.saved, reverse=True)
         for run_id in saved.saved:
             run = new.get_run(run_id)
-            assert run_to_dict(run) == originals[run_id]
-            assert json.loads(new.read_artifact(run["tests"][0]["pk"], "fio-output.json"))["fio version"]
+            assert run.to_dict() == originals[run_id]
+            assert json.loads(new.read_artifact(run.tests[0].pk, "fio-output.json"))["fio version"]
         # A lost run's id is never given to a new run.
         assert import_outputs(new, [FIO / OUTPUTS[0]]) == max(originals) + 1
     assert check_store(tmp_path / "new").ok
@@ -214,4 +213,4 @@ def test_a_huge_run_id_is_no_such_run(tmp_path, run_id):
             with pytest.raises(StoreError, match=rf"^no run {run_id} in {tmp_path / DB_NAME}; see"):
                 call()
         assert store.discard_orphan_artifacts(run_id) == []
-        assert store.get_run(1)["id"] == 1
+        assert store.get_run(1).id == 1

@@ -15,7 +15,7 @@ from iofleet.errors import StoreError
 from iofleet.fleet.runner import FioRun, killed_reason
 from iofleet.fleet.space import data_bytes_per_target, explain_no_space
 from iofleet.plan.expand import TestSpec
-from iofleet.results import store as store_mod
+from iofleet.results.store import artifacts as store_mod
 from iofleet.results.store import Store
 
 from .test_store import new_run, save
@@ -30,7 +30,7 @@ def st(tmp_path):
 def test_a_new_run_is_held_by_its_process_until_it_finishes(st):
     run_id = new_run(st)
     assert st.run_holder(run_id) == os.getpid()
-    assert st.list_runs()[0]["held_by"] == os.getpid()
+    assert st.list_runs()[0].held_by == os.getpid()
     with Store.open(st.data_dir) as other:  # another connection: a second process would do the same
         with pytest.raises(StoreError, match=rf"^run {run_id} is being run by another iofleet process "
                                              rf"\(pid {os.getpid()}\); wait for it to end"):
@@ -38,7 +38,7 @@ def test_a_new_run_is_held_by_its_process_until_it_finishes(st):
     st.finish_run(run_id, "complete")
     assert st.run_holder(run_id) is None
     assert not (st.data_dir / "locks" / f"run-{run_id}.lock").exists()
-    assert st.list_runs()[0]["held_by"] is None
+    assert st.list_runs()[0].held_by is None
 
 
 def test_a_crashed_process_leaves_its_run_running_and_stale(tmp_path):
@@ -52,23 +52,23 @@ def test_a_crashed_process_leaves_its_run_running_and_stale(tmp_path):
     assert subprocess.run([sys.executable, "-c", code]).returncode == 9
     with Store.open(tmp_path) as st:
         run = st.list_runs()[0]
-        assert run["status"] == "running" and run["held_by"] is None  # stale
-        st.claim_run(run["id"])  # a resume can take it
-        st.reopen_run(run["id"])
-        assert st.run_holder(run["id"]) == os.getpid()
+        assert run.status == "running" and run.held_by is None  # stale
+        st.claim_run(run.id)  # a resume can take it
+        st.reopen_run(run.id)
+        assert st.run_holder(run.id) == os.getpid()
 
 
 def test_a_rerun_test_replaces_its_unfinished_result_never_a_finished_one(st):
     run_id = new_run(st)
     save(st, run_id, 0)
     save(st, run_id, 1, status="interrupted", artifacts={"fio.json": b"old"})
-    old_dir = Path(st.get_run(run_id)["tests"][1]["artifact_dir"])
+    old_dir = Path(st.get_run(run_id).tests[1].artifact_dir)
     new = save(st, run_id, 1, replace=True, artifacts={"fio.json": b"new"})
-    tests = st.get_run(run_id)["tests"]
-    assert [(t["seq"], t["status"]) for t in tests] == [(0, "ok"), (1, "ok")]
-    assert tests[1]["pk"] == new
+    tests = st.get_run(run_id).tests
+    assert [(t.seq, t.status) for t in tests] == [(0, "ok"), (1, "ok")]
+    assert tests[1].pk == new
     assert st.read_artifact(new, "fio.json") == b"new"
-    assert not old_dir.exists() and Path(tests[1]["artifact_dir"]).name == old_dir.name + ".2"
+    assert not old_dir.exists() and Path(tests[1].artifact_dir).name == old_dir.name + ".2"
     with pytest.raises(StoreError, match="test 2 of run .* is stored ok; a finished test is never replaced"):
         save(st, run_id, 1, replace=True)
     with pytest.raises(Exception):  # without replace, a seq is saved once
@@ -82,7 +82,7 @@ def test_files_of_a_save_cut_short_are_discarded(st):
     orphan.mkdir()
     (orphan / "fio.json.gz").write_bytes(b"half")
     assert st.discard_orphan_artifacts(run_id) == [orphan]
-    assert not orphan.exists() and len(st.get_run(run_id)["tests"][0]["artifacts"]) == 1
+    assert not orphan.exists() and len(st.get_run(run_id).tests[0].artifacts) == 1
 
 
 def test_a_full_disk_is_one_store_error_and_leaves_nothing(st, monkeypatch):
@@ -91,12 +91,12 @@ def test_a_full_disk_is_one_store_error_and_leaves_nothing(st, monkeypatch):
     def full(directory, name, data):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(store_mod, "_write_gz", full)
+    monkeypatch.setattr(store_mod, "write_gz", full)
     with pytest.raises(StoreError) as err:
         save(st, run_id, 0, artifacts={"fio.json": b"{}"})
     assert str(err.value) == (f"cannot write results to {st.data_dir}: no space left on device; free space or "
                               f"use --data-dir")
-    assert st.get_run(run_id)["tests"] == [] and not st._conn.in_transaction
+    assert st.get_run(run_id).tests == [] and not st._conn.in_transaction
 
 
 def spec(jobs: int, size: int) -> TestSpec:

@@ -157,7 +157,7 @@ def test_results_stored_before_window_percentiles_keep_todays_rows(tmp_path):
     old = {k: v for k, v in window(10, 20).items() if k not in ("read", "write", "all")}
     run = store_run(tmp_path, [("old", method("steady", old), [job("local", 1000, 1000)]),
                                ("fixed", method("time", None, steady=False), [job("local", 1000, 1000)])])
-    assert shown_window(run["tests"][0]["methodology"]) is None
+    assert shown_window(run.tests[0].methodology) is None
     old_row, fixed = summary_rows(run)
     # IOPS and MB/s of the window, the rest of the whole test, as the note says; no span column.
     assert shown(old_row) == {**WHOLE, "IOPS": "1,200", "MB/s": "4.9"}

@@ -136,7 +136,7 @@ def test_run_over_http_with_events_metrics_and_stored_results(server, disk_dir):
     stored = {t["id"]: t["all"]["iops"] for t in run["tests"]}
     assert set(stored) == set(ids) and all(v > 0 for v in stored.values())
     with Store.open(server.data_dir) as store:  # the API gives what the store holds
-        assert {t["id"]: t["aggregate"].all.iops for t in store.get_run(run_id)["tests"]} == stored
+        assert {t.id: t.aggregate.all.iops for t in store.get_run(run_id).tests} == stored
     for row in status["results"]:
         assert row["iops"] == round(stored[row["id"]], 1)
 

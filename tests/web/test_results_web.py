@@ -16,7 +16,8 @@ import pytest
 from markupsafe import escape
 
 from iofleet.report.compare import comparison_json
-from iofleet.results.export import CSV_COLUMNS, run_to_dict
+from iofleet.results.export import CSV_COLUMNS
+from iofleet.results.model import Run
 from iofleet.results.store import Store
 from iofleet.studies.compare import run_compare
 
@@ -62,7 +63,7 @@ def stored_runs(tmp_path_factory) -> Path:
     with Store.open(data) as store:
         store.update_run(2, label=HOSTILE)
         store.finish_run(3, "interrupted")
-        artifact_dir = Path(store.get_run(1)["tests"][0]["artifact_dir"])
+        artifact_dir = Path(store.get_run(1).tests[0].artifact_dir)
     (data / "secret.txt").write_bytes(SECRET)
     (artifact_dir / "extra.txt.gz").write_bytes(gzip.compress(SECRET))  # on disk, not in the store
     _DATA.append(data)
@@ -88,7 +89,7 @@ def ids(response) -> list[int]:
     return [r["id"] for r in response.json()]
 
 
-def stored(data: Path, run_id: int) -> dict:
+def stored(data: Path, run_id: int) -> Run:
     with Store.open(data) as store:
         return store.get_run(run_id)
 
@@ -138,7 +139,7 @@ def test_list_page_filters_with_a_plain_get_form(client):
 
 def test_run_document_is_the_stored_run(client, data):
     doc = client.get("/api/results/1").json()
-    assert doc == json.loads(json.dumps(run_to_dict(stored(data, 1))))
+    assert doc == json.loads(json.dumps(stored(data, 1).to_dict()))
     assert doc["tests"][0]["all"]["iops"] > 0 and doc["label"] == "alpha"
     with_bins = client.get("/api/results/1?bins=true").json()
     assert with_bins["tests"][0]["all"]["lat_bins_ns"] and "lat_bins_ns" not in doc["tests"][0]["all"]
@@ -155,7 +156,7 @@ def test_csv_download_holds_the_stored_iops(client, data):
     assert r.headers["content-type"].startswith("text/csv")
     rows = list(csv.reader(io.StringIO(r.text)))
     assert tuple(rows[0]) == CSV_COLUMNS
-    run = run_to_dict(stored(data, 1))
+    run = stored(data, 1).to_dict()
     got = [dict(zip(rows[0], row)) for row in rows[1:]]
     assert [(g["test_id"], float(g["all_iops"])) for g in got] == [(t["id"], t["all"]["iops"]) for t in run["tests"]]
 
@@ -183,12 +184,12 @@ def test_report_download_is_the_self_contained_report(client):
 def test_a_tests_raw_files_download_as_stored(client, data):
     doc = client.get("/api/results/1").json()
     run = stored(data, 1)
-    names = run["tests"][0]["artifacts"]
+    names = run.tests[0].artifacts
     assert {"fio-output.json", "job.fio"} <= set(names)
     with Store.open(data) as store:
         for name in names:
             r = client.get(f"/api/results/1/tests/0/files/{name}")
-            assert r.content == store.read_artifact(run["tests"][0]["pk"], name)
+            assert r.content == store.read_artifact(run.tests[0].pk, name)
             assert disposition(r) == f'attachment; filename="iofleet-run-1-0000-{doc["tests"][0]["id"]}-{name}"'
             assert r.headers["x-content-type-options"] == "nosniff"
     page = client.get("/results/1").text

@@ -1,7 +1,7 @@
 """Compare configurations (groups of runs) test by test: % change against a
 baseline, a bootstrap confidence interval and a Welch t-test where there are
 repeats, a noise rule for what counts as a real difference, rankings and a
-winners table. Pure logic on exported run documents (run_to_dict).
+winners table. Pure logic on exported run documents (Run.to_dict).
 
 Samples are whole tests: one figure per run and per repeat of a test, never
 the per-second points (they are autocorrelated, so treating them as

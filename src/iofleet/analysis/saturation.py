@@ -157,7 +157,7 @@ def figures_of(test: dict) -> dict:
 
 
 def cells_of(run: dict, slo: Slo | None = None, noise_pct: float = NOISE_PCT) -> list[Cell]:
-    """The measured cells of an exported run (results.export.run_to_dict),
+    """The measured cells of an exported run (results.model.Run.to_dict),
     the repeats of a cell (tests of the same id) taken together."""
     runs: dict[str, list[dict]] = {}
     for t in run["tests"]:

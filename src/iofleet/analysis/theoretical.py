@@ -198,7 +198,7 @@ class Comparison:
 
 
 def measured_vs_theoretical(run_doc: dict, model: HardwareModel, device: Device | None = None) -> Comparison:
-    """Each ok test of a run document (results.export.run_to_dict) with its
+    """Each ok test of a run document (results.model.Run.to_dict) with its
     expected IOPS and MB/s; random_pct 0 counts as sequential."""
     device = device or entered_device(model)
     rows, skipped, host_counts = [], [], set()

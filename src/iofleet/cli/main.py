@@ -5,16 +5,12 @@ with a non-zero exit code.
 """
 
 import contextlib
-import functools
-import json
 import signal
-import sys
 import threading
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -26,31 +22,27 @@ from ..fleet.devices import REMOTE_UNSEEN
 from ..fleet.inventory import load_inventory
 from ..plan import expand
 from ..plan.expand import data_per_target_set, expand_mixed
-from ..plan.imports import load_plan_source
+from ..importers import load_plan_source
 from ..plan.load import check_targets, with_destroy_data, with_targets
-from ..plan.model import check_name, is_device_path
+from ..plan.model import is_device_path
 from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
-from ..analysis.diagnostics import RULES, SEVERITIES, Thresholds, diagnose
+from ..analysis.diagnostics import diagnose
 from ..analysis.saturation import parse_slo
-from ..report.bundle import run_bundle
-from ..report.html import run_report_html, run_report_md
-from ..report.saturation import saturation_report, sweep_of_run
+from ..report.saturation import saturation_report
 from ..report.summary import diagnostics_lines, methodology_notes, summary_table
-from ..results.export import run_to_csv, run_to_dict
-from ..results.ingest import import_outputs
-from ..results.recover import check_store, recover_store
 from ..results.store import Store, default_data_dir
 from ..plan.easy import Durations
 from ..studies.easy_run import easy_run, probe
 from ..studies.run import RunObserver, estimate_seconds, prepare_resume, resume_run, run_plan
 from ..studies.saturate import Sweep, run_saturate
 from ..studies.scale import ScaleStep, parse_steps, run_scale
+from .common import EXIT_FAILED, EXIT_INTERRUPTED, DataDir, check_label, console, err_console, user_errors
 from .progress import TerminalProgress, fmt_lat_ms
 from .compare import compare_command
 from .importing import import_command
 from .model import model_command
-from .output import write_output
+from .results import diagnose_command, report_command, results_app
 from .serve import serve_command
 from .server import DEFAULT_BIND, serve_fio
 
@@ -58,41 +50,16 @@ app = typer.Typer(
     help="iofleet: how fast is this storage, really, and why? (fio-based benchmarking)",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
-results_app = typer.Typer(help="Browse, export and import stored results.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
 hosts_app = typer.Typer(help="The fleet's hosts (fio servers).", no_args_is_help=True)
 app.add_typer(hosts_app, name="hosts")
 
-console = Console()
-if not console.is_terminal:
-    console = Console(width=200)  # logs and pipes: never wrap a table row
-err_console = Console(stderr=True)
-
-DataDir = typer.Option(None, "--data-dir", help="Results directory (default: $IOFLEET_DATA or ./iofleet-data).")
 # parser=str: typer's Path('') would be '.', the current directory; the text is checked as a plan's targets.
 TargetOpt = typer.Option(None, "--target", "-t", parser=str, metavar="PATH", help="Directory, or one block device (/dev/X), to test "
                                                        "(repeatable); replaces the plan's targets.")
 DestroyOpt = typer.Option(None, "--destroy-data", metavar="/dev/X",
                           help="A device target whose data may be destroyed (repeatable): allows one that holds a "
                                "filesystem, partition table or other signature; never a mounted or in-use one.")
-
-EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
-
-
-def user_errors(fn):
-    """Print iofleet's own errors as one line each and exit non-zero."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except IofleetError as exc:
-            for line in str(exc).splitlines() or ["error"]:
-                err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
-
-    return wrapper
 
 
 @contextlib.contextmanager
@@ -195,7 +162,7 @@ def run(
                                               "(checked against the run; --hosts where its inventory moved)."),
 ):
     """Run a plan's tests on this machine (or on a fleet with --hosts) and print the summary."""
-    _check_label(label)
+    check_label(label)
     if resume is not None:
         return _resume(resume, plan_path, target, data_dir, label, hosts, destroy_data)
     if plan_path is None:
@@ -266,7 +233,7 @@ def easy_run_command(
                                                             "of measuring them (saves the probe's ~1–2 min)."),
 ):
     """Measure the storage with nothing else given: sized for the hosts, four standard profiles."""
-    _check_label(label)
+    check_label(label)
     durations = Durations()
     for name, value in (("runtime", runtime), ("max_runtime", max_runtime), ("ramp", ramp), ("round", round_)):
         if value is not None:
@@ -413,208 +380,7 @@ def params():
         console.print(table)
 
 
-def _check_label(label: Optional[str]) -> None:
-    """A label given on the command line follows the rule of plans and the web API."""
-    if label is not None:
-        try:
-            check_name(label)
-        except ValueError as exc:
-            raise IofleetError(f"label {label!r}: {exc}") from None
-
-
-@results_app.command("label")
-@user_errors
-def results_label(
-    run_id: int = typer.Argument(..., metavar="RUN", help="Run number."),
-    label: str = typer.Argument(..., metavar="LABEL", help="e.g. raid1-vm-encryption; runs sharing a label are "
-                                                           "the repeats of one configuration for `compare`."),
-    data_dir: Optional[str] = DataDir,
-):
-    """Label a stored run (replacing its label)."""
-    _check_label(label)
-    with Store.open(default_data_dir(data_dir)) as store:
-        store.update_run(run_id, label=label)
-    console.print(f"Run {run_id} is labelled {label}.")
-
-
-@results_app.command("list")
-@user_errors
-def results_list(data_dir: Optional[str] = DataDir):
-    """List stored runs, newest first."""
-    with Store.open(default_data_dir(data_dir)) as store:
-        runs = store.list_runs()
-        path = store.path
-    if not runs:
-        console.print(f"No runs in {path} yet: start one with `iofleet run PLAN --target DIR`.")
-        return
-    table = Table(title=f"Runs in {path}", title_justify="left")
-    for col in ("run", "created (UTC)", "plan", "label", "source", "status", "tests ok/planned"):
-        table.add_column(col)
-    stale = []
-    for r in runs:
-        counts = r["tests_by_status"]
-        status = r["status"]
-        if status == "running" and r["held_by"] is None:
-            status = "running (stale)"  # its process is gone: a crash
-            stale.append(str(r["id"]))
-        table.add_row(str(r["id"]), str(r["created_at"]), r["plan_name"], r.get("label") or "",
-                      r["source"], status, f"{counts.get('ok', 0)}/{r['tests_planned']}")
-    console.print(table)
-    if stale:
-        console.print(f"running (stale): no process runs it any more (it crashed or was killed); "
-                      f"`iofleet run --resume {stale[-1]}` runs its unfinished tests.", highlight=False)
-
-
-@results_app.command("check")
-@user_errors
-def results_check(data_dir: Optional[str] = DataDir):
-    """Check the results database for damage (SQLite's integrity check) and which runs still read."""
-    report = check_store(default_data_dir(data_dir))
-    if report.ok:
-        console.print(f"ok: {report.db} passed SQLite's integrity check; {len(report.readable)} runs read whole.",
-                      highlight=False)
-        return
-    console.print(f"{report.db} is damaged.", highlight=False)
-    if report.problems:
-        console.print("SQLite's integrity check found:", highlight=False)
-        for line in report.problems:
-            console.print(f"  {line}", highlight=False, markup=False)
-    if report.unlisted:
-        console.print(f"No run can be read: {report.unlisted}.", highlight=False, markup=False)
-    else:
-        console.print(f"Runs that read whole: {', '.join(map(str, report.readable)) or 'none'}.", highlight=False)
-        for run_id, why in report.unreadable.items():
-            console.print(f"Run {run_id} cannot be read: {why}.", highlight=False, markup=False)
-        console.print(f"Copy the runs that read to a new store with `iofleet results recover --data-dir "
-                      f"{report.db.parent}` (the damaged file is not changed).", highlight=False, markup=False,
-                      soft_wrap=True)
-    raise typer.Exit(EXIT_FAILED)
-
-
-@results_app.command("recover")
-@user_errors
-def results_recover(
-    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="NEWDIR",
-                                          help="New data directory for the runs that can be read "
-                                               "(default: DATA_DIR-recovered)."),
-    data_dir: Optional[str] = DataDir,
-):
-    """Copy every run of a damaged store that can still be read (tests, figures, files) into a new store."""
-    report = recover_store(default_data_dir(data_dir), output)
-    for run_id, why in report.lost.items():
-        console.print(f"lost: run {run_id}: {why}", highlight=False, markup=False)
-    if report.unlisted:
-        console.print(f"lost: every run: {report.unlisted}", highlight=False, markup=False)
-    if report.missing_files:
-        console.print(f"note: {report.missing_files} tests' artifact directories were not on disk", highlight=False)
-    lost = ", ".join(map(str, report.lost)) or ("all" if report.unlisted else "none")
-    console.print(f"Recovered {len(report.saved)} runs ({', '.join(map(str, report.saved)) or 'none'}) from "
-                  f"{report.source} into {report.target}; lost: {lost}.", highlight=False, markup=False, soft_wrap=True)
-    console.print(f"{report.source} is unchanged; use the new store with --data-dir {report.target.parent}",
-                  highlight=False, markup=False, soft_wrap=True)
-    if report.lost or report.unlisted:
-        raise typer.Exit(EXIT_FAILED)
-
-
-def _load_run(store: Store, run_id: Optional[int]):
-    if run_id is None:
-        run_id = store.latest_run_id()
-        if run_id is None:
-            raise IofleetError(f"no runs in {store.path} yet; start one with `iofleet run`")
-    return store.get_run(run_id)
-
-
-@results_app.command("show")
-@user_errors
-def results_show(
-    run_id: Optional[int] = typer.Argument(None, metavar="RUN", help="Run number (default: latest)."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
-    data_dir: Optional[str] = DataDir,
-):
-    """Show a run's summary table, or every figure as JSON."""
-    if fmt not in ("table", "json"):
-        raise IofleetError(f"--format {fmt!r}: use table or json")
-    with Store.open(default_data_dir(data_dir)) as store:
-        run = _load_run(store, run_id)
-    if fmt == "json":
-        sys.stdout.write(json.dumps(run_to_dict(run), indent=2) + "\n")
-    else:
-        console.print(summary_table(run))
-        _print_saturation(run)
-
-
-def _print_saturation(run: dict) -> None:
-    """A saturate sweep's cells, grid and verdicts (other runs: nothing)."""
-    sweep = sweep_of_run(run_to_dict(run))
-    if sweep is not None:
-        console.print(saturation_report(*sweep, f"Saturation sweep of run {run['id']}"))
-
-
-@app.command("report")
-@user_errors
-def report_command(
-    run_id: Optional[int] = typer.Argument(None, metavar="RUN", help="Run number (default: latest)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                          help="File to write (default: report-RUN.html, or stdout for md)."),
-    fmt: str = typer.Option("html", "--format", "-f", help="html (self-contained, with charts) or md (Markdown)."),
-    data_dir: Optional[str] = DataDir,
-):
-    """Write a run's report: one HTML file with the tables and charts (opens offline), or Markdown for tickets."""
-    if fmt not in ("html", "md"):
-        raise IofleetError(f"--format {fmt!r}: use html or md")
-    with Store.open(default_data_dir(data_dir)) as store:
-        run = _load_run(store, run_id)
-        text = run_report_html(run, store.run_series(run)) if fmt == "html" else run_report_md(run)
-    if fmt == "md" and output is None:
-        sys.stdout.write(text)
-        return
-    output = output or Path(f"report-{run['id']}.html")
-    write_output(output, text)
-    err_console.print(f"Wrote {output} ({len(text.encode()) / 1e6:.1f} MB)")
-
-
-@results_app.command("export")
-@user_errors
-def results_export(
-    run_id: Optional[int] = typer.Argument(None, metavar="RUN", help="Run number (default: latest)."),
-    fmt: str = typer.Option("csv", "--format", "-f", help="csv, json, or zip (report, summary, tables, raw fio "
-                                                          "outputs, job files and logs in one file)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                          help="File to write (default: stdout; zip: iofleet-run-RUN.zip)."),
-    data_dir: Optional[str] = DataDir,
-):
-    """Export a run's figures as CSV (one row per test) or JSON, or everything as a zip bundle."""
-    if fmt not in ("csv", "json", "zip"):
-        raise IofleetError(f"--format {fmt!r}: use csv, json or zip")
-    with Store.open(default_data_dir(data_dir)) as store:
-        run = _load_run(store, run_id)
-        if fmt == "zip":
-            output = output or Path(f"iofleet-run-{run['id']}.zip")
-            data = run_bundle(store, run)
-            write_output(output, data)
-            err_console.print(f"Wrote {output} ({len(data) / 1e6:.1f} MB)")
-            return
-    text = run_to_csv(run) if fmt == "csv" else json.dumps(run_to_dict(run), indent=2) + "\n"
-    if output:
-        write_output(output, text)
-        err_console.print(f"Wrote {output}")
-    else:
-        sys.stdout.write(text)
-
-
-@results_app.command("import")
-@user_errors
-def results_import(
-    files: List[Path] = typer.Argument(..., metavar="FIO_OUTPUT.json...", help="fio json or json+ output files."),
-    label: Optional[str] = typer.Option(None, help="Label stored with the run."),
-    data_dir: Optional[str] = DataDir,
-):
-    """Store existing fio JSON outputs (single host or client/server) as a run."""
-    with Store.open(default_data_dir(data_dir)) as store:
-        run_id = import_outputs(store, files, label=label)
-        run = store.get_run(run_id)
-        console.print(summary_table(run))
-        console.print(f"Imported {len(files)} file(s) as run {run_id} in {store.path}")
+app.command("report")(report_command)
 
 
 class _StepProgress(RunObserver):
@@ -720,51 +486,7 @@ def scale(
         raise typer.Exit(EXIT_FAILED)  # a step failed or lost a host
 
 
-@app.command("diagnose")
-@user_errors
-def diagnose_command(
-    run_id: Optional[int] = typer.Argument(None, metavar="RUN", help="Run number (default: latest)."),
-    threshold: Optional[List[str]] = typer.Option(None, "--threshold", help="Change a threshold: NAME=VALUE "
-                                                  "(repeatable), e.g. read_latency_ms=10; see --rules."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
-    rules: bool = typer.Option(False, "--rules", help="List the rules and their thresholds, and exit."),
-    data_dir: Optional[str] = DataDir,
-):
-    """Say what is wrong with a run's set-up or results, with the numbers and what to change."""
-    if fmt not in ("table", "json"):
-        raise IofleetError(f"--format {fmt!r}: use table or json")
-    limits = Thresholds().with_overrides(threshold or [])
-    if rules:
-        table = Table(title="Diagnostics rules (docs/diagnostics.md)", title_justify="left", box=box.SIMPLE_HEAD)
-        for col in ("rule", "severity", "fires when"):
-            table.add_column(col)
-        for rule in RULES:
-            table.add_row(rule.name, rule.severity, rule.describe(limits))
-        console.print(table)
-        return
-    with Store.open(default_data_dir(data_dir)) as store:
-        run = _load_run(store, run_id)
-    findings = diagnose(run_to_dict(run), limits)
-    if fmt == "json":
-        sys.stdout.write(json.dumps([f.to_dict() for f in findings], indent=2) + "\n")
-        return
-    if not findings:
-        console.print(f"Run {run['id']}: no findings ({len(RULES)} rules checked, {len(run['tests'])} tests).")
-        return
-    table = Table(title=f"Diagnostics of run {run['id']} · {run['plan_name']}", title_justify="left",
-                  box=box.SIMPLE_HEAD)
-    for col in ("severity", "test", "host", "finding", "evidence", "change"):
-        table.add_column(col, overflow="fold")
-    titles = {r.name: r.title for r in RULES}
-    colour = {"critical": "red", "warning": "yellow", "info": ""}
-    rows: dict[tuple, list[str]] = {}  # the same finding for several tests is one row
-    for f in findings:
-        rows.setdefault((f.severity, f.host or "", f.rule, f.evidence, f.change), []).append(f.test or "(run)")
-    for (severity, host, rule, evidence, change), tests in rows.items():
-        table.add_row(Text(severity, style=colour[severity]), ", ".join(tests), host, titles[rule], evidence, change)
-    console.print(table)
-    counts = [f"{n} {s}" for s in SEVERITIES if (n := sum(1 for f in findings if f.severity == s))]
-    console.print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}: {', '.join(counts)}.")
+app.command("diagnose")(diagnose_command)
 
 
 def _option(name: str, param, value):
@@ -802,7 +524,7 @@ def saturate(
     destroy_data: Optional[List[str]] = DestroyOpt,
 ):
     """Sweep outstanding IO (jobs × iodepth, doubling) to find the knee, the best configuration and the most IOPS under a latency target."""
-    _check_label(label)
+    check_label(label)
     sweep = Sweep(
         bs=_option("bs", PARAMS["bs"], bs), read_pct=_option("read-pct", PARAMS["read_pct"], read_pct),
         random_pct=_option("random-pct", PARAMS["random_pct"], random_pct),
@@ -841,7 +563,7 @@ def saturate(
         console.print(f"  sweep: {line}", highlight=False, markup=False)
     for line, style in methodology_notes(run):
         console.print(Text(line, style=style or ""))
-    findings = diagnose(run_to_dict(run))
+    findings = diagnose(run.to_dict())
     if findings:
         console.print(Text("Diagnostics:", style="bold"))
         for line, style in diagnostics_lines(findings):

@@ -19,7 +19,6 @@ from ..analysis.theoretical import device_from_run, entered_device, measured_vs_
 from ..errors import IofleetError
 from ..plan.hardware import load_model
 from ..report.theoretical import RENDERERS, model_data, terminal_report
-from ..results.export import run_to_dict
 from ..results.store import Store, default_data_dir
 from .output import write_output
 
@@ -44,7 +43,7 @@ def model_command(
     wanted = [i for i in (model.device.run, run_id) if i is not None]
     if wanted:
         with Store.open(default_data_dir(data_dir)) as store:
-            runs = {i: run_to_dict(store.get_run(i)) for i in dict.fromkeys(wanted)}
+            runs = {i: store.get_run(i).to_dict() for i in dict.fromkeys(wanted)}
     device = device_from_run(runs[model.device.run]) if model.device.run is not None else entered_device(model)
     comparison = measured_vs_theoretical(runs[run_id], model, device) if run_id is not None else None
     data = model_data(model, device, model_table(model, device), comparison, run_id)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..results.export import run_to_csv, run_to_dict
+from ..results.export import run_to_csv
+from ..results.model import Run
 from ..results.store import Store
 from .html import run_report_html, run_report_md, tables_of_run
 from .saturation import saturation_report, sweep_of_run
@@ -40,35 +41,35 @@ def rows_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def summary_text(run: dict) -> str:
+def summary_text(run: Run) -> str:
     console = Console(file=io.StringIO(), width=200, record=True)
     console.print(summary_table(run))
-    sweep = sweep_of_run(run_to_dict(run))
+    sweep = sweep_of_run(run.to_dict())
     if sweep is not None:
-        console.print(saturation_report(*sweep, f"Saturation sweep of run {run['id']}"))
+        console.print(saturation_report(*sweep, f"Saturation sweep of run {run.id}"))
     return console.export_text()
 
 
-def run_bundle(store: Store, run: dict) -> bytes:
+def run_bundle(store: Store, run: Run) -> bytes:
     """The zip file's bytes; every name is under `iofleet-run-ID/`."""
-    top = f"iofleet-run-{run['id']}/"
+    top = f"iofleet-run-{run.id}/"
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        z.writestr(top + "README.txt", README.format(id=run["id"], plan=run["plan_name"]))
+        z.writestr(top + "README.txt", README.format(id=run.id, plan=run.plan_name))
         z.writestr(top + "report.html", run_report_html(run, store.run_series(run)))
         z.writestr(top + "summary.txt", summary_text(run))
         z.writestr(top + "summary.md", run_report_md(run))
-        z.writestr(top + "run.json", json.dumps(run_to_dict(run, include_bins=True), indent=1) + "\n")
+        z.writestr(top + "run.json", json.dumps(run.to_dict(include_bins=True), indent=1) + "\n")
         z.writestr(top + "tests.csv", run_to_csv(run))
         for name, rows in tables_of_run(run).items():
             z.writestr(f"{top}tables/{name}.csv", rows_csv(rows))
             z.writestr(f"{top}tables/{name}.json", json.dumps(rows, indent=1) + "\n")
-        if run.get("plan_text"):
-            z.writestr(top + "plan.yaml", run["plan_text"])
-        for t in run["tests"]:
-            if not t["artifact_dir"]:
+        if run.plan_text:
+            z.writestr(top + "plan.yaml", run.plan_text)
+        for t in run.tests:
+            if not t.artifact_dir:
                 continue
-            folder = f"{top}tests/{Path(t['artifact_dir']).name}/"  # NNNN-ID, made safe by the store
-            for name in t["artifacts"]:
-                z.writestr(folder + name, store.read_artifact(t["pk"], name))
+            folder = f"{top}tests/{Path(t.artifact_dir).name}/"  # NNNN-ID, made safe by the store
+            for name in t.artifacts:
+                z.writestr(folder + name, store.read_artifact(t.pk, name))
     return buf.getvalue()

@@ -20,7 +20,7 @@ from ..analysis.steady import SteadyVerdict
 from ..fio.records import Series
 from ..plan.units import format_bytes
 from ..results.aggregate import shared_by_host
-from ..results.export import run_to_dict
+from ..results.model import Run
 from . import charts
 from .compare import comparison_tables, header_lines, metric_table, note_lines, ranking_lines
 from .saturation import cell_rows, sweep_of_run, verdict_lines
@@ -49,12 +49,12 @@ def page(template: str, title: str, **context) -> str:
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **context)
 
 
-def environment_rows(run: dict) -> list[tuple[str, str]]:
+def environment_rows(run: Run) -> list[tuple[str, str]]:
     """(what, value) pairs: where and how the run was measured."""
-    facts = run["host_facts"]
-    rows = [("plan", run["plan_name"]), ("label", run.get("label") or "—"), ("status", run["status"]),
-            ("started / ended (UTC)", f"{run['created_at']} / {run.get('ended_at') or '—'}"),
-            ("fio", run.get("fio_version") or "unknown"), ("source", run["source"])]
+    facts = run.host_facts
+    rows = [("plan", run.plan_name), ("label", run.label or "—"), ("status", run.status),
+            ("started / ended (UTC)", f"{run.created_at} / {run.ended_at or '—'}"),
+            ("fio", run.fio_version or "unknown"), ("source", run.source)]
     if facts.get("hostname"):
         rows.append(("controller host", f"{facts['hostname']} · {facts.get('cpus', '?')} CPUs · "
                      f"{format_bytes(facts['memory_bytes']) if facts.get('memory_bytes') else '? '} RAM"))
@@ -90,19 +90,19 @@ def finding_rows(doc: dict) -> list[dict]:
              "evidence": f.evidence, "change": f.change} for f in diagnose(doc)]
 
 
-def run_report_html(run: dict, series: dict[int, list[Series]]) -> str:
-    """The report of a stored run (Store.get_run) and its per-second series by test seq."""
+def run_report_html(run: Run, series: dict[int, list[Series]]) -> str:
+    """The report of a stored run and its per-second series by test seq."""
     return page("report.html.j2", **run_report_context(run, series))
 
 
-def run_report_context(run: dict, series: dict[int, list[Series]]) -> dict:
+def run_report_context(run: Run, series: dict[int, list[Series]]) -> dict:
     """What report.html.j2 shows of a run (the web UI's result page shows the same)."""
     with shared_by_host():  # the summary, its notes and the export each ask for every test's hosts
         return _run_report_context(run, series)
 
 
-def _run_report_context(run: dict, series: dict[int, list[Series]]) -> dict:
-    doc = run_to_dict(run, include_bins=True)
+def _run_report_context(run: Run, series: dict[int, list[Series]]) -> dict:
+    doc = run.to_dict(include_bins=True)
     names = charts.test_names(doc)
     overview = charts.block_size_charts(doc)
     latency = charts.latency_chart(doc)
@@ -152,10 +152,10 @@ def md_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_report_md(run: dict) -> str:
+def run_report_md(run: Run) -> str:
     """A Markdown summary for tickets: environment, summary table, notes,
     steady-state verdicts and diagnostics."""
-    doc = run_to_dict(run)
+    doc = run.to_dict()
     out = [f"# {run_title(run)}\n",
            md_table([{"": what, "value": value} for what, value in environment_rows(run)]),
            "## Summary\n", md_table(summary_rows(run)), f"_{SUMMARY_CAPTION}_\n"]
@@ -170,8 +170,8 @@ def run_report_md(run: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def tables_of_run(run: dict) -> dict[str, list[dict]]:
+def tables_of_run(run: Run) -> dict[str, list[dict]]:
     """The report's tables as plain rows (for the bundle's CSV/JSON files)."""
-    doc = run_to_dict(run)
+    doc = run.to_dict()
     return {"summary": summary_rows(run), "steady": steady_rows(doc, charts.test_names(doc)),
             "diagnostics": finding_rows(doc)}

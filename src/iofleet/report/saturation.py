@@ -180,7 +180,7 @@ def saturation_report(sat: Saturation, hosts: int, title: str):
 
 def sweep_of_run(doc: dict) -> tuple[Saturation, int] | None:
     """A saturate run's analysis and its host count from its run document
-    (results.export.run_to_dict); None for other runs."""
+    (results.model.Run.to_dict); None for other runs."""
     sat = saturation_of_run(doc)
     if sat is None:
         return None

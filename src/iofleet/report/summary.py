@@ -13,7 +13,7 @@ from ..analysis.stragglers import stragglers
 from ..fleet.metrics import mean_cpu
 from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host
-from ..results.export import jobs_by_group, run_to_dict
+from ..results.model import Run, TestRecord
 
 MISSING = "n/a"  # unavailable, never shown as 0
 
@@ -41,8 +41,8 @@ MAX_HOST_ROWS = 16
 WHOLE = "whole test"  # the span of a row whose figures cover the whole measured part
 
 
-def _steady(test: dict) -> str:
-    verdict = ((test.get("methodology") or {}).get("steady") or {}).get("iops")
+def _steady(test: TestRecord) -> str:
+    verdict = ((test.methodology or {}).get("steady") or {}).get("iops")
     return SteadyVerdict.from_dict(verdict).short() if verdict else MISSING
 
 
@@ -99,33 +99,33 @@ def _row(name: str, status: str, agg, cpu, steady: str = "", window: dict | None
     }
 
 
-def summary_rows(run: dict) -> list[dict]:
+def summary_rows(run: Run) -> list[dict]:
     """Plain rows (strings) for any front end: one per test and, under a
     fleet test of a few hosts, one per host. When a test shows the figures
     of its measurement window, every row gets a `span` column saying which
     seconds its figures cover."""
     rows = []
-    tail = (run.get("methodology") or {}).get("percentile") or "p99"  # the plan's `percentile`
-    windowed = any(shown_window(t.get("methodology")) for t in run["tests"])
-    for t in run["tests"]:
-        name = t["id"] if t.get("repeat", 1) == 1 and not _repeated(run, t) else f"{t['id']} #{t['repeat']}"
-        method = t.get("methodology") or {}
+    tail = (run.methodology or {}).get("percentile") or "p99"  # the plan's `percentile`
+    windowed = any(shown_window(t.methodology) for t in run.tests)
+    for t in run.tests:
+        name = t.id if t.repeat == 1 and not _repeated(run, t) else f"{t.id} #{t.repeat}"
+        method = t.methodology or {}
         window = method.get("window")
         if window and "all" in window and not shown_window(method):
             window = None  # a fixed-time test: its row shows the whole test (old windows: IOPS and MB/s only)
-        test_rows = [_row(name, t["status"], t["aggregate"], t["host_cpu"], _steady(t), window, tail)]
+        test_rows = [_row(name, t.status, t.aggregate, t.host_cpu, _steady(t), window, tail)]
         if windowed:
             test_rows[0]["span"] = (WHOLE if not window else window_span(window) if "all" in window
                                     else window_span(window) + " (IOPS, MB/s)")
-        cpu = {m.host: m.cpu for m in t.get("host_metrics", [])}
-        for group, members in jobs_by_group(t).items():
-            test_rows.append(_row(f"  {group}: {t['fleet']['groups'][group]['test']}", "group",
+        cpu = {m.host: m.cpu for m in t.host_metrics}
+        for group, members in t.jobs_by_group().items():
+            test_rows.append(_row(f"  {group}: {t.fleet['groups'][group]['test']}", "group",
                                   aggregate(members) if members else None,
-                                  mean_cpu([cpu[h] for h in t["fleet"]["groups"][group]["hosts"] if h in cpu]),
+                                  mean_cpu([cpu[h] for h in t.fleet["groups"][group]["hosts"] if h in cpu]),
                                   tail=tail))
-        hosts = by_host(t["jobs"])
-        if t.get("fleet") and 1 < len(hosts) <= MAX_HOST_ROWS:
-            order = t["fleet"]["hosts"]
+        hosts = by_host(t.jobs)
+        if t.fleet and 1 < len(hosts) <= MAX_HOST_ROWS:
+            order = t.fleet["hosts"]
             for host in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order)):
                 test_rows.append(_row(f"  {host}", "host", hosts[host], cpu.get(host), tail=tail))
         if windowed:  # groups and hosts have no window figures of their own
@@ -135,12 +135,12 @@ def summary_rows(run: dict) -> list[dict]:
     return rows
 
 
-def methodology_notes(run: dict) -> list[tuple[str, str | None]]:
+def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
     """(line, style) pairs: preparation, caches, measurement windows and
     cache vs capacity tests, said once for the run where they agree."""
     notes: list[tuple[str, str | None]] = []
-    method = run.get("methodology") or {}
-    tests = [t for t in run["tests"] if t.get("methodology")]
+    method = run.methodology or {}
+    tests = [t for t in run.tests if t.methodology]
     prepared = method.get("prepare")
     if prepared:
         per_host = prepared["working_set_per_host"]
@@ -157,41 +157,41 @@ def methodology_notes(run: dict) -> list[tuple[str, str | None]]:
                       None))
     caches: dict[str, set[str]] = {}
     for t in tests:
-        for host, text in (t["methodology"].get("cache") or {}).items():
+        for host, text in (t.methodology.get("cache") or {}).items():
             caches.setdefault(text, set()).add(host)
     for text, hosts in caches.items():
         notes.append((f"Caches before each test on {', '.join(sorted(hosts))}: {text}.", None))
-    shown = [t for t in tests if shown_window(t["methodology"])]
+    shown = [t for t in tests if shown_window(t.methodology)]
     if shown:
-        whole_cpu = list(dict.fromkeys(t["id"] for t in shown if not window_cpu(shown_window(t["methodology"]))))
+        whole_cpu = list(dict.fromkeys(t.id for t in shown if not window_cpu(shown_window(t.methodology))))
         cpu = (" and CPU" if not whole_cpu else
                f"; CPU of {', '.join(whole_cpu)} cover{'s' if len(whole_cpu) == 1 else ''} the whole measured part")
         notes.append((f"until: steady tests show every figure of their row (IOPS, MB/s, latency, percentiles"
                       f"{cpu}) from their measurement window of 5 rounds (column span); fixed-time tests and "
                       f"host rows cover the whole measured part.", None))
-    old = [t for t in tests if t["methodology"].get("window") and "all" not in t["methodology"]["window"]]
+    old = [t for t in tests if t.methodology.get("window") and "all" not in t.methodology["window"]]
     if old:  # stored before the windows had their own percentiles
         notes.append(("until: steady tests show IOPS and MB/s of their measurement window (5 rounds); their "
                       "latency, percentiles and CPU cover the whole measured part.", None))
     for t in tests:
-        window = t["methodology"].get("window")
-        if t["methodology"].get("until") == "steady" and not (window and window["steady"]):
-            reason = ((t["methodology"].get("steady") or {}).get("iops") or {}).get("reason") or "too few rounds"
-            stopped = t["methodology"].get("fio_steady") and all(t["methodology"]["fio_steady"].values())
+        window = t.methodology.get("window")
+        if t.methodology.get("until") == "steady" and not (window and window["steady"]):
+            reason = ((t.methodology.get("steady") or {}).get("iops") or {}).get("reason") or "too few rounds"
+            stopped = t.methodology.get("fio_steady") and all(t.methodology["fio_steady"].values())
             when = "fio's slope check ended it, but" if stopped else "ran to max_runtime:"
             what = ("its figures cover the whole measured part (fewer than 5 whole rounds)" if not window else
                     f"its figures are from the last 5 rounds ({window_span(window).removeprefix('window ')})"
                     if "all" in window else "its IOPS and MB/s are from the last 5 rounds")
-            notes.append((f"{t['id']}: {when} iofleet's SNIA check found no steady window ({reason}); {what}.",
+            notes.append((f"{t.id}: {when} iofleet's SNIA check found no steady window ({reason}); {what}.",
                           "yellow"))
     kinds: dict[str, list[str]] = {}
     for t in tests:
-        verdicts = [v for v in t["methodology"].get("working_set", {}).values() if v.get("kind")]
+        verdicts = [v for v in t.methodology.get("working_set", {}).values() if v.get("kind")]
         if not verdicts:
             continue
         v = max(verdicts, key=lambda v: v["working_set_bytes"])
         kinds.setdefault(v["kind"], []).append(
-            f"{t['id']} ({format_bytes(v['working_set_bytes'])} in {format_bytes(v['cache_bytes'])} {v['source']})")
+            f"{t.id} ({format_bytes(v['working_set_bytes'])} in {format_bytes(v['cache_bytes'])} {v['source']})")
     for kind, listed in kinds.items():
         what = "the working set fits in the cache" if kind == "cache test" else "the working set exceeds the cache"
         notes.append((f"{kind.capitalize()}s ({what}): {'; '.join(listed)}.", None))
@@ -225,38 +225,37 @@ def diagnostics_lines(findings: list[Finding]) -> list[tuple[str, str | None]]:
     return lines
 
 
-def _repeated(run: dict, test: dict) -> bool:
-    return sum(1 for t in run["tests"] if t["id"] == test["id"]) > 1
+def _repeated(run: Run, test: TestRecord) -> bool:
+    return sum(1 for t in run.tests if t.id == test.id) > 1
 
 
-def summary_notes(run: dict) -> list[tuple[str, str | None]]:
+def summary_notes(run: Run) -> list[tuple[str, str | None]]:
     """(line, style) pairs under the table: failed tests, start skew,
     stragglers, hosts without metrics, methodology, a partial run."""
-    notes = [(f"{t['id']}: {t['status']}: {t['error']}", "red")
-             for t in run["tests"] if t["status"] != "ok" and t.get("error")]
-    for t in run["tests"]:
-        skew = (t.get("fleet") or {}).get("skew")
+    notes = [(f"{t.id}: {t.status}: {t.error}", "red") for t in run.tests if t.status != "ok" and t.error]
+    for t in run.tests:
+        skew = (t.fleet or {}).get("skew")
         if skew and skew["overlap_pct"] < MIN_OVERLAP_PCT:
             notes.append((
-                f"{t['id']}: hosts measured at different times: starts {skew['start_spread_ms'] / 1000:.1f} s "
+                f"{t.id}: hosts measured at different times: starts {skew['start_spread_ms'] / 1000:.1f} s "
                 f"apart, ends {skew['end_spread_ms'] / 1000:.1f} s apart; their windows overlap "
                 f"{skew['overlap_pct']:.0f}% (< {MIN_OVERLAP_PCT:.0f}%), so the fleet figures are not a "
                 f"sum over one period", "yellow"))
         # Hosts are only comparable when they ran the same workload: per group in a mixed test.
-        for group, jobs in (jobs_by_group(t) or {None: t["jobs"]}).items():
+        for group, jobs in (t.jobs_by_group() or {None: t.jobs}).items():
             slow = stragglers(by_host(jobs))
             if slow:
                 names = ", ".join(f"{h} ({share:.0%} of the median host)" for h, share in slow)
-                where = f"{t['id']}" + (f" (group {group})" if group else "")
+                where = t.id + (f" (group {group})" if group else "")
                 notes.append((f"{where}: straggler{'s' if len(slow) > 1 else ''}: {names}", "yellow"))
-    blind = sorted({m.host for t in run["tests"] for m in t.get("host_metrics", []) if m.source == "none"})
-    if blind and any(t.get("fleet") for t in run["tests"]):
+    blind = sorted({m.host for t in run.tests for m in t.host_metrics if m.source == "none"})
+    if blind and any(t.fleet for t in run.tests):
         notes.append((f"Host CPU: n/a for {', '.join(blind)} (no `metrics:` endpoint in the inventory)"
                       f"; a test's CPU covers the hosts with metrics.", None))
     notes += methodology_notes(run)
-    if run["status"] not in ("complete", "running"):
-        notes.append((f"This run is {run['status']}: {len(run['tests'])} of "
-                      f"{run['tests_planned']} planned tests were stored.", "yellow"))
+    if run.status not in ("complete", "running"):
+        notes.append((f"This run is {run.status}: {len(run.tests)} of "
+                      f"{run.tests_planned} planned tests were stored.", "yellow"))
     return notes
 
 
@@ -264,13 +263,12 @@ SUMMARY_CAPTION = ("read/write ms: mean total latency (submit + complete); perce
                    "histograms; warm-up excluded; MB/s = 10^6 bytes/s; CPU: host, while measuring.")
 
 
-def run_title(run: dict) -> str:
-    host = run["host_facts"].get("hostname") or ", ".join(run["host_facts"].get("hosts", []))
-    return (f"Run {run['id']} · {run['plan_name']} · {run['status']} · "
-            f"{run.get('fio_version') or 'fio ?'} · {host}")
+def run_title(run: Run) -> str:
+    host = run.host_facts.get("hostname") or ", ".join(run.host_facts.get("hosts", []))
+    return f"Run {run.id} · {run.plan_name} · {run.status} · {run.fio_version or 'fio ?'} · {host}"
 
 
-def summary_table(run: dict):
+def summary_table(run: Run):
     """A rich renderable: the table, one line per failed test, notes on the
     fleet and methodology, then the diagnostics."""
     table = Table(title=run_title(run), title_justify="left", box=box.SIMPLE_HEAD, caption=SUMMARY_CAPTION,
@@ -283,7 +281,7 @@ def summary_table(run: dict):
         style = None if row["status"] in ("ok", "host", "group") else "yellow" if row["status"] in ("interrupted", "partial") else "red"
         table.add_row(*row.values(), style=style)
     notes = [Text(line, style=style or "") for line, style in summary_notes(run)]
-    findings = diagnose(run_to_dict(run))
+    findings = diagnose(run.to_dict())
     if findings:
         notes.append(Text("Diagnostics:", style="bold"))
         notes += [Text(line, style=style) for line, style in diagnostics_lines(findings)]

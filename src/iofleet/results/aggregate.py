@@ -7,10 +7,23 @@ are None when some input has no bins — they are never averaged.
 
 import contextlib
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from ..fio.merge import combine
-from ..fio.records import JobResult
-from .model import Aggregate
+from ..fio.records import DirectionStats, JobResult
+
+
+@dataclass
+class Aggregate:
+    """Exact aggregate over many jobs (a test, or one host of a test):
+    rates summed, means weighted by IO count, percentiles from merged bins."""
+
+    jobs: int
+    read: DirectionStats
+    write: DirectionStats
+    all: DirectionStats
+    usr_cpu_pct: float  # mean per job, % of one CPU
+    sys_cpu_pct: float
 
 
 def aggregate(jobs: list[JobResult]) -> Aggregate:

@@ -1,4 +1,5 @@
-"""Export a stored run (as returned by Store.get_run) to JSON-able data or CSV.
+"""The export format of a stored run: its JSON fields (built by
+results.model.Run.to_dict) and its CSV.
 
 Units are in every field name (`_us` microseconds, `_mb_s` 10^6 bytes/s,
 `_bytes`, `_pct`, `_s`, `_ms`). A value that is unavailable is null (empty in
@@ -8,10 +9,14 @@ tests check against docs/results-format.md.
 
 import csv
 import io
+from typing import TYPE_CHECKING
 
-from .aggregate import aggregate, by_host
 from ..fio.records import PERCENTILES, DirectionStats, pct_key
-from .model import Aggregate
+from ..plan.params import PARAMS
+from .aggregate import Aggregate
+
+if TYPE_CHECKING:  # model builds on this module
+    from .model import Run
 
 FORMAT = "iofleet-results"
 FORMAT_VERSION = 1
@@ -104,13 +109,8 @@ RUN_FIELDS: dict[str, str] = {
     "tests": "list of test fields, in run order",
 }
 
-# CSV parameter columns: (column, key in the test's params).
-CSV_PARAMS: tuple[tuple[str, str], ...] = (
-    ("bs_bytes", "bs"), ("read_pct", "read_pct"), ("random_pct", "random_pct"),
-    ("jobs", "jobs"), ("iodepth", "iodepth"), ("size_bytes", "size"),
-    ("working_set_pct", "working_set_pct"), ("runtime_s", "runtime"), ("ramp_s", "ramp"),
-    ("engine", "engine"), ("direct", "direct"),
-)
+# CSV parameter columns: (column, key in the test's params), in the parameter table's order.
+CSV_PARAMS: tuple[tuple[str, str], ...] = tuple((p.column, name) for name, p in PARAMS.items() if p.column)
 _CSV_TEST = ("run_id", "fio_version", "seq", "test_id", "workload", "repeat", "status", "error",
              "started_at", "ended_at")
 _CSV_CPU = ("host_cpu_samples", "host_cpu_avg_pct", "host_cpu_max_pct", "fio_usr_cpu_pct", "fio_sys_cpu_pct")
@@ -165,7 +165,8 @@ def direction_figures(d: DirectionStats | None, include_bins: bool = False) -> d
     return out
 
 
-def _aggregate_figures(agg: Aggregate | None, include_bins: bool) -> dict:
+def aggregate_figures(agg: Aggregate | None, include_bins: bool = False) -> dict:
+    """The export fields of an aggregate (a test, host or host group); null when nothing was measured."""
     return {
         "fio_jobs": agg.jobs if agg else None,
         "read": direction_figures(agg.read if agg else None, include_bins),
@@ -176,74 +177,12 @@ def _aggregate_figures(agg: Aggregate | None, include_bins: bool) -> dict:
     }
 
 
-def export_test(test: dict, include_bins: bool = False) -> dict:
-    """One test of Store.get_run as export fields."""
-    agg = _aggregate_figures(test["aggregate"], include_bins)
-    cpu = test["host_cpu"]
-    return {
-        "seq": test["seq"],
-        "id": test["id"],
-        "workload": test["workload"],
-        "repeat": test["repeat"],
-        "params": dict(test["params"]),
-        "status": test["status"],
-        "error": test["error"],
-        "started_at": test["started_at"],
-        "ended_at": test["ended_at"],
-        "fio_jobs": agg["fio_jobs"],
-        "read": agg["read"],
-        "write": agg["write"],
-        "all": agg["all"],
-        "host_cpu_samples": cpu.samples if cpu else None,
-        "host_cpu_avg_pct": cpu.avg_pct if cpu else None,
-        "host_cpu_max_pct": cpu.max_pct if cpu else None,
-        "fio_usr_cpu_pct": agg["fio_usr_cpu_pct"],
-        "fio_sys_cpu_pct": agg["fio_sys_cpu_pct"],
-        "hosts": {
-            host: _aggregate_figures(host_agg, include_bins)
-            for host, host_agg in by_host(test["jobs"]).items()
-        },
-        "disks": [
-            {"host": d.host, "name": d.name, "util_pct": d.util_pct,
-             "read_ios": d.read_ios, "write_ios": d.write_ios}
-            for d in test["disks"]
-        ],
-        # Host metrics over the measured part: each host's, and the controller's own.
-        "host_metrics": {m.host: _host_metrics(m) for m in test.get("host_metrics", [])},
-        "controller_metrics": _host_metrics(test["controller"]) if test.get("controller") else None,
-        # Fleet tests: the hosts, their start/end spread and window overlap, host groups.
-        "fleet": test.get("fleet"),
-        # Mixed tests: figures of each host group (workload), merged like the fleet's.
-        "groups": {g: _aggregate_figures(aggregate(jobs) if jobs else None, include_bins)
-                   for g, jobs in jobs_by_group(test).items()},
-        # Steady-state verdicts (IOPS, latency), the measurement window's
-        # figures, caches, and cache vs capacity test per host.
-        "methodology": test.get("methodology"),
-    }
-
-
-def jobs_by_group(test: dict) -> dict[str, list]:
-    """A mixed test's jobs by host group (workload); empty for other tests."""
-    groups = (test.get("fleet") or {}).get("groups") or {}
-    return {g: [j for j in test["jobs"] if j.host in info["hosts"]] for g, info in groups.items()}
-
-
-def _host_metrics(m) -> dict:
+def host_metrics_figures(m) -> dict:
+    """The export fields of one host's metrics (fleet.metrics.HostMetrics)."""
     return {"source": m.source, "samples": m.samples, "cpu_avg_pct": m.cpu.avg_pct, "cpu_max_pct": m.cpu.max_pct,
             "disk_busy_avg_pct": m.disk_busy_avg_pct, "disk_busy_max_pct": m.disk_busy_max_pct,
             "disk_iops_avg": m.disk_iops_avg, "net_rx_avg_bytes_s": m.net_rx_avg_bytes_s,
             "net_tx_avg_bytes_s": m.net_tx_avg_bytes_s, "error": m.error}
-
-
-def run_to_dict(run: dict, include_bins: bool = False) -> dict:
-    """A run of Store.get_run as a JSON-able dict (json.dumps works on it)."""
-    out = {"format": FORMAT, "format_version": FORMAT_VERSION}
-    for name in RUN_FIELDS:
-        if name not in out and name != "tests":
-            out[name] = run[name]
-    out["host_facts"] = dict(run["host_facts"])
-    out["tests"] = [export_test(t, include_bins) for t in run["tests"]]
-    return out
 
 
 def _cell(value):
@@ -254,22 +193,23 @@ def _cell(value):
     return value  # csv writes floats with repr: exact
 
 
-def run_to_csv(run: dict) -> str:
+def run_to_csv(run: "Run") -> str:
     """One CSV row per test, with a header row; units are in the column names."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for test in run["tests"]:
-        t = export_test(test)
+    for test in run.tests:
+        t = test.to_dict()
         row = {
-            "run_id": run["id"],
-            "fio_version": run["fio_version"],
+            "run_id": run.id,
+            "fio_version": run.fio_version,
             "test_id": t["id"],
             **{k: t[k] for k in ("seq", "workload", "repeat", "status", "error", "started_at", "ended_at")},
-            **{col: test["params"].get(key) for col, key in CSV_PARAMS},
+            **{col: test.params.get(key) for col, key in CSV_PARAMS},
             "fio_jobs": t["fio_jobs"],
             **{f"{d}_{f}": t[d][f] for d in ("all", "read", "write") for f in DIRECTION_FIELDS},
             **{k: t[k] for k in _CSV_CPU},
         }
         writer.writerow([_cell(row[c]) for c in CSV_COLUMNS])
     return buf.getvalue()
+

@@ -260,9 +260,9 @@ def _reads_back(store: Store, run_id: int) -> str | None:
     damaged value inside a row that SQLite could read), or None."""
     try:
         run = store.get_run(run_id)
-        for t in run["tests"]:
-            store.get_series(t["pk"])
-            store.get_host_series(t["pk"])
+        for t in run.tests:
+            store.get_series(t.pk)
+            store.get_host_series(t.pk)
     except Exception as e:  # whatever a damaged value breaks: the run is not kept
         return _why(e)
     return None

@@ -4,8 +4,7 @@ configurations, then compare them (iofleet.analysis.compare)."""
 from ..analysis.compare import (DEFAULT_MATCH, DEFAULT_NOISE_PCT, DEFAULT_RESAMPLES, DEFAULT_SEED, Comparison,
                                 Config, compare)
 from ..errors import IofleetError, StoreError
-from ..results.export import run_to_dict
-from ..results.store import Store
+from ..results.store import RunFilter, Store
 
 
 def resolve(store: Store, arg: str, what: str = "CONFIG") -> Config:
@@ -17,12 +16,12 @@ def resolve(store: Store, arg: str, what: str = "CONFIG") -> Config:
         except StoreError:
             raise IofleetError(f"{what} {text}: no run {text} in {store.path}; "
                                f"see `iofleet results list` for run ids and labels") from None
-        return Config(f"run {text}", [run_to_dict(run)])
-    ids = sorted(r["id"] for r in store.list_runs() if r.get("label") == text)
+        return Config(f"run {text}", [run.to_dict()])
+    ids = sorted(r.id for r in store.list_runs(RunFilter(label=text)) if r.label == text)
     if not ids:
         raise IofleetError(f"{what} {text!r}: no run has this label or id in {store.path}; "
                            f"see `iofleet results list`, or label runs with `iofleet run PLAN --label NAME`")
-    return Config(text, [run_to_dict(store.get_run(i)) for i in ids])
+    return Config(text, [store.get_run(i).to_dict() for i in ids])
 
 
 def load_configs(store: Store, args: list[str], baseline: str) -> tuple[list[Config], str]:

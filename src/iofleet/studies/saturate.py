@@ -26,7 +26,6 @@ from ..plan import parse_plan
 from ..plan.expand import expand, with_load
 from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_duration, format_size
-from ..results.export import run_to_dict
 from ..results.store import Store
 from ..units import format_value
 from .run import RunObserver, RunOutcome, RunSession
@@ -193,8 +192,7 @@ def run_saturate(
                 session.done = True
                 return None
             # Only the test just stored: the run's earlier tests are in `tests`.
-            tests.append(run_to_dict(store.get_run(session.run_id, from_seq=len(session.outcome.tests) - 1))
-                         ["tests"][-1])
+            tests.append(store.get_run(session.run_id, from_seq=len(session.outcome.tests) - 1).tests[-1].to_dict())
             engine = tests[-1]["params"].get("engine_used")
             cell = cell_at(jobs, depth)
             if cell is None or (done and cell.runs == done.runs):

@@ -11,6 +11,7 @@ from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT, Comparison
 from ..errors import IofleetError, StoreDamagedError
 from ..report.compare import comparison_json
 from ..report.html import compare_context
+from ..results.model import ListedRun
 from ..results.store import Store
 from ..studies.compare import run_compare
 from .render import render
@@ -46,10 +47,10 @@ def compare_api(request: Request, runs: Configs = [], baseline: Baseline = "", n
     return Response(comparison_json(cmp), media_type="application/json")
 
 
-def pick_choices(store: Store) -> tuple[list[dict], list[str]]:
+def pick_choices(store: Store) -> tuple[list[ListedRun], list[str]]:
     """The store's runs (newest first) and its labels, to pick configurations from."""
     runs = store.list_runs()
-    labels = sorted({r["label"] for r in runs if r.get("label")})
+    labels = sorted({r.label for r in runs if r.label})
     return runs, labels
 
 

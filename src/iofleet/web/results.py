@@ -5,9 +5,7 @@ zip bundle and CSV as `iofleet report` and `iofleet results export`).
 A test's raw files are read only through the store, by a name the store
 lists for that test: no part of a request ever becomes a path."""
 
-import datetime
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -17,64 +15,27 @@ from fastapi.responses import HTMLResponse, Response
 from ..errors import IofleetError, StoreDamagedError, StoreError
 from ..report.bundle import run_bundle
 from ..report.html import run_report_context, run_report_html
-from ..results.export import run_to_csv, run_to_dict
-from ..results.store import RUN_STATUSES, Store
+from ..results.export import run_to_csv
+from ..results.model import ListedRun, Run
+from ..results.store import RUN_STATUSES, RunFilter, Store
 from .render import NotFound, error_response, fragment, open_store, render
 
 router = APIRouter()
 
 
-def is_day(text: str) -> bool:
-    """YYYY-MM-DD and a real day (fromisoformat alone also takes 20250131 and week dates)."""
-    try:
-        return bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}", text)) and bool(datetime.date.fromisoformat(text))
-    except ValueError:
-        return False
-
-
-@dataclass
-class RunFilter:
-    """What GET /results and /api/results keep: label and plan contain the
-    text (case-insensitive), status is exact, dates are the run's UTC start day."""
-
-    label: str = ""
-    plan: str = ""
-    status: str = ""
-    since: str = ""
-    until: str = ""
-
-    def __post_init__(self):
-        # An empty form field means "any", as the page's GET form sends them all.
-        for name in ("label", "plan", "status", "since", "until"):
-            setattr(self, name, (getattr(self, name) or "").strip())
-        if self.status and self.status not in RUN_STATUSES:
-            raise IofleetError(f"status {self.status!r}: use one of {', '.join(RUN_STATUSES)}")
-        for name in ("since", "until"):
-            value = getattr(self, name)
-            if value and not is_day(value):
-                raise IofleetError(f"{name} {value!r}: give a day as YYYY-MM-DD, e.g. 2025-01-31")
-
-    def keep(self, run: dict) -> bool:
-        day = run["created_at"][:10]  # ISO-8601 UTC: the day sorts as text
-        return ((not self.label or self.label.lower() in (run.get("label") or "").lower())
-                and (not self.plan or self.plan.lower() in run["plan_name"].lower())
-                and (not self.status or run["status"] == self.status)
-                and (not self.since or day >= self.since) and (not self.until or day <= self.until))
-
-
-def run_row(run: dict) -> dict:
+def run_row(run: ListedRun) -> dict:
     """One run of Store.list_runs as the list shows it."""
-    return {"id": run["id"], "label": run.get("label"), "plan": run["plan_name"], "source": run["source"],
-            "status": run["status"], "created_at": run["created_at"], "ended_at": run.get("ended_at"),
-            "fio_version": run.get("fio_version"), "tests": run["tests_saved"],
-            "tests_planned": run["tests_planned"], "tests_by_status": run["tests_by_status"], "note": run.get("note")}
+    return {"id": run.id, "label": run.label, "plan": run.plan_name, "source": run.source,
+            "status": run.status, "stale": run.stale, "created_at": run.created_at, "ended_at": run.ended_at,
+            "fio_version": run.fio_version, "tests": run.tests_saved,
+            "tests_planned": run.tests_planned, "tests_by_status": run.tests_by_status, "note": run.note}
 
 
 def filtered_runs(store: Store, f: RunFilter) -> list[dict]:
-    return [run_row(r) for r in store.list_runs() if f.keep(r)]
+    return [run_row(r) for r in store.list_runs(f)]
 
 
-def load_run(store: Store, run_id: int) -> dict:
+def load_run(store: Store, run_id: int) -> Run:
     """The stored run; a 404 (not a 400) when there is none."""
     try:
         return store.get_run(run_id)
@@ -97,11 +58,11 @@ def attachment(body: bytes | str, filename: str, media_type: str) -> Response:
     return Response(body, media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{safe}"'})
 
 
-def raw_files(run: dict) -> list[dict]:
+def raw_files(run: Run) -> list[dict]:
     """Per test, its raw files (names as the store lists them) and their download URLs."""
-    return [{"seq": t["seq"], "id": t["id"], "status": t["status"],
-             "files": [{"name": n, "url": f"/api/results/{run['id']}/tests/{t['seq']}/files/{quote(n, safe='')}"}
-                       for n in t["artifacts"]]} for t in run["tests"]]
+    return [{"seq": t.seq, "id": t.id, "status": t.status,
+             "files": [{"name": n, "url": f"/api/results/{run.id}/tests/{t.seq}/files/{quote(n, safe='')}"}
+                       for n in t.artifacts]} for t in run.tests]
 
 
 # ---- API -----------------------------------------------------------------
@@ -111,7 +72,8 @@ def list_results(request: Request, label: str = "", plan: str = "", status: str 
                  until: str = ""):
     """Stored runs, newest first. Filters: `label` and `plan` (text the run's label or plan name
     contains, any case), `status` (running, complete, failed, interrupted, partial), `since` and
-    `until` (YYYY-MM-DD, the run's UTC start day, both inclusive)."""
+    `until` (YYYY-MM-DD, the run's UTC start day, both inclusive). `stale`: a run left running by a
+    process that crashed (`iofleet run --resume ID` finishes it)."""
     with open_store(request) as store:
         return filtered_runs(store, RunFilter(label, plan, status, since, until))
 
@@ -121,7 +83,7 @@ def get_result(request: Request, run_id: int, bins: bool = False):
     """A run with every figure (docs/results-format.md), as `iofleet results show ID --format json`;
     `bins=true` adds the merged latency histograms."""
     with open_store(request) as store:
-        return run_to_dict(load_run(store, run_id), include_bins=bins)
+        return load_run(store, run_id).to_dict(include_bins=bins)
 
 
 @router.get("/api/results/{run_id}/report.html", tags=["results"], response_class=HTMLResponse)
@@ -154,15 +116,15 @@ def download_test_file(request: Request, run_id: int, seq: int, name: str):
     Only the names listed in the run document's test (GET /api/results/ID) exist."""
     with open_store(request) as store:
         run = load_run(store, run_id)
-        test = next((t for t in run["tests"] if t["seq"] == seq), None)
+        test = next((t for t in run.tests if t.seq == seq), None)
         if test is None:
             raise NotFound(f"run {run_id} has no test {seq}")
-        if name not in test["artifacts"]:  # the store's list, never the file system
+        if name not in test.artifacts:  # the store's list, never the file system
             raise NotFound(f"test {seq} of run {run_id} has no file {name!r}; it has: "
-                           f"{', '.join(test['artifacts']) or 'none'}")
-        data = store.read_artifact(test["pk"], name)
+                           f"{', '.join(test.artifacts) or 'none'}")
+        data = store.read_artifact(test.pk, name)
     media = "application/json" if name.endswith(".json") else "text/plain; charset=utf-8"
-    folder = Path(test["artifact_dir"]).name  # NNNN-ID, made safe by the store
+    folder = Path(test.artifact_dir).name  # NNNN-ID, made safe by the store
     return attachment(data, f"iofleet-run-{run_id}-{folder}-{name}", media)
 
 

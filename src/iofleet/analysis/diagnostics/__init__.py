@@ -2,7 +2,7 @@
 measurement, with the numbers that show it and what to change in the plan
 or the set-up (like vSAN's Performance Diagnostics for HCIBench).
 
-The input is the exported run document (`results.export.run_to_dict`), so a
+The input is the exported run document (`results.model.Run.to_dict`), so a
 recorded run is just a JSON file. Every rule is one row of `RULES`, every
 threshold one field of `Thresholds`; docs/diagnostics.md shows each with a
 real finding. Only tests with status ok or partial, and with IO, are judged.
