@@ -39,5 +39,5 @@ def test_jobfiles_to_a_place_that_cannot_be_written_is_one_line(tmp_path, data_d
     blocker = tmp_path / "file"
     blocker.write_text("x")
     proc = iofleet("validate", ROOT / "examples" / "quick.yaml", "--jobfiles", blocker / "sub", data_dir=data_dir,
-                   check_rc=1)
+                   check_rc=2)
     assert proc.stderr.startswith("error: --jobfiles") and "Traceback" not in proc.stderr

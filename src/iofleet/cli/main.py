@@ -21,11 +21,12 @@ from ..fleet.check import check_hosts, clean_hosts, problem_lines
 from ..fleet.devices import REMOTE_UNSEEN
 from ..fleet.inventory import load_inventory
 from ..plan import expand
-from ..plan.expand import data_per_target_set, expand_mixed
+from ..plan import reference
+from ..plan.expand import data_per_target_set, expand_mixed, tests_table
 from ..importers import load_plan_source
 from ..plan.load import check_targets, with_destroy_data, with_targets
 from ..plan.model import is_device_path
-from ..plan.params import PARAMS, RUN_PARAMS
+from ..plan.params import AUTO_ENGINES, PARAMS, RUN_PARAMS
 from ..plan.units import format_bytes, format_duration, format_size
 from ..analysis.diagnostics import diagnose
 from ..analysis.saturation import parse_slo
@@ -34,6 +35,7 @@ from ..report.summary import diagnostics_lines, methodology_notes, summary_table
 from ..results.store import Store, default_data_dir
 from ..plan.easy import Durations
 from ..studies.easy_run import easy_run, probe
+from ..studies.jobfiles import write_jobfiles
 from ..studies.run import RunObserver, estimate_seconds, prepare_resume, resume_run, run_plan
 from ..studies.saturate import Sweep, run_saturate
 from ..studies.scale import ScaleStep, parse_steps, run_scale
@@ -104,23 +106,21 @@ def _plan_with_targets(plan_path: Path, targets: Optional[List[Path]], destroy_d
 def validate(
     plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML), or a plain fio job file."),
     target: Optional[List[Path]] = TargetOpt,
+    jobfiles: Optional[Path] = typer.Option(None, "--jobfiles", metavar="DIR",
+                                            help="Write the fio job file of each test, as it would run, to DIR."),
 ):
     """Check a plan and list the tests it expands into."""
     plan, _ = _plan_with_targets(plan_path, target)
     specs = expand(plan)
     timed = specs
+    columns, rows = tests_table(specs)
     table = Table(title=f"{plan.name}: {len(specs)} tests", title_justify="left")
-    for col in ("#", "test", "bs", "read %", "random %", "jobs", "iodepth", "size",
-                "working set", "ramp", "runtime", "engine", "direct"):
-        table.add_column(col, justify="left" if col in ("test", "engine") else "right")
-    for i, s in enumerate(specs, 1):
-        name = s.id if s.repeats == 1 else f"{s.id} ({s.repeat}/{s.repeats})"
-        table.add_row(str(i), name, format_size(s.bs), str(s.read_pct), str(s.random_pct),
-                      str(s.jobs), str(s.iodepth), format_size(s.size), f"{s.working_set_pct}%",
-                      format_duration(s.ramp),
-                      f"steady, ≤{format_duration(s.max_runtime)}" if s.until == "steady" else format_duration(s.runtime),
-                      s.engine,
-                      "yes" if s.direct else "no")
+    table.add_column("#", justify="right")
+    table.add_column("test")
+    for name in columns:
+        table.add_column(PARAMS[name].label, justify="left" if PARAMS[name].kind == "choice" else "right")
+    for i, row in enumerate(rows, 1):
+        table.add_row(str(i), row["id"], *(row[name] for name in columns))
     console.print(table)
     if plan.mixed:
         steps = expand_mixed(plan)
@@ -137,13 +137,18 @@ def validate(
         sized = "as given" if plan.sets("size") else "no size given: the device shared by the jobs"
         console.print(f"Estimated duration: {format_duration(estimate_seconds(timed))}; on the device each job "
                       f"writes its own region of `size` bytes ({sized}); nothing to remove afterwards")
-        return
-    console.print(
-        f"Estimated duration: {format_duration(estimate_seconds(timed))}; "
-        f"data files: {format_bytes(data_per_target_set(specs))} "
-        f"(created under <target>/iofleet/, removed afterwards"
-        f"{'' if not plan.keep_files else ' — no: keep_files is set'})"
-    )
+    else:
+        console.print(
+            f"Estimated duration: {format_duration(estimate_seconds(timed))}; "
+            f"data files: {format_bytes(data_per_target_set(specs))} "
+            f"(created under <target>/iofleet/, removed afterwards"
+            f"{'' if not plan.keep_files else ' — no: keep_files is set'})"
+        )
+    if jobfiles is not None:
+        written = write_jobfiles(plan, jobfiles)
+        console.print(f"Wrote {len(written)} fio job file{'s' if len(written) != 1 else ''} to {jobfiles} "
+                      f"(engine auto is written as {AUTO_ENGINES[0]}, the first it tries; "
+                      f"`iofleet import FILE` reads one back as the same test)", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -365,18 +370,12 @@ app.command("serve")(user_errors(serve_command))
 @app.command()
 def params():
     """List the parameters a plan may set, with defaults and fio options."""
-    fixed = ", ".join(name for name, p in PARAMS.items() if not p.in_matrix)
-    for title, table_params in (
-            (f"Workload parameters (under defaults: or a workload; any but {fixed} may be a list "
-             f"under `matrix:`)", PARAMS),
-            ("Run settings (top level of the plan)", RUN_PARAMS)):
-        table = Table(title=title, title_justify="left")
-        for col in ("parameter", "default", "allowed", "fio option", "meaning"):
+    for title, where, table_params in reference.TABLES:
+        table = Table(title=f"{title} ({where})", title_justify="left")
+        for col in reference.COLUMNS:
             table.add_column(col)
         for p in table_params.values():
-            allowed = ", ".join(p.choices) if p.choices else (
-                "true/false" if p.kind == "bool" else p.allowed().removeprefix("allowed: "))
-            table.add_row(p.name, "none" if p.default is None else p.format(p.default), allowed, p.fio, p.help)
+            table.add_row(*reference.row(p))
         console.print(table)
 
 
