@@ -338,8 +338,7 @@ def hosts_check(
                               f"target {c.host.targets[0]} (a run that lost this host could not remove them); "
                               f"`iofleet hosts clean {inventory}` removes them, as does the next run's clean-up",
                               markup=False, highlight=False, soft_wrap=True)
-    ok = len(checks) - len({line.split(" (")[0] for line in problems})
-    console.print(f"{ok} of {len(checks)} hosts ready.")
+    console.print(f"{sum(c.ok for c in checks)} of {len(checks)} hosts ready.")
     if problems:
         raise typer.Exit(EXIT_FAILED)
 
