@@ -1,26 +1,29 @@
 """Where a test runs: on this host (`LocalPlace`) or on fio servers at once
-(`FleetPlace`). Both return a `Measured` record the run study stores."""
+(`FleetPlace`), the two places of the place protocol (place.py): both judge
+a test by its one verdict and keep its files by one rule (place.py), and
+return a `Measured` record the run study stores."""
 
 import os
 import threading
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FioError, ImportFormatError, IofleetError
 from ..fio.command import error_line, run_command
-from ..fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX, Device, render_layout, render_prepare, render_test
+from ..fio.jobfile import DATA_DIR_NAME, Device, render_layout, render_prepare, render_test
 from ..fio.parse import parse_output
-from ..fio.records import DiskUtil, JobResult, Series
-from ..fio.status import Rounds, Round, snapshot
-from ..plan.expand import MixedStep, TestSpec, prepare_tiers
+from ..fio.status import Rounds, snapshot
+from ..plan.expand import MixedStep, TestSpec, expand, expand_mixed, prepare_tiers
+from ..plan.model import Plan
 from .check import require_ready
 from .devices import check_local_device, fit_regions, local_device, needed_bytes, where
-from .inventory import Host
-from .metrics import HostCpu, HostMetrics, MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
+from .inventory import Host, host_groups
+from .metrics import MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
 from .local import TargetDirs, drop_kernel_caches, host_facts, resolve_engine
+from .place import Measured, Place, Prepared, collect_artifacts, verdict
+from .procs import fio_using
 from .remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts
-from .runner import FioRun, LiveFigures, killed_reason, read_series, rebase_series, run_fio
+from .runner import FioRun, LiveHosts, killed_reason, read_series, rebase_series, run_fio
+from .space import check_space, explain_no_space
 from .targets_lock import TargetLock, holder_facts, lock_fleet_target, lock_on_this_machine
 from .workdir import work_dir
 
@@ -33,41 +36,6 @@ STATUS_INTERVAL_S = 1
 # The machine running iofleet, in a fleet test's metrics (not a host name:
 # host names cannot hold parentheses).
 CONTROLLER = "(controller)"
-
-
-@dataclass
-class Measured:
-    status: str  # ok | failed | interrupted | partial
-    error: str | None = None
-    jobs: list[JobResult] = field(default_factory=list)
-    disks: list[DiskUtil] = field(default_factory=list)
-    series: list[Series] = field(default_factory=list)
-    host_cpu: HostCpu | None = None  # the test's headline host CPU (the summary's column)
-    host_metrics: list[HostMetrics] = field(default_factory=list)
-    controller: HostMetrics | None = None  # the machine running iofleet, during a fleet test
-    artifacts: dict[str, bytes] = field(default_factory=dict)
-    engine: str = ""
-    lost: list[str] = field(default_factory=list)  # fleet hosts that gave no result
-    cache: dict[str, str] = field(default_factory=dict)  # host → what was done to its caches
-    rounds: dict[str, list[Round]] = field(default_factory=dict)  # host → its rounds (fio/status.py)
-    ended_early_s: float | None = None  # until: steady: the measured second at which it was steady
-
-
-@dataclass
-class Prepared:
-    """What preparation wrote on each host."""
-
-    mode: str
-    passes: int
-    bs: int
-    working_set_per_host: dict[str, int]  # bytes of data files prepared
-    written_per_host: dict[str, int]  # bytes written, all passes
-    seconds: float
-
-    def to_dict(self) -> dict:
-        return {"mode": self.mode, "passes": self.passes, "bs": self.bs,
-                "working_set_per_host": self.working_set_per_host,
-                "written_per_host": self.written_per_host, "seconds": round(self.seconds, 1)}
 
 
 def _prepare_sizes(specs: list[TestSpec], passes: int) -> tuple[int, int]:
@@ -86,15 +54,34 @@ def _cache_note(clear: bool, drop_why: str | None, device: bool = False) -> str:
     return f"page cache of {what} invalidated; {kernel}"
 
 
-def _stopped_reason(fio: FioRun) -> str:
-    return "stopped by the user" if not fio.killed else "stopped and killed (fio did not exit)"
-
-
 def _timeout(spec: TestSpec | MixedStep) -> float:
     return spec.ramp + spec.longest_s + TIMEOUT_MARGIN_S
 
 
-class LocalPlace:
+def place_for(plan: Plan, hosts: list[Host] | None) -> tuple[Place, list]:
+    """Where the plan runs (on `hosts`, fio servers, or on the plan's
+    targets here), and its tests in run order."""
+    if plan.mixed:
+        if not hosts:
+            raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
+                               f"run it on a fleet with --hosts INVENTORY")
+        groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads})
+        place, specs = FleetPlace(hosts, groups, clear_cache=plan.clear_cache,
+                                  destroy_data=plan.destroy_data), expand_mixed(plan)
+    elif hosts:
+        place, specs = FleetPlace(hosts, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data), expand(plan)
+    elif not plan.targets:
+        raise IofleetError(
+            f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
+    else:
+        place, specs = LocalPlace([Path(t).resolve() for t in plan.targets], clear_cache=plan.clear_cache,
+                                  destroy_data=plan.destroy_data), expand(plan)
+    # On a device target each job gets its own region (sized to the device
+    # when the plan gives no size): the tests as they will run.
+    return place, place.fit(specs, plan.sets("size"))
+
+
+class LocalPlace(Place):
     """The local host and its target directories, or its one device."""
 
     def __init__(self, targets: list[Path], clear_cache: bool = True, destroy_data: list[str] = ()):
@@ -113,15 +100,15 @@ class LocalPlace:
             out["device"] = {"path": self.where.path, "bytes": self.device_bytes, "region_bytes": self.where.stride}
         return out
 
-    def fit(self, specs: list[TestSpec], size_given: bool) -> list[TestSpec]:
+    def fit(self, steps: list[TestSpec], size_given: bool) -> list[TestSpec]:
         """The run's tests as they will run here: on a device, with each
         job's region (devices.fit_regions; reads only the device's size)."""
         if not isinstance(self.where, Device):
-            return specs
+            return steps
         dev = local_device(self.where.path)
-        specs, stride = fit_regions(specs, self.where.path, dev.bytes, size_given)
+        steps, stride = fit_regions(steps, self.where.path, dev.bytes, size_given)
         self.where, self.device_bytes = Device(dev.real, stride), dev.bytes
-        return specs
+        return steps
 
     def cache_sizes(self, plan_cache: int | None) -> dict[str, tuple[int | None, str, int | None]]:
         """host → (stated cache bytes, where it was stated, RAM bytes)."""
@@ -145,7 +132,39 @@ class LocalPlace:
             self.dirs.prepare(facts)
             self.locks = self.dirs.locks
 
-    not_cleaned: tuple[str, ...] = ()  # hosts whose data files are left (a fleet's)
+    def check_targets(self, steps: list[TestSpec]) -> None:
+        """No fio is still using the targets (the fio of a killed run, or of
+        a run of an older iofleet), and the data files fit."""
+        busy = fio_using([Path(t) / DATA_DIR_NAME for t in self.targets])
+        if busy:
+            pids = " ".join(map(str, sorted(busy)))
+            raise IofleetError(f"fio (pid {pids}) is still using {next(iter(busy.values()))}: another iofleet run "
+                               f"is testing this target, or the fio of a killed one has not ended; wait for it, or "
+                               f"stop it with `kill {pids}`")
+        check_space(self.targets, [s for s in steps if isinstance(s, TestSpec)])
+
+    def explain(self, error: str, steps: list[TestSpec]) -> str:
+        """Which target ran out of space, when one did."""
+        return explain_no_space(error, self.targets, steps)
+
+    def specs_by_host(self, step: TestSpec) -> dict[str, TestSpec]:
+        return {"local": step}
+
+    def hosts_record(self, step: TestSpec) -> None:
+        return None  # one host
+
+    def drop(self, names: list[str]) -> int:
+        return 1  # this host is never lost: only a fleet's hosts are
+
+    def resume_record(self, inventory: Path | None) -> dict:
+        return {"targets": [str(t) for t in self.targets], "created_dirs": [str(d) for d in self.dirs.created]}
+
+    def adopt(self, record: dict) -> None:
+        """iofleet's directories the run created on its targets are removed
+        at its end, by the resume that ends it too."""
+        for d in map(Path, record.get("created_dirs") or []):
+            if d.is_dir() and d not in self.dirs.created:
+                self.dirs.created.append(d)
 
     def cleanup(self) -> int:
         return len(self.dirs.cleanup())  # nothing on a device: it only had regions
@@ -164,13 +183,13 @@ class LocalPlace:
             self._engines[key] = resolve_engine(target, spec.engine, spec.direct)
         return self._engines[key]
 
-    def prepare_data(self, specs: list[TestSpec], mode: str, passes: int, bs: int, work: Path,
+    def prepare_data(self, steps: list[TestSpec], mode: str, passes: int, bs: int, work: Path,
                      stop: threading.Event, progress) -> Prepared:
         """Write every data file's working set sequentially before the first
         test; `progress(done_bytes, total_bytes, elapsed_s, hosts)`."""
-        prepared, total = _prepare_sizes(specs, passes)
-        self.dirs.claim(max(s.jobs for s in specs))
-        job = render_prepare(prepare_tiers(specs), self.where, self.engine_for(specs[0]), specs[0].direct,
+        prepared, total = _prepare_sizes(steps, passes)
+        self.dirs.claim(max(s.jobs for s in steps))
+        job = render_prepare(prepare_tiers(steps), self.where, self.engine_for(steps[0]), steps[0].direct,
                              mode, passes, bs)
         (work / "prepare.fio").write_text(job)
         done = last = 0.0
@@ -186,16 +205,16 @@ class LocalPlace:
             raise FioError(f"preparing the data failed: {error_line(fio.stderr, fio.stdout)}")
         return Prepared(mode, passes, bs, {"local": prepared}, {"local": total}, fio.wall_s)
 
-    def run_test(self, spec: TestSpec, work: Path, stop: threading.Event, phase, on_live,
+    def run_test(self, step: TestSpec, work: Path, stop: threading.Event, phase, on_live,
                  steady_now=None) -> Measured:
         """`steady_now(host → rounds)`: the steady-state rule; an until:
         steady test ends (its results whole) at the first round it holds."""
-        self.dirs.claim(spec.jobs)  # recorded as iofleet's before fio makes them
+        self.dirs.claim(step.jobs)  # recorded as iofleet's before fio makes them
         phase("checking the IO engine")
-        engine = self.engine_for(spec)
-        if spec.working_set_pct < 100 and not isinstance(self.where, Device):
+        engine = self.engine_for(step)
+        if step.working_set_pct < 100 and not isinstance(self.where, Device):
             phase("laying out data files")
-            (work / "layout.fio").write_text(render_layout(spec, self.targets))
+            (work / "layout.fio").write_text(render_layout(step, self.targets))
             layout = run_fio(run_command(str(work / "layout.fio"), None), work, stop)
             if layout.returncode != 0 and not layout.stopped:
                 return Measured("failed", error_line(layout.stderr, layout.stdout), engine=engine)
@@ -203,17 +222,17 @@ class LocalPlace:
         if self.clear_cache:
             phase("clearing caches")
             drop_why = drop_kernel_caches()
-        jobfile = render_test(spec, self.where, engine, self.clear_cache)
+        jobfile = render_test(step, self.where, engine, self.clear_cache)
         (work / "job.fio").write_text(jobfile)
-        phase("warm-up" if spec.ramp else "measuring")
-        rounds, finish, steady_at = Rounds(spec.round, STATUS_INTERVAL_S * 1000), threading.Event(), []
+        phase("warm-up" if step.ramp else "measuring")
+        rounds, finish, steady_at = Rounds(step.round, STATUS_INTERVAL_S * 1000), threading.Event(), []
 
         def on_status(doc: dict) -> None:
             try:
                 closed = rounds.add(snapshot(doc.get("jobs") or []))
             except ImportFormatError:
                 return  # a document without the figures: no round (fio's final one is parsed again below)
-            if closed and spec.until == "steady" and steady_now and not finish.is_set() \
+            if closed and step.until == "steady" and steady_now and not finish.is_set() \
                     and steady_now({"local": rounds.rounds}):
                 steady_at.append(rounds.rounds[-1].end_ms / 1000)
                 phase(f"steady at {steady_at[0]:.0f} s: ending the test")
@@ -221,18 +240,15 @@ class LocalPlace:
 
         with MetricsSampler({}, local="local") as sampler:
             fio = run_fio(run_command(str(work / "job.fio"), STATUS_INTERVAL_S), work, stop, on_live,
-                          timeout_s=_timeout(spec), on_status=on_status, finish=finish)
+                          timeout_s=_timeout(step), on_status=on_status, finish=finish)
         m = self._judge(fio)
         m.rounds = {"local": rounds.rounds}
         m.ended_early_s = steady_at[0] if fio.ended_early and steady_at else None
         m.engine = engine
         m.cache = {"local": _cache_note(self.clear_cache, drop_why, isinstance(self.where, Device))}
-        m.host_metrics = [sampler.summary(skip_s=spec.ramp, until_s=fio.wall_s)["local"]]
+        m.host_metrics = [sampler.summary(skip_s=step.ramp, until_s=fio.wall_s)["local"]]
         m.host_cpu = m.host_metrics[0].cpu
-        m.artifacts = {"job.fio": jobfile.encode(), **_fio_artifacts(fio)}
-        for prefix in (WARMUP_LOG_PREFIX, LOG_PREFIX):
-            for f in sorted(work.glob(f"{prefix}_*.log")):
-                m.artifacts[f.name] = f.read_bytes()
+        m.artifacts = collect_artifacts(work, {"": jobfile}, {"": fio}, ".log")
         if m.jobs:
             m.series = read_series(work, "local")
             rebase_series(m.series)
@@ -240,31 +256,20 @@ class LocalPlace:
 
     @staticmethod
     def _judge(fio: FioRun) -> Measured:
-        killed = killed_reason(fio)
-        if killed:  # its last status is no result: nothing of it is kept
-            return Measured("failed", killed)
         parsed = None
-        if fio.final_output:
+        # A killed fio's last status is no result: nothing of it is kept.
+        if fio.final_output and not killed_reason(fio):
             try:
                 parsed = parse_output(fio.final_output)
             except ImportFormatError as exc:
-                return Measured("failed", f"fio's output could not be read: {exc}")
-        jobs = parsed.jobs if parsed else []
-        disks = parsed.disks if parsed else []
-        if fio.stopped:
-            return Measured("interrupted", _stopped_reason(fio), jobs, disks)
-        job_errors = [j for j in jobs + (parsed.warmup_jobs if parsed else []) if j.error]
-        # Ended as planned (steady) by the same signal as a stop: fio's exit code is then not 0.
-        failed_exit = fio.returncode != 0 and not fio.ended_early
-        if failed_exit or parsed is None or job_errors:
-            line = error_line(fio.stderr, fio.stdout)
-            if job_errors and line == "fio failed without a message":
-                line = f"fio job error {job_errors[0].error} ({os.strerror(job_errors[0].error)})"
-            return Measured("failed", line, jobs, disks)
-        return Measured("ok", None, jobs, disks)
+                return verdict(fio, [], [], [], parse_error=str(exc))
+        if parsed is None:
+            return verdict(fio, [], [], [], output=False)
+        errors = [j for j in parsed.jobs + parsed.warmup_jobs if j.error]
+        return verdict(fio, parsed.jobs, parsed.disks, errors)
 
 
-class FleetPlace:
+class FleetPlace(Place):
     """Hosts running `fio --server`, each with its own targets."""
 
     def __init__(self, hosts: list[Host], groups: dict[str, list[str]] | None = None, clear_cache: bool = True,
@@ -303,9 +308,33 @@ class FleetPlace:
                 self._strides[name], self._needed[name] = stride, needed_bytes(specs, stride)
         return steps
 
-    def drop(self, names: list[str]) -> None:
+    def drop(self, names: list[str]) -> int:
         """Go on without hosts that were lost (run_test notes them as lost)."""
         self.hosts = [h for h in self.hosts if h.name not in names]
+        return len(self.hosts)
+
+    def check_targets(self, steps: list) -> None:
+        pass  # prepare() refused hosts that `hosts check` does not pass
+
+    def explain(self, error: str, steps: list) -> str:
+        return error
+
+    def resume_record(self, inventory: Path | None) -> dict:
+        return {"inventory": str(Path(inventory).resolve()) if inventory else None,
+                "hosts": {h.name: list(h.targets) for h in self.hosts}}
+
+    def adopt(self, record: dict) -> None:
+        pass  # a host's data files are found by name (remote.cleanup_fleet): nothing to take over
+
+    def hosts_record(self, step: TestSpec | MixedStep) -> dict:
+        """Which hosts ran the step and, in a mixed plan, each group's
+        hosts and test."""
+        ran = self.specs_by_host(step)
+        out: dict = {"hosts": [h.name for h in self.hosts if h.name in ran]}
+        if self.groups:
+            out["groups"] = {g: {"hosts": [h for h in names if h in ran], "test": step.groups[g].id}
+                             for g, names in self.groups.items()}
+        return out
 
     def describe(self) -> dict:
         return {"hosts": [{"name": h.name, "address": h.address, "labels": h.labels,
@@ -402,7 +431,7 @@ class FleetPlace:
             progress(None, sum(totals.values()), live.elapsed_s, live.hosts)
 
         with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
-                _LiveHosts(sampler, on_live):
+                LiveHosts(sampler, on_live):
             run = run_on_hosts(jobfiles, hosts, work, stop, tag="prepare", work_bytes=totals)
         self.lost |= set(run.lost)  # left out of cleanup: gone, or frozen
         if not run.fio.stopped and (run.lost or run.fio.returncode != 0 or any(j.error for j in run.jobs)):
@@ -438,33 +467,19 @@ class FleetPlace:
         # fio lists each job every snapshot: the warm-up group's and the measured one's.
         per_tick = {h.name: specs[h.name].jobs * (2 if specs[h.name].ramp else 1) for h in hosts}
         with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
-                _LiveHosts(sampler, on_live):
+                LiveHosts(sampler, on_live):
             run = run_on_hosts(jobfiles, hosts, work, stop, timeout_s=timeout,
                                planned_s={h.name: specs[h.name].ramp + specs[h.name].longest_s for h in hosts},
                                status_s=round_s, per_tick=per_tick)
         self.lost |= set(run.lost)  # left out of cleanup: gone, or frozen
-        m = Measured("ok", None, run.jobs, run.disks, engine=engine, rounds=run.rounds)
-        if run.fio.stopped and not run.lost:
-            m.status, m.error = "interrupted", _stopped_reason(run.fio)
-        elif run.parse_error:
-            m.status, m.error = "failed", f"fio's output could not be read: {run.parse_error}"
-        elif run.lost:
-            m.status = "partial" if run.jobs else "failed"
-            m.error = lost_reason(run)
-            m.lost = run.lost
-        elif killed_reason(run.fio):
-            m.status, m.error = "failed", killed_reason(run.fio)
-        elif run.fio.returncode != 0 or any(j.error for j in run.jobs) or run.warmup_errors:
-            m.status, m.error = "failed", error_line(run.fio.stderr, run.fio.stdout)
+        m = verdict(run.fio, run.jobs, run.disks, run.job_errors, parse_error=run.parse_error, lost=run.lost,
+                     lost_why=lost_reason(run) if run.lost else "")
+        m.engine, m.rounds = engine, run.rounds
         # fio invalidates the files' page cache on each host; the kernel's
         # caches can only be dropped where iofleet itself runs as root.
         m.cache = {h.name: _cache_note(self.clear_cache, "no iofleet on the host to drop them",
                                        isinstance(self._where(h), Device)) for h in hosts}
-        m.artifacts = {f"job.{name}.fio": text.encode() for name, text in jobfiles.items()}
-        m.artifacts.update(run.artifacts())
-        for prefix in (WARMUP_LOG_PREFIX, LOG_PREFIX):
-            for f in sorted(work.glob(f"{prefix}_*.log.*")):
-                m.artifacts[f.name] = f.read_bytes()
+        m.artifacts = collect_artifacts(work, jobfiles, run.runs, ".log.*")
         listing = os.listdir(work)
         # A lost host's logs (a late one's may come with its stopped client) are no result.
         m.series = [s for h in hosts if h.name not in run.lost
@@ -475,41 +490,3 @@ class FleetPlace:
         m.host_metrics = [metrics[h.name] for h in hosts]
         m.host_cpu = mean_cpu([h.cpu for h in m.host_metrics])
         return m
-
-
-class _LiveHosts:
-    """Live progress of a fleet test: fio's client gives no per-host figures
-    while it runs, so each host's live IO rate and CPU come from its
-    node_exporter (hosts without one show as unknown)."""
-
-    def __init__(self, sampler: MetricsSampler, on_live):
-        self.sampler, self.on_live = sampler, on_live
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self):
-        self._start = time.monotonic()
-        if self.on_live is not None:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-
-    def _loop(self):
-        while not self._stop.wait(1.0):
-            latest = self.sampler.latest()
-            hosts = {h: latest.get(h) for h in self.sampler.sources}
-            self.on_live(LiveFigures(elapsed_s=time.monotonic() - self._start, iops=None,
-                                     bw_bytes_s=None, lat_mean_ns=None, hosts=hosts))
-
-
-def _fio_artifacts(fio: FioRun) -> dict[str, bytes]:
-    out = {}
-    if fio.final_output:
-        out["fio-output.json"] = fio.final_output.encode()
-    if fio.stderr or fio.stdout:
-        out["fio-messages.txt"] = (fio.stdout + fio.stderr).encode()
-    return out

@@ -52,17 +52,8 @@ class FleetRun:
     lost: list[str] = field(default_factory=list)  # hosts that gave no result
     why_lost: dict[str, str] = field(default_factory=dict)  # lost host → "no result ..."
     parse_error: str | None = None
-    warmup_errors: list[str] = field(default_factory=list)  # hosts whose warm-up failed
+    job_errors: list[JobResult] = field(default_factory=list)  # jobs (warm-up or measured) that reported an error
     rounds: dict[str, list[Round]] = field(default_factory=dict)  # host → its status rounds (fio/status.py)
-
-    def artifacts(self) -> dict[str, bytes]:
-        """fio's own output of each host, and every client's messages."""
-        out = {f"fio-output.{name}.json": r.final_output.encode() for name, r in self.runs.items()
-               if r.final_output}
-        said = "".join(f"== {name}\n{r.stdout}{r.stderr}" for name, r in self.runs.items() if r.stdout or r.stderr)
-        if said:
-            out["fio-messages.txt"] = said.encode()
-        return out
 
 
 def run_on_hosts(
@@ -165,7 +156,6 @@ def _collect(hosts: list[Host], runs: dict[str, FioRun], late: dict[str, str],
         stdout="".join(r.stdout for _, r in ordered), stderr="".join(r.stderr for _, r in ordered),
         stopped=any(r.stopped for r in counted), killed=any(r.killed for r in counted),
         wall_s=max((r.wall_s for _, r in ordered), default=0.0)), runs=dict(ordered))
-    warmup_errors = set()
     for name, r in ordered:
         if name in late or not r.final_output:
             continue
@@ -182,9 +172,7 @@ def _collect(hosts: list[Host], runs: dict[str, FioRun], late: dict[str, str],
             continue
         run.jobs += [replace(j, host=name) for j in parsed.jobs]
         run.disks += [replace(d, host=name) for d in parsed.disks]
-        if any(j.error for j in parsed.warmup_jobs):
-            warmup_errors.add(name)
-    run.warmup_errors = sorted(warmup_errors)
+        run.job_errors += [replace(j, host=name) for j in parsed.jobs + parsed.warmup_jobs if j.error]
     seen = {j.host for j in run.jobs}
     run.lost = [name for name, _ in ordered if name not in seen]
     run.why_lost = {name: late.get(name) or _no_result(runs[name]) for name in run.lost}

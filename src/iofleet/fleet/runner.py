@@ -15,7 +15,7 @@ from pathlib import Path
 from ..fio.jobfile import LOG_INTERVAL_MS, LOG_METRICS, LOG_PREFIX, WARMUP_LOG_PREFIX
 from ..fio.parse import DocumentSplitter, parse_log
 from ..fio.records import Series
-from .metrics import HostSample
+from .metrics import HostSample, MetricsSampler
 from .procs import end_with_parent, kill_leftovers
 
 # fio's line when it refuses to write to a device its host has mounted.
@@ -126,38 +126,78 @@ def run_fio(
         preexec_fn=end_with_parent(),
         restore_signals=False,
     )
-    splitter = DocumentSplitter()
-    docs: list[str] = []
-    other: list[str] = []
-    stderr_parts: list[str] = []
-    rates = LiveRates()
+    output = _Output(proc, start, on_live, on_status)
+    stopped, killed, ended_early = _watch(proc, start, stop, timeout_s, abandon, finish)
+    if proc.returncode < 0:
+        # Killed by a signal: its job processes (each in a session of its
+        # own) would run on until their runtime is over.
+        kill_leftovers(cmd)
+    docs, stdout, stderr = output.join()
+    return FioRun(
+        # fio refuses to write to a mounted device (allow_mounted_write, on
+        # fio servers too) but then exits 0, having done nothing.
+        returncode=1 if proc.returncode == 0 and MOUNTED_REFUSAL in stdout + stderr else proc.returncode,
+        final_output=docs[-1] if docs else None,
+        stdout=stdout,
+        stderr=stderr,
+        stopped=stopped,
+        killed=killed,
+        wall_s=time.monotonic() - start,
+        ended_early=ended_early and not killed,
+    )
 
-    def read_stdout():
-        for line in proc.stdout:
-            for doc in splitter.feed(line):
-                docs.append(doc)
-                if on_live is not None or on_status is not None:
-                    try:
-                        parsed = json.loads(doc)
-                    except ValueError:
-                        continue
-                    if on_status is not None:
-                        on_status(parsed)
-                    now = time.monotonic()
-                    live = rates.update(parsed, now, now - start) if on_live is not None else None
-                    if live is not None:
-                        on_live(live)
+
+class _Output:
+    """fio's stdout and stderr, read as it runs: its JSON documents (each
+    passed on as it comes), its other lines, and its messages."""
+
+    def __init__(self, proc: subprocess.Popen, start: float, on_live, on_status):
+        self.proc, self.start, self.on_live, self.on_status = proc, start, on_live, on_status
+        self.splitter = DocumentSplitter()
+        self.docs: list[str] = []
+        self.other: list[str] = []
+        self.stderr_parts: list[str] = []
+        self.rates = LiveRates()
+        self.readers = [threading.Thread(target=self._read_stdout, daemon=True),
+                        threading.Thread(target=self._read_stderr, daemon=True)]
+        for t in self.readers:
+            t.start()
+
+    def _read_stdout(self) -> None:
+        for line in self.proc.stdout:
+            for doc in self.splitter.feed(line):
+                self.docs.append(doc)
+                if self.on_live is not None or self.on_status is not None:
+                    self._pass_on(doc)
             if not line.startswith((" ", "{", "}")):
-                other.append(line)
+                self.other.append(line)
 
-    def read_stderr():
-        stderr_parts.append(proc.stderr.read())
+    def _pass_on(self, doc: str) -> None:
+        try:
+            parsed = json.loads(doc)
+        except ValueError:
+            return
+        if self.on_status is not None:
+            self.on_status(parsed)
+        now = time.monotonic()
+        live = self.rates.update(parsed, now, now - self.start) if self.on_live is not None else None
+        if live is not None:
+            self.on_live(live)
 
-    readers = [threading.Thread(target=read_stdout, daemon=True),
-               threading.Thread(target=read_stderr, daemon=True)]
-    for t in readers:
-        t.start()
+    def _read_stderr(self) -> None:
+        self.stderr_parts.append(self.proc.stderr.read())
 
+    def join(self) -> tuple[list[str], str, str]:
+        """(JSON documents, other stdout, stderr), once fio has ended."""
+        for t in self.readers:
+            t.join(timeout=10)
+        return self.docs, "".join(self.other), "".join(self.stderr_parts)
+
+
+def _watch(proc: subprocess.Popen, start: float, stop: threading.Event, timeout_s: float | None,
+           abandon: threading.Event | None, finish: threading.Event | None) -> tuple[bool, bool, bool]:
+    """Wait for fio to end, stopping it as asked (run_fio); return
+    (stopped, killed, ended_early)."""
     stopped = killed = ended_early = False
     stop_sent_at = None
     while proc.poll() is None:
@@ -182,25 +222,7 @@ def run_fio(
             proc.wait()
             break
         time.sleep(0.1)
-    if proc.returncode < 0:
-        # Killed by a signal: its job processes (each in a session of its
-        # own) would run on until their runtime is over.
-        kill_leftovers(cmd)
-    for t in readers:
-        t.join(timeout=10)
-    stdout, stderr = "".join(other), "".join(stderr_parts)
-    return FioRun(
-        # fio refuses to write to a mounted device (allow_mounted_write, on
-        # fio servers too) but then exits 0, having done nothing.
-        returncode=1 if proc.returncode == 0 and MOUNTED_REFUSAL in stdout + stderr else proc.returncode,
-        final_output=docs[-1] if docs else None,
-        stdout=stdout,
-        stderr=stderr,
-        stopped=stopped,
-        killed=killed,
-        wall_s=time.monotonic() - start,
-        ended_early=ended_early and not killed,
-    )
+    return stopped, killed, ended_early
 
 
 def killed_reason(fio: FioRun) -> str | None:
@@ -214,6 +236,36 @@ def killed_reason(fio: FioRun) -> str | None:
         name = "unknown signal"
     return (f"fio was killed by signal {sig} ({name}) {fio.wall_s:.1f} s into the test, by another process "
             f"or the kernel (out of memory? see `dmesg`); its figures so far are not kept")
+
+
+
+class LiveHosts:
+    """Live progress of a fleet test: fio's client gives no per-host figures
+    while it runs, so each host's live IO rate and CPU come from its
+    node_exporter (hosts without one show as unknown)."""
+
+    def __init__(self, sampler: MetricsSampler, on_live):
+        self.sampler, self.on_live = sampler, on_live
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self._start = time.monotonic()
+        if self.on_live is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _loop(self):
+        while not self._stop.wait(1.0):
+            latest = self.sampler.latest()
+            hosts = {h: latest.get(h) for h in self.sampler.sources}
+            self.on_live(LiveFigures(elapsed_s=time.monotonic() - self._start, iops=None,
+                                     bw_bytes_s=None, lat_mean_ns=None, hosts=hosts))
 
 
 def _signal(proc: subprocess.Popen, sig: int) -> None:

@@ -13,20 +13,19 @@ from ..analysis.methodology import (EARLY_STOP_RULE, cache_verdict, judge_rounds
 from ..analysis.skew import measure_skew
 from ..errors import FioError, IofleetError
 from ..fio.command import fio_version
-from ..fio.jobfile import DATA_DIR_NAME, LOG_INTERVAL_MS
-from ..fleet.execute import FleetPlace, LocalPlace, Measured
-from ..fleet.inventory import Host, host_groups, load_inventory
+from ..fio.jobfile import LOG_INTERVAL_MS
+from ..fleet.execute import place_for
+from ..fleet.inventory import Host, load_inventory
 from ..fleet.local import host_facts
-from ..fleet.procs import fio_using
+from ..fleet.place import Measured, Place
 from ..fleet.runner import LiveFigures
-from ..fleet.space import check_space, explain_no_space
 from ..fleet.targets_lock import holder_facts
 from ..fleet.workdir import reclaim, work_dir
-from ..plan.expand import MixedStep, TestSpec, expand, expand_mixed
+from ..plan.expand import MixedStep, TestSpec
 from ..plan.load import parse_plan_text, with_destroy_data, with_targets
 from ..plan.model import Plan
 from ..results.aggregate import aggregate
-from ..results.model import Aggregate
+from ..results.model import Aggregate, TestRecord
 from ..results.store import FINISHED_TEST_STATUSES, Store
 
 
@@ -85,28 +84,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _place(plan: Plan, hosts: list[Host] | None) -> tuple[LocalPlace | FleetPlace, list]:
-    """Where the plan runs, and its tests in run order."""
-    if plan.mixed:
-        if not hosts:
-            raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
-                               f"run it on a fleet with --hosts INVENTORY")
-        groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads})
-        place, specs = FleetPlace(hosts, groups, clear_cache=plan.clear_cache,
-                                  destroy_data=plan.destroy_data), expand_mixed(plan)
-    elif hosts:
-        place, specs = FleetPlace(hosts, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data), expand(plan)
-    elif not plan.targets:
-        raise IofleetError(
-            f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
-    else:
-        place, specs = LocalPlace([Path(t).resolve() for t in plan.targets], clear_cache=plan.clear_cache,
-                                  destroy_data=plan.destroy_data), expand(plan)
-    # On a device target each job gets its own region (sized to the device
-    # when the plan gives no size): the tests as they will run.
-    return place, place.fit(specs, plan.sets("size"))
-
-
 class RunSession:
     """One stored run, its tests run one at a time: the plan's own list
     (run_plan) or tests chosen as results come in (the saturate sweep).
@@ -117,7 +94,7 @@ class RunSession:
 
     def __init__(self, plan: Plan, plan_text: str, store: Store, *, specs: list, hosts: list[Host] | None = None,
                  label: str | None = None, observer: RunObserver | None = None,
-                 stop: threading.Event | None = None, place=None, resumable: bool = False,
+                 stop: threading.Event | None = None, place: Place | None = None, resumable: bool = False,
                  inventory: Path | None = None, resume: "Resume | None" = None):
         """`resumable`: store what `run --resume` needs (with the inventory's
         path for a fleet); `resume`: go on with that stopped run (its tests
@@ -125,7 +102,7 @@ class RunSession:
         self.plan, self.store = plan, store
         self.observer = observer or RunObserver()
         self.stop = stop or threading.Event()
-        self.place = place or _place(plan, hosts)[0]
+        self.place = place or place_for(plan, hosts)[0]
         self.specs = specs  # planned (or what remains of a resumed run), or (a sweep) what preparation must cover
         self.resume = resume
         reclaim()  # scratch directories of iofleet processes that were killed (-9) before
@@ -133,18 +110,18 @@ class RunSession:
         # (targets_lock): locked before anything is written or checked.
         self.place.prepare(holder_facts(data_dir=str(store.data_dir), run=resume.run_id if resume else None))
         try:
-            _check_local_targets(self.place, specs)
+            self.place.check_targets(specs)
             if resume is None:
                 self.run_id = store.create_run(
                     plan_name=plan.name, plan_text=plan_text, label=label or plan.label, source="run",
                     fio_version=fio_version(), host_facts=host_facts() | self.place.describe(),
-                    tests_planned=len(specs), resume=_resume_record(self.place, inventory) if resumable else None,
+                    tests_planned=len(specs), resume=self.place.resume_record(inventory) if resumable else None,
                 )
                 for lock in self.place.locks:
                     lock.note(run=self.run_id)  # for the message another run gets
                 self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(specs))
             else:
-                _adopt_dirs(self.place, resume.record)
+                self.place.adopt(resume.record)
                 self.run_id = resume.run_id
                 store.reopen_run(self.run_id)
                 self.outcome = RunOutcome(run_id=self.run_id, status="complete", tests_planned=len(resume.specs),
@@ -200,18 +177,14 @@ class RunSession:
             self.done = True
         elif result.status == "failed" and self.plan.on_error == "stop":
             self.done = True
-        elif result.lost:
-            if self.plan.on_host_loss == "stop" or len(result.lost) == len(self.place.hosts):
-                self.done = True
-            else:
-                self.place.drop(result.lost)
+        elif result.lost and (self.plan.on_host_loss == "stop" or not self.place.drop(result.lost)):
+            self.done = True  # on_host_loss: stop, or no host left (drop goes on without the lost ones)
         return result
 
     def _explain(self, error: str) -> str:
-        """A failed test's error, saying which target ran out of space."""
-        if not isinstance(self.place, LocalPlace):
-            return error
-        return explain_no_space(error, self.place.targets, self.resume.specs if self.resume else self.specs)
+        """A failed test's error, with what the place knows of its cause
+        (here: which target ran out of space)."""
+        return self.place.explain(error, self.resume.specs if self.resume else self.specs)
 
     def __exit__(self, *exc) -> None:
         try:
@@ -252,7 +225,7 @@ def run_plan(
     `inventory`: where `hosts` came from, stored so that `run --resume`
     finds them again; `resumable=False` for a plan that is not stored as
     it runs (a scaling step)."""
-    place, specs = _place(plan, hosts)
+    place, specs = place_for(plan, hosts)
     with RunSession(plan, plan_text, store, specs=specs, place=place, label=label,
                     observer=observer, stop=stop, resumable=resumable, inventory=inventory) as session:
         for spec in specs:
@@ -305,7 +278,16 @@ def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, cach
     return out
 
 
-def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False, caches=None, replace=False,
+def _skew(m: Measured) -> dict | None:
+    """How far apart the hosts that ran a test together ended (analysis.skew)."""
+    runtime = {}
+    for j in m.jobs:
+        runtime[j.host] = max(runtime.get(j.host, 0), j.runtime_ms)
+    skew = measure_skew([x for x in m.series if x.phase == "measured"], runtime)
+    return skew.to_dict() if skew else None
+
+
+def _run_test(index, spec, place: Place, store, run_id, observer, stop, prepared=False, caches=None, replace=False,
               explain=None) -> TestOutcome:
     started = _now()
     observer.test_started(index, spec)
@@ -321,19 +303,10 @@ def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False,
     if m.status == "failed" and m.error and explain:
         m.error = explain(m.error)
     agg = aggregate(m.jobs) if m.jobs else None
-    fleet = None
-    if isinstance(place, FleetPlace):
-        runtime = {}
-        for j in m.jobs:
-            runtime[j.host] = max(runtime.get(j.host, 0), j.runtime_ms)
-        skew = measure_skew([x for x in m.series if x.phase == "measured"], runtime)
-        ran = place.specs_by_host(spec)
-        fleet = {"hosts": [h.name for h in place.hosts if h.name in ran], "skew": skew.to_dict() if skew else None}
-        if place.groups:
-            fleet["groups"] = {g: {"hosts": [h for h in names if h in ran], "test": spec.groups[g].id}
-                               for g, names in place.groups.items()}
-    by_host = place.specs_by_host(spec) if isinstance(place, FleetPlace) else {"local": spec}
-    method = _methodology(m, by_host, prepared, caches or {})
+    fleet = place.hosts_record(spec)
+    if fleet is not None:  # hosts that ran together: how far apart they ended
+        fleet = {"hosts": fleet.pop("hosts"), "skew": _skew(m), **fleet}
+    method = _methodology(m, place.specs_by_host(spec), prepared, caches or {})
     test_pk = store.save_test(
         run_id, seq=index,
         spec={"id": spec.id, "workload": spec.workload, "repeat": spec.repeat,
@@ -350,43 +323,6 @@ def _run_test(index, spec, place, store, run_id, observer, stop, prepared=False,
 
 # ---- resuming a stopped run ----------------------------------------------
 
-def _check_local_targets(place, specs: list) -> None:
-    """With the targets locked, before fio writes: no fio is still using them
-    (the fio of a killed run, or of a run of an older iofleet), and the data
-    files fit."""
-    if not isinstance(place, LocalPlace):
-        return
-    dirs = [Path(t) / DATA_DIR_NAME for t in place.targets]
-    busy = fio_using(dirs)
-    if busy:
-        pids = " ".join(map(str, sorted(busy)))
-        raise IofleetError(f"fio (pid {pids}) is still using {next(iter(busy.values()))}: another iofleet run is "
-                           f"testing this target, or the fio of a killed one has not ended; wait for it, or stop "
-                           f"it with `kill {pids}`")
-    check_space(place.targets, [s for s in specs if isinstance(s, TestSpec)])
-
-
-def _resume_record(place, inventory: Path | None) -> dict:
-    """What `run --resume` needs to find the run's place again."""
-    if isinstance(place, FleetPlace):
-        return {"inventory": str(Path(inventory).resolve()) if inventory else None,
-                "hosts": {h.name: list(h.targets) for h in place.hosts}}
-    dirs = getattr(place, "dirs", None)
-    return {"targets": [str(t) for t in place.targets],
-            "created_dirs": [str(d) for d in getattr(dirs, "created", [])]}
-
-
-def _adopt_dirs(place, record: dict) -> None:
-    """iofleet's directories the run created on its targets are removed at
-    its end, by the resume that ends it too."""
-    dirs = getattr(place, "dirs", None)
-    if dirs is None:
-        return
-    for d in map(Path, record.get("created_dirs") or []):
-        if d.is_dir() and d not in dirs.created:
-            dirs.created.append(d)
-
-
 @dataclass
 class Resume:
     """A stopped run, checked and held by this process, ready to go on
@@ -400,7 +336,7 @@ class Resume:
     kept: dict[int, str]  # seq → status of the finished tests (ok, partial), kept as they are
     again: dict[int, str]  # seq → status of the stored results that run again (and are replaced)
     hosts: list[Host] | None
-    place: object
+    place: Place
     record: dict
     methodology: dict | None  # the run's, before this resume
 
@@ -424,9 +360,9 @@ class Resume:
         return base | {"resumes": [*base.get("resumes", []), entry]}
 
 
-def _same_test(stored: dict, spec) -> bool:
-    params = {k: v for k, v in stored["params"].items() if k != "engine_used"}
-    return (stored["id"] == spec.id and stored["repeat"] == spec.repeat
+def _same_test(stored: TestRecord, spec) -> bool:
+    params = {k: v for k, v in stored.params.items() if k != "engine_used"}
+    return (stored.id == spec.id and stored.repeat == spec.repeat
             and params == json.loads(json.dumps(spec.params())))
 
 
@@ -439,12 +375,12 @@ def prepare_resume(store: Store, run_id: int, *, plan: Plan | None = None, targe
     needs its inventory again when its path was not stored or is gone."""
     what = f"run {run_id}"
     run = store.get_run(run_id)
-    if run["source"] != "run":
+    if run.source != "run":
         raise IofleetError(f"{what} was imported from fio outputs; only runs iofleet measured can be resumed")
-    if run["status"] == "complete":
-        raise IofleetError(f"{what} is complete ({run['tests_planned']} of {run['tests_planned']} tests ok); "
+    if run.status == "complete":
+        raise IofleetError(f"{what} is complete ({run.tests_planned} of {run.tests_planned} tests ok); "
                            f"there is nothing to resume")
-    if run.get("resume") is None:
+    if run.resume is None:
         raise IofleetError(f"{what} cannot be resumed: it is a step of a saturate sweep or a scaling study, which "
                            f"choose their tests as results come in (or an older iofleet made it); start a new run")
     store.claim_run(run_id)  # another process running it: refused here
@@ -456,15 +392,15 @@ def prepare_resume(store: Store, run_id: int, *, plan: Plan | None = None, targe
 
 
 def _check_resume(store, run, given: Plan | None, targets, inventory, destroy_data) -> Resume:
-    run_id, record = run["id"], run["resume"]
+    run_id, record = run.id, run.resume
     what = f"run {run_id}"
-    if run["status"] == "complete":
+    if run.status == "complete":
         raise IofleetError(f"{what} is complete; there is nothing to resume")
     version = fio_version()
-    if run["fio_version"] and run["fio_version"] != version:
-        raise IofleetError(f"{what} was measured with {run['fio_version']}, and this host now has {version}: a "
+    if run.fio_version and run.fio_version != version:
+        raise IofleetError(f"{what} was measured with {run.fio_version}, and this host now has {version}: a "
                            f"run's figures come from one fio version; start a new run")
-    plan = parse_plan_text(run["plan_text"] or "", f"{what}'s stored plan")
+    plan = parse_plan_text(run.plan_text or "", f"{what}'s stored plan")
     if given is not None:
         ignore = {"targets", "destroy_data"}
         mine, theirs = plan.model_dump(exclude=ignore), given.model_dump(exclude=ignore)
@@ -501,30 +437,30 @@ def _check_resume(store, run, given: Plan | None, targets, inventory, destroy_da
             raise IofleetError(f"{what} ran on {', '.join(stored)}; --target {' '.join(map(str, targets))} is "
                                f"another place: a run's tests all run on the same targets; resume without "
                                f"--target, or start a new run")
-        was, here = run["host_facts"].get("hostname"), host_facts()["hostname"]
+        was, here = run.host_facts.get("hostname"), host_facts()["hostname"]
         if was and was != here:
             raise IofleetError(f"{what} ran on host {was} and this is {here}; resume it there")
         plan = with_targets(plan, stored, f"{what}'s targets")
-    place, specs = _place(plan, hosts)
-    if len(specs) != run["tests_planned"]:
-        raise IofleetError(f"{what}'s tests no longer match its plan: it planned {run['tests_planned']} tests and "
+    place, specs = place_for(plan, hosts)
+    if len(specs) != run.tests_planned:
+        raise IofleetError(f"{what}'s tests no longer match its plan: it planned {run.tests_planned} tests and "
                            f"the plan now gives {len(specs)}; start a new run")
-    for t in run["tests"]:
-        seq = t["seq"]
+    for t in run.tests:
+        seq = t.seq
         if seq >= len(specs) or not _same_test(t, specs[seq]):
             now = specs[seq].id if seq < len(specs) else "nothing"
-            raise IofleetError(f"{what}'s tests no longer match its plan: test {seq + 1} is stored as {t['id']} "
+            raise IofleetError(f"{what}'s tests no longer match its plan: test {seq + 1} is stored as {t.id} "
                                f"and the plan now gives {now} there; start a new run")
-    stored_status = {t["seq"]: t["status"] for t in run["tests"]}
+    stored_status = {t.seq: t.status for t in run.tests}
     kept = {i: st for i, st in stored_status.items() if st in FINISHED_TEST_STATUSES}
     again = {i: st for i, st in stored_status.items() if st not in FINISHED_TEST_STATUSES}
     todo = [i for i in range(len(specs)) if i not in kept]
-    if not todo and run["status"] != "running":
-        raise IofleetError(f"{what} is {run['status']}: every test is stored ok or partial; there is nothing to "
+    if not todo and run.status != "running":
+        raise IofleetError(f"{what} is {run.status}: every test is stored ok or partial; there is nothing to "
                            f"resume")
     store.discard_orphan_artifacts(run_id)
-    return Resume(run_id=run_id, plan=plan, plan_text=run["plan_text"], specs=specs, todo=todo, kept=kept,
-                  again=again, hosts=hosts, place=place, record=record, methodology=run.get("methodology"))
+    return Resume(run_id=run_id, plan=plan, plan_text=run.plan_text, specs=specs, todo=todo, kept=kept,
+                  again=again, hosts=hosts, place=place, record=record, methodology=run.methodology)
 
 
 def resume_run(store: Store, resume: Resume, *, observer: RunObserver | None = None,
