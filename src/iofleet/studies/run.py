@@ -38,6 +38,7 @@ class RunObserver:
     def test_phase(self, index: int, spec: TestSpec, phase: str) -> None: ...
     def test_live(self, index: int, spec: TestSpec, live: LiveFigures) -> None: ...
     def test_finished(self, index: int, spec: TestSpec, result: "TestOutcome") -> None: ...
+    def cleaning(self) -> None: ...  # the tests are over; iofleet's data files are being removed
 
 
 @dataclass
@@ -195,6 +196,7 @@ class RunSession:
     def _finish(self) -> None:
         outcome = self.outcome
         if not self.plan.keep_files:
+            self.observer.cleaning()
             outcome.cleaned = self.place.cleanup()
             outcome.not_cleaned = list(self.place.not_cleaned)
         # A resumed run ends as if it had run straight through: its kept tests count.
