@@ -1,14 +1,21 @@
 """What every command of the terminal front door shares: the consoles, the
---data-dir option, exit codes, and printing iofleet's own errors as one line."""
+--data-dir, --target and --destroy-data options, exit codes, printing
+iofleet's own errors as one line, loading a plan, and stopping on Ctrl-C."""
 
+import contextlib
 import functools
-from typing import Optional
+import signal
+import threading
+from pathlib import Path
+from typing import List, Optional
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from ..errors import IofleetError
+from ..importers import load_plan_source
+from ..plan.load import check_targets, with_destroy_data, with_targets
 from ..plan.model import check_name
 
 console = Console()
@@ -19,6 +26,12 @@ err_console = Console(stderr=True)
 DataDir = typer.Option(None, "--data-dir", help="Results directory (default: $IOFLEET_DATA or ./iofleet-data).")
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
+# parser=str: typer's Path('') would be '.', the current directory; the text is checked as a plan's targets.
+TargetOpt = typer.Option(None, "--target", "-t", parser=str, metavar="PATH", help="Directory, or one block device (/dev/X), to test "
+                                                       "(repeatable); replaces the plan's targets.")
+DestroyOpt = typer.Option(None, "--destroy-data", metavar="/dev/X",
+                          help="A device target whose data may be destroyed (repeatable): allows one that holds a "
+                               "filesystem, partition table or other signature; never a mounted or in-use one.")
 
 
 def user_errors(fn):
@@ -43,3 +56,40 @@ def check_label(label: Optional[str]) -> None:
             check_name(label)
         except ValueError as exc:
             raise IofleetError(f"label {label!r}: {exc}") from None
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """Ctrl-C or SIGTERM sets the yielded event: the study stops fio, which
+    still writes its results, and finished tests are kept."""
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        if not stop.is_set():
+            err_console.print("[yellow]Stopping: waiting for fio to finish writing its results…[/]")
+        stop.set()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def checked_targets(target: Optional[List[str]]) -> Optional[List[Path]]:
+    """--target values, checked as a plan's targets are (refused in one line)."""
+    return [Path(t) for t in check_targets(target)] if target else None
+
+
+def plan_with_targets(plan_path: Path, targets: Optional[List[Path]], destroy_data: Optional[List[str]] = None):
+    """The plan (a YAML plan, or a plain fio job file imported unchanged) and
+    its text to store; what the import noted is printed as `note:` lines."""
+    plan, text, notes = load_plan_source(plan_path)
+    if targets:
+        plan = with_targets(plan, targets)
+    if destroy_data:
+        plan = with_destroy_data(plan, destroy_data)
+    for note in notes:
+        err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+    return plan, text

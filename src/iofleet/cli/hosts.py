@@ -1,0 +1,86 @@
+"""`iofleet hosts check|clean` and `iofleet server`: the fleet's hosts and
+the fio server each of them runs."""
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..fleet.check import clean_hosts
+from ..fleet.inventory import load_inventory
+from ..plan.units import format_bytes
+from ..studies.hosts import FleetCheck, check_fleet
+from .common import EXIT_FAILED, console, err_console, user_errors
+from .server import DEFAULT_BIND, serve_fio
+
+hosts_app = typer.Typer(help="The fleet's hosts (fio servers).", no_args_is_help=True)
+
+
+@user_errors
+def server(
+    bind: str = typer.Option(DEFAULT_BIND, "--bind", help="ADDRESS[:PORT] to listen on (fio's default port 8765)."),
+):
+    """Start `fio --server` the way iofleet expects, on a host of the fleet."""
+    serve_fio(bind, echo=lambda line: err_console.print(line, markup=False, highlight=False, soft_wrap=True))
+
+
+@hosts_app.command("check")
+@user_errors
+def hosts_check(
+    inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
+):
+    """Check every host: fio server reachable, same fio version, targets writable, free space."""
+    hosts = load_inventory(inventory).hosts
+    with console.status(f"Checking {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
+        fleet = check_fleet(hosts, inventory)
+    console.print(_check_table(fleet, inventory))
+    for line in fleet.problems:
+        err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
+    for line in fleet.notes:
+        err_console.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"{fleet.ready} of {len(fleet.checks)} hosts ready.")
+    if fleet.problems:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _check_table(fleet: FleetCheck, inventory: Path) -> Table:
+    """One row per target, the host's own columns on its first row."""
+    version = fleet.controller_fio
+    table = Table(title=f"{inventory}: {len(fleet.checks)} hosts · controller {version}", title_justify="left")
+    for col in ("host", "address", "fio server", "fio", "target", "writable", "free", "metrics"):
+        table.add_column(col)
+    for c in fleet.checks:
+        server = "[green]reachable[/]" if c.reachable else "[red]unreachable[/]"
+        fio = c.fio_version or "?"
+        if c.fio_version and c.fio_version != version:
+            fio = f"[red]{fio}[/]"
+        metrics = {"none": "none", "ok": "[green]ok[/]"}.get(c.metrics, "[red]unreachable[/]")
+        for i, t in enumerate(c.targets):
+            writable = "?" if not c.fio_version or c.fio_version != version or not t.checked else (
+                "[green]yes[/]" if not t.problem else "[red]no[/]")
+            if t.device:
+                writable = t.device.summary
+            free = format_bytes(t.free_bytes) if t.free_bytes is not None else "n/a"
+            first = i == 0
+            table.add_row(c.host.name if first else "", c.host.address if first else "",
+                          server if first else "", fio if first else "", t.path, writable, free,
+                          metrics if first else "")
+    return table
+
+
+@hosts_app.command("clean")
+@user_errors
+def hosts_clean(
+    inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
+):
+    """Remove iofleet's data files that runs left on the hosts' targets (e.g. on a host lost during a run)."""
+    hosts = load_inventory(inventory).hosts
+    with console.status(f"Removing iofleet's data files from {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
+        removed, problems = clean_hosts(hosts)
+    for name, count in removed.items():
+        console.print(f"{name}: {count} data file{'s' if count != 1 else ''} removed", highlight=False, markup=False)
+    for line in problems:
+        err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
+    if problems:
+        raise typer.Exit(EXIT_FAILED)

@@ -1,0 +1,78 @@
+"""`iofleet validate` and `iofleet params`: what a plan will run, and what a plan may set."""
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from ..plan import reference
+from ..plan.params import AUTO_ENGINES, PARAMS
+from ..plan.units import format_bytes, format_duration
+from ..studies.jobfiles import write_jobfiles
+from ..studies.preview import PlanPreview, preview_plan
+from .common import TargetOpt, console, plan_with_targets, user_errors
+
+
+@user_errors
+def validate(
+    plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML), or a plain fio job file."),
+    target: Optional[List[Path]] = TargetOpt,
+    jobfiles: Optional[Path] = typer.Option(None, "--jobfiles", metavar="DIR",
+                                            help="Write the fio job file of each test, as it would run, to DIR."),
+):
+    """Check a plan and list the tests it expands into."""
+    plan, _ = plan_with_targets(plan_path, target)
+    preview = preview_plan(plan)
+    table = Table(title=f"{plan.name}: {len(preview.specs)} tests", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("test")
+    for name in preview.columns:
+        table.add_column(PARAMS[name].label, justify="left" if PARAMS[name].kind == "choice" else "right")
+    for i, row in enumerate(preview.rows, 1):
+        table.add_row(str(i), row["id"], *(row[name] for name in preview.columns))
+    console.print(table)
+    _print_costs(preview)
+    if jobfiles is not None:
+        written = write_jobfiles(plan, jobfiles)
+        console.print(f"Wrote {len(written)} fio job file{'s' if len(written) != 1 else ''} to {jobfiles} "
+                      f"(engine auto is written as {AUTO_ENGINES[0]}, the first it tries; "
+                      f"`iofleet import FILE` reads one back as the same test)", highlight=False, soft_wrap=True)
+
+
+def _print_costs(preview: PlanPreview) -> None:
+    """A mixed plan's steps, the targets, the duration and the data files."""
+    plan = preview.plan
+    if preview.steps:
+        steps = preview.steps
+        console.print(f"Mixed plan: the workloads run at the same time, each on its host group, in "
+                      f"{len(steps)} step{'s' if len(steps) > 1 else ''}:")
+        for i, step in enumerate(steps, 1):
+            console.print(f"  {i}. " + "  +  ".join(
+                f"{w.name} on {','.join(f'{k}={v}' for k, v in w.hosts.items())}: {step.groups[w.name].id}"
+                for w in plan.workloads), highlight=False, markup=False)
+    targets = plan.targets or ["(none yet: give --target DIR when running)"]
+    console.print(f"Targets: {', '.join(targets)}")
+    duration = format_duration(preview.estimate_s)
+    if preview.on_device:
+        sized = "as given" if plan.sets("size") else "no size given: the device shared by the jobs"
+        console.print(f"Estimated duration: {duration}; on the device each job "
+                      f"writes its own region of `size` bytes ({sized}); nothing to remove afterwards")
+    else:
+        console.print(
+            f"Estimated duration: {duration}; "
+            f"data files: {format_bytes(preview.data_bytes)} "
+            f"(created under <target>/iofleet/, removed afterwards"
+            f"{'' if not plan.keep_files else ' — no: keep_files is set'})"
+        )
+
+
+def params():
+    """List the parameters a plan may set, with defaults and fio options."""
+    for title, where, table_params in reference.TABLES:
+        table = Table(title=f"{title} ({where})", title_justify="left")
+        for col in reference.COLUMNS:
+            table.add_column(col)
+        for p in table_params.values():
+            table.add_row(*reference.row(p))
+        console.print(table)

@@ -1,0 +1,140 @@
+"""`iofleet run` (and `run --resume`) and `iofleet easy-run`: running tests
+with a live progress display, then the summary and the exit code."""
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..errors import IofleetError
+from ..fleet.inventory import load_inventory
+from ..report.summary import summary_table
+from ..results.store import Store, default_data_dir
+from ..studies.easy_run import easy_run, probe
+from ..studies.options import easy_run_options
+from ..studies.run import prepare_resume, resume_run, run_plan
+from .common import (
+    EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, check_label, checked_targets, console,
+    plan_with_targets, stop_on_signals, user_errors,
+)
+from .progress import TerminalProgress
+
+
+@user_errors
+def run(
+    plan_path: Optional[Path] = typer.Argument(None, metavar="PLAN", show_default=False,
+                                               help="Plan file (YAML), or a plain fio job file."),
+    target: Optional[List[Path]] = TargetOpt,
+    data_dir: Optional[str] = DataDir,
+    label: Optional[str] = typer.Option(None, help="Label stored with the run (for comparisons)."),
+    hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers to run on at once."),
+    destroy_data: Optional[List[str]] = DestroyOpt,
+    resume: Optional[int] = typer.Option(None, "--resume", metavar="RUN",
+                                         help="Run the unfinished tests of a stopped or crashed run, with its "
+                                              "stored plan and targets; PLAN, --target and --hosts are optional "
+                                              "(checked against the run; --hosts where its inventory moved)."),
+):
+    """Run a plan's tests on this machine (or on a fleet with --hosts) and print the summary."""
+    check_label(label)
+    if resume is not None:
+        return _resume(resume, plan_path, target, data_dir, label, hosts, destroy_data)
+    if plan_path is None:
+        raise IofleetError("give the PLAN to run (or --resume RUN to finish a stopped run)")
+    plan, plan_text = plan_with_targets(plan_path, target, destroy_data)
+    fleet = load_inventory(hosts).select(plan.hosts) if hosts else None
+    with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        with TerminalProgress(console) as progress:
+            outcome = run_plan(plan, plan_text, store, hosts=fleet, label=label,
+                               observer=progress, stop=stop, inventory=hosts)
+        console.print(summary_table(store.get_run(outcome.run_id)))
+        db = store.path
+    finish(outcome, db, fleet)
+
+
+def _resume(run_id, plan_path, target, data_dir, label, hosts, destroy_data) -> None:
+    """`run --resume RUN`: the study checks and holds the run, then runs what is left."""
+    if label is not None:
+        raise IofleetError(f"a resumed run keeps its label; change it with `iofleet results label {run_id} LABEL`")
+    plan = plan_with_targets(plan_path, target, destroy_data)[0] if plan_path else None
+    with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        todo = prepare_resume(store, run_id, plan=plan, targets=checked_targets(target), inventory=hosts,
+                              destroy_data=destroy_data)
+        console.print(todo.describe(), highlight=False, markup=False)
+        with TerminalProgress(console) as progress:
+            outcome = resume_run(store, todo, observer=progress, stop=stop)
+        console.print(summary_table(store.get_run(outcome.run_id)))
+        db = store.path
+    finish(outcome, db, todo.hosts)
+
+
+def finish(outcome, db, fleet) -> None:
+    """The closing lines of a run and its exit code."""
+    done = outcome.tests_ok
+    console.print(
+        f"Run {outcome.run_id} {outcome.status}: {done} of {outcome.tests_planned} tests ok. "
+        f"Results: {db} (see `iofleet results show {outcome.run_id}`)"
+    )
+    if outcome.not_cleaned:
+        left = ", ".join(outcome.not_cleaned)
+        console.print(f"Removed iofleet's data files from {outcome.cleaned} host{'s' if outcome.cleaned != 1 else ''}"
+                      f", not from {left} (lost during the run, or the removal failed): once back, `iofleet hosts "
+                      f"check INVENTORY` finds them and `iofleet hosts clean INVENTORY` removes them (as does the "
+                      f"next run there).", highlight=False, markup=False, soft_wrap=True)
+    elif outcome.cleaned:
+        what = "hosts" if fleet else "targets"
+        console.print(f"Removed iofleet's data files from the {what}.")
+    if outcome.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if not outcome.ok:
+        raise typer.Exit(EXIT_FAILED)  # failed or partial
+
+
+@user_errors
+def easy_run_command(
+    target: Optional[List[Path]] = TargetOpt,
+    hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers: run on all at once."),
+    runtime: Optional[str] = typer.Option(None, help="Measure each profile this long instead of until steady."),
+    max_runtime: Optional[str] = typer.Option(None, "--max-runtime", help="Longest a profile may measure (default 30m)."),
+    ramp: Optional[str] = typer.Option(None, help="Warm-up of each profile (default 1m)."),
+    round_: Optional[str] = typer.Option(None, "--round", help="Steady-state round (default 1m; 5 rounds = window)."),
+    size: Optional[str] = typer.Option(None, help="Working set per host (default: 10% of free space, 1–32 GiB)."),
+    data_dir: Optional[str] = DataDir,
+    label: Optional[str] = typer.Option(None, help="Label stored with the run (default easy-run)."),
+    destroy_data: Optional[List[str]] = DestroyOpt,
+    no_probe: bool = typer.Option(False, "--no-probe", help="Guess jobs × iodepth from CPUs and device type instead "
+                                                            "of measuring them (saves the probe's ~1–2 min)."),
+):
+    """Measure the storage with nothing else given: sized for the hosts, four standard profiles."""
+    check_label(label)
+    durations, working_set = easy_run_options(runtime, max_runtime, ramp, round_, size)
+    fleet = load_inventory(hosts).hosts if hosts else None
+
+    def on_plan(plan_text, reasons):
+        console.print("Easy Run chose:", highlight=False)
+        for r in reasons:
+            console.print(f"  {r}", highlight=False, markup=False)
+
+    targets = checked_targets(target)
+    with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        load = None
+        if not no_probe:
+            console.print("Easy Run probes jobs × iodepth first: 4k random reads in short cells "
+                          "(--no-probe guesses instead)", highlight=False)
+            with TerminalProgress(console, sweep=True) as progress:
+                probed = probe(store, targets=targets, hosts=fleet, durations=durations, working_set=working_set,
+                               label=label, observer=progress, stop=stop, destroy_data=destroy_data)
+            if stop.is_set() or probed.outcome.run.status == "interrupted":
+                finish(probed.outcome.run, store.path, fleet)
+            if probed.load is None:
+                why = "; ".join(probed.outcome.stopped) or "no cell measured any IO"
+                raise IofleetError(f"easy-run: the probe (run {probed.run_id}) measured nothing: {why}; "
+                                   f"see `iofleet results show {probed.run_id}`, or give --no-probe")
+            load = probed.load
+        with TerminalProgress(console) as progress:
+            outcome = easy_run(store, targets=targets, hosts=fleet, durations=durations, working_set=working_set,
+                               label=label, observer=progress, stop=stop, on_plan=on_plan,
+                               destroy_data=destroy_data, load=load)
+        console.print(summary_table(store.get_run(outcome.run_id)))
+        db = store.path
+    finish(outcome, db, fleet)
+

@@ -1,0 +1,204 @@
+"""`iofleet saturate` and `iofleet scale`: the studies that run many cells
+or steps, each with its own progress line, then their verdict."""
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis.diagnostics import diagnose
+from ..fleet.inventory import load_inventory
+from ..plan.units import format_duration, format_size
+from ..report.saturation import saturation_report
+from ..report.summary import diagnostics_lines, methodology_notes
+from ..results.store import Store, default_data_dir
+from ..studies.options import sweep_from_options
+from ..studies.run import RunObserver
+from ..studies.saturate import Sweep, run_saturate
+from ..studies.scale import ScaleStep, parse_steps, run_scale
+from .common import (
+    EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, check_label, checked_targets, console,
+    plan_with_targets, stop_on_signals, user_errors,
+)
+from .progress import TerminalProgress, fmt_lat_ms
+from .run import finish
+
+
+class _StepProgress(RunObserver):
+    """A fresh progress display for each step of a study (one test per run)."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.bar: TerminalProgress | None = None
+
+    def run_started(self, run_id, specs, estimate_s):
+        self.close()
+        self.bar = TerminalProgress(self.console).__enter__()
+        self.bar.run_started(run_id, specs, estimate_s)
+
+    def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):
+        if self.bar:
+            self.bar.preparing(done_bytes, total_bytes, elapsed_s, hosts)
+
+    def test_started(self, index, spec):
+        if self.bar:
+            self.bar.test_started(index, spec)
+
+    def test_phase(self, index, spec, phase):
+        if self.bar:
+            self.bar.test_phase(index, spec, phase)
+
+    def test_live(self, index, spec, live):
+        if self.bar:
+            self.bar.test_live(index, spec, live)
+
+    def test_finished(self, index, spec, result):
+        self.close()  # the step's own line says how it went
+
+    def close(self):
+        if self.bar:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _scale_step_line(step: ScaleStep) -> str:
+    where = f"step {step.number}/{step.of}: {len(step.hosts)} host{'s' if len(step.hosts) > 1 else ''}"
+    run = f"run {step.run_id}" if step.run_id is not None else "no run"
+    a = step.aggregate.all if step.aggregate else None
+    if step.ok and a:
+        return (f"[green]ok[/]      {where} ({run}): {a.iops:,.0f} IOPS, {a.bw_bytes_s / 1e6:,.1f} MB/s, "
+                f"mean {fmt_lat_ms(a.lat_mean_ns)} ms, p99 {fmt_lat_ms(a.percentiles_ns.get('p99'))} ms")
+    colour = "yellow" if step.status in ("interrupted", "partial") else "red"
+    return f"[{colour}]{step.status}[/] {where} ({run}): {step.error or 'no result'}"
+
+
+@user_errors
+def scale(
+    plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML) with one test, or pick one with --test."),
+    hosts: Path = typer.Option(..., "--hosts", help="Inventory of fio servers; step k uses its first k hosts."),
+    steps: Optional[str] = typer.Option(None, "--steps", help="Host counts to run, e.g. 1,2,4,8 (default: 1, 2, … all)."),
+    test: Optional[str] = typer.Option(None, "--test", help="The plan's test to run (an id from `iofleet validate`)."),
+    data_dir: Optional[str] = DataDir,
+):
+    """Run one test on 1, 2, … hosts at once and find where the fleet's IOPS stop growing."""
+    plan, plan_text = plan_with_targets(plan_path, None)
+    fleet = load_inventory(hosts).select(plan.hosts)
+    wanted = parse_steps(steps) if steps is not None else None
+    progress = _StepProgress(console)
+
+    def on_step(step: ScaleStep):
+        progress.close()
+        console.print(_scale_step_line(step), highlight=False)
+
+    with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        try:
+            outcome = run_scale(plan, plan_text, store, fleet, steps=wanted, test_id=test,
+                                observer=progress, stop=stop, on_step=on_step)
+        finally:
+            progress.close()
+        db = store.path
+    _print_scaling(outcome, plan.name)
+    console.print(f"Results: {db} (each step is a run: `iofleet results show RUN`)")
+    if outcome.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if not outcome.ok:
+        raise typer.Exit(EXIT_FAILED)  # a step failed or lost a host
+
+
+def _print_scaling(outcome, plan_name: str) -> None:
+    """The steps' table, the verdict and why the study stopped."""
+    result = outcome.scaling
+    table = Table(title=f"Scaling of {outcome.test_id} ({plan_name}) on up to {outcome.available} hosts",
+                  title_justify="left")
+    for col in ("hosts", "status", "IOPS", "MB/s", "mean ms", "p99 ms", "growth %", "IOPS/host", "run"):
+        table.add_column(col, justify="left" if col == "status" else "right")
+
+    def num(value, fmt):
+        return "n/a" if value is None else format(value, fmt)
+
+    for step, row in zip(outcome.steps, result.rows):
+        mark = " ◀ saturation" if row is result.saturation else ""
+        table.add_row(str(row.hosts), "ok" if step.ok else step.status, num(row.iops, ",.0f"),
+                      num(row.mb_s, ",.1f"), num(row.mean_ms, ".3f"), num(row.p99_ms, ".3f"),
+                      num(row.growth_pct, "+.1f") + mark, num(row.iops_per_host, ",.0f"),
+                      str(step.run_id) if step.run_id is not None else "-")
+    console.print(table)
+    console.print(result.verdict(), highlight=False)
+    for note in outcome.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+    if outcome.stopped:
+        console.print(f"[yellow]Study {outcome.status}:[/] {outcome.stopped}", highlight=False)
+
+
+def _default(value) -> str:
+    """An option whose None leaves the sweep's own default shows that default,
+    as typer shows one (`\\[`: a bracket, not rich markup)."""
+    return f" \\[default: {value}]"
+
+
+@user_errors
+def saturate(
+    target: Optional[List[Path]] = TargetOpt,
+    hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers: every cell runs on all."),
+    bs: Optional[str] = typer.Option(None, "--bs", help="Block size." + _default(format_size(Sweep.bs))),
+    read_pct: Optional[str] = typer.Option(None, "--read-pct", help="Share of reads, % (0 = all writes)."
+                                           + _default(Sweep.read_pct)),
+    random_pct: Optional[str] = typer.Option(None, "--random-pct", help="Share of random IO, % (0 = sequential)."
+                                             + _default(Sweep.random_pct)),
+    slo: Optional[str] = typer.Option(None, "--slo", help="Latency target, e.g. 'p99<=2ms' or 'mean<500us'."),
+    size: Optional[str] = typer.Option(None, "--size", help="Each job's data file." + _default(format_size(Sweep.size))),
+    round_: Optional[str] = typer.Option(None, "--round", help="Each cell measures until steady: 5 rounds of this."
+                                         + _default(format_duration(Sweep.round))),
+    max_runtime: Optional[str] = typer.Option(None, "--max-runtime", help="The longest a cell measures when not "
+                                              "steady." + _default(format_duration(Sweep.max_runtime))),
+    runtime: Optional[str] = typer.Option(None, "--runtime", help="Measure each cell this fixed time instead."),
+    ramp: Optional[str] = typer.Option(None, "--ramp", help="Warm-up of each cell." + _default(format_duration(Sweep.ramp))),
+    max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Most jobs per host (default: its CPUs)."),
+    max_iodepth: Optional[int] = typer.Option(None, "--max-iodepth", help="Most outstanding IOs per job."
+                                              + _default(Sweep.max_iodepth)),
+    min_gain: Optional[float] = typer.Option(None, "--min-gain", help="A doubling gaining fewer % IOPS has stopped "
+                                             "growing." + _default(Sweep.min_gain_pct)),
+    bisect: Optional[int] = typer.Option(None, "--bisect", help="Most bisection steps toward the target."
+                                         + _default(Sweep.bisect)),
+    repeats: Optional[int] = typer.Option(None, "--repeats", help="Most runs of a cell whose verdict is within noise."
+                                          + _default(Sweep.repeats)),
+    noise: Optional[float] = typer.Option(None, "--noise", help="Run-to-run IOPS noise, % (a single run is ± half)."
+                                          + _default(Sweep.noise_pct)),
+    engine: Optional[str] = typer.Option(None, "--engine", help="fio IO engine (see docs/saturate.md for why not "
+                                         "io_uring)." + _default(Sweep.engine)),
+    prepare: Optional[str] = typer.Option(None, "--prepare", help="Write the files first: random, zero or none."
+                                          + _default(Sweep.prepare)),
+    data_dir: Optional[str] = DataDir,
+    label: Optional[str] = typer.Option(None, help="Label stored with the run (default saturate)."),
+    destroy_data: Optional[List[str]] = DestroyOpt,
+):
+    """Sweep outstanding IO (jobs × iodepth, doubling) to find the knee, the best configuration and the most IOPS under a latency target."""
+    check_label(label)
+    sweep = sweep_from_options(
+        slo, bs=bs, read_pct=read_pct, random_pct=random_pct, size=size, round=round_, max_runtime=max_runtime,
+        runtime=runtime, ramp=ramp, engine=engine, prepare=prepare, max_jobs=max_jobs, max_iodepth=max_iodepth,
+        min_gain_pct=min_gain, bisect=bisect, repeats=repeats, noise_pct=noise)
+    fleet = load_inventory(hosts).hosts if hosts else None
+    with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
+        with TerminalProgress(console, sweep=True) as progress:
+            outcome = run_saturate(store, sweep, targets=checked_targets(target), hosts=fleet, label=label,
+                                   observer=progress, stop=stop, destroy_data=destroy_data)
+        run = store.get_run(outcome.run_id)
+        db = store.path
+    title = (f"Run {outcome.run_id} · saturation of {format_size(sweep.bs)} {sweep.read_pct}% read "
+             f"{'random' if sweep.random_pct == 100 else f'{sweep.random_pct}% random'}"
+             + (f" on {outcome.hosts} hosts" if outcome.hosts > 1 else ""))
+    console.print(saturation_report(outcome.result, outcome.hosts, title))
+    for line in outcome.stopped:
+        console.print(f"  sweep: {line}", highlight=False, markup=False)
+    for line, style in methodology_notes(run):
+        console.print(Text(line, style=style or ""))
+    findings = diagnose(run.to_dict())
+    if findings:
+        console.print(Text("Diagnostics:", style="bold"))
+        for line, style in diagnostics_lines(findings):
+            console.print(Text(line, style=style or ""))
+    finish(outcome.run, db, fleet)

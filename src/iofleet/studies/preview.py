@@ -1,0 +1,32 @@
+"""What a plan will do, before anything runs (`iofleet validate`; the web's
+plan check can show the same): its tests as a table, the steps of a mixed
+plan, how long it takes and how much data it writes."""
+
+from dataclasses import dataclass, field
+
+from ..plan.expand import MixedStep, TestSpec, data_per_target_set, expand, expand_mixed, tests_table
+from ..plan.model import Plan, is_device_path
+from .run import estimate_seconds
+
+
+@dataclass
+class PlanPreview:
+    plan: Plan
+    specs: list[TestSpec]
+    columns: list[str]  # the tests table's parameters (tests_table)
+    rows: list[dict[str, str]]
+    steps: list[MixedStep] = field(default_factory=list)  # a mixed plan's steps (its workloads at once)
+    estimate_s: float = 0.0
+    on_device: bool = False  # a target is a block device: no data files
+    data_bytes: int = 0  # data files created per set of targets (directories)
+
+
+def preview_plan(plan: Plan) -> PlanPreview:
+    """The plan's tests and what running them costs; a mixed plan runs its
+    steps (the workloads at once), so its duration is the steps'."""
+    specs = expand(plan)
+    columns, rows = tests_table(specs)
+    steps = expand_mixed(plan) if plan.mixed else []
+    return PlanPreview(plan, specs, columns, rows, steps, estimate_seconds(steps or specs),
+                       on_device=any(is_device_path(t) for t in plan.targets),
+                       data_bytes=data_per_target_set(specs))
