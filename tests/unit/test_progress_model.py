@@ -176,3 +176,10 @@ def test_preparing_eta_is_at_the_rate_so_far(done, total, elapsed, eta):
     m = RunProgress(clock=Clock())
     m.preparing(done, total, elapsed, None)
     assert m.preparing_data.eta_s == eta
+
+
+def test_a_missing_live_latency_is_n_a_as_everywhere_else():
+    m, clock, (a, _) = started()
+    m.test_started(0, a)
+    m.test_live(0, a, LiveFigures(elapsed_s=10.0, iops=1200.0, bw_bytes_s=4_915_200.0, lat_mean_ns=None))
+    assert live_text(m) == "  measuring: 1,200 IOPS  4.9 MB/s  mean latency n/a"

@@ -1,7 +1,6 @@
 """`iofleet compare`: configurations (run ids or labels) against a baseline,
 test by test, with significance. A thin shell over iofleet.studies.compare;
-errors are raised as IofleetError for the caller's `user_errors` wrapper
-(this module cannot import cli.main: main imports it)."""
+errors are raised as IofleetError for the caller's `user_errors` wrapper."""
 
 import io
 import sys
@@ -18,6 +17,7 @@ from ..report.compare import comparison_csv, comparison_json, comparison_markdow
 from ..results.store import Store, default_data_dir
 from ..studies.compare import run_compare
 from .output import write_output
+from .common import DataDir
 
 FORMATS = ("table", "md", "csv", "json")
 
@@ -34,8 +34,7 @@ def compare_command(
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the comparison as an HTML page."),
-    data_dir: Optional[str] = typer.Option(None, "--data-dir",
-                                           help="Results directory (default: $IOFLEET_DATA or ./iofleet-data)."),
+    data_dir: Optional[str] = DataDir,
 ):
     """Compare configurations test by test: % change against the baseline,
     95 % bootstrap interval and Welch p-value where there are ≥ 3 repeats,

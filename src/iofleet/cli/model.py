@@ -21,6 +21,7 @@ from ..plan.hardware import load_model
 from ..report.theoretical import RENDERERS, model_data, terminal_report
 from ..results.store import Store, default_data_dir
 from .output import write_output
+from .common import DataDir
 
 FORMATS = ("table", "md", "json", "csv")
 
@@ -30,8 +31,7 @@ def model_command(
     run_id: Optional[int] = typer.Option(None, "--run", help="Stored run to compare with the model."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, json or csv."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="File to write (default: stdout)."),
-    data_dir: Optional[str] = typer.Option(None, "--data-dir",
-                                           help="Results directory (default: $IOFLEET_DATA or ./iofleet-data)."),
+    data_dir: Optional[str] = DataDir,
 ):
     """Theoretical IOPS and MB/s of a storage system from its device figures,
     layout and NICs, with the bound that applies; with --run, each test's

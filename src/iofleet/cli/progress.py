@@ -8,17 +8,11 @@ from rich.live import Live
 from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
 from rich.text import Text
 
+
 from ..plan.units import format_bytes
 from ..studies.progress import FinishedTest, HostFigures, RunProgress
 from ..studies.run import RunObserver
-
-
-def fmt_lat_ms(ns) -> str:
-    return "-" if ns is None else f"{ns / 1e6:.3f}"
-
-
-def fmt_ms(ms) -> str:
-    return "-" if ms is None else f"{ms:.3f}"
+from ..units import format_value
 
 
 MAX_HOST_LINES = 12
@@ -32,9 +26,9 @@ def host_lines(hosts: dict[str, HostFigures | None]) -> str:
         if h is None:
             lines.append(f"    {name:<16} n/a (no metrics endpoint yet)")
             continue
-        iops = "n/a" if h.iops is None else f"{h.iops:,.0f}"
+        iops = format_value(h.iops, "IOPS")
         cpu = "n/a" if h.cpu_pct is None else f"{h.cpu_pct:.0f}%"
-        net = "n/a" if h.net_mb_s is None else f"{h.net_mb_s:,.1f}"
+        net = format_value(h.net_mb_s, "MB/s")
         lines.append(f"    {name:<16} disk {iops:>9} IOPS  CPU {cpu:>4}  net {net} MB/s")
     if len(hosts) > MAX_HOST_LINES:
         lines.append(f"    … and {len(hosts) - MAX_HOST_LINES} more hosts")
@@ -91,7 +85,8 @@ def live_text(m: RunProgress) -> str:
         return f"  {m.phase}"
     if t.source == "node_exporter":
         return f"  {m.phase} on {len(m.hosts)} hosts\n" + host_lines(m.hosts)
-    return f"  {m.phase}: {t.iops:,.0f} IOPS  {t.mb_s:,.1f} MB/s  mean latency {fmt_ms(t.lat_ms)} ms"
+    return (f"  {m.phase}: {format_value(t.iops, 'IOPS')} IOPS  {format_value(t.mb_s, 'MB/s')} MB/s  "
+            f"mean latency {format_value(t.lat_ms, 'ms', with_unit=True)}")
 
 
 def result_line(r: FinishedTest, nth: str) -> str:
@@ -105,7 +100,8 @@ def result_line(r: FinishedTest, nth: str) -> str:
                      if r.ended_early_s else "")
             span = f" (window {w['start_s']:.1f}–{w['end_s']:.1f} s, {state}{ended})"
         mark = "[green]ok[/]     " if r.status == "ok" else "[yellow]partial[/]"
-        return (f"{mark} {nth} {r.id}: {r.iops:,.0f} IOPS, {r.mb_s:,.1f} MB/s, p99 {fmt_ms(r.p99_ms)} ms{span}"
+        return (f"{mark} {nth} {r.id}: {format_value(r.iops, 'IOPS')} IOPS, {format_value(r.mb_s, 'MB/s')} "
+                f"MB/s, p99 {format_value(r.p99_ms, 'ms', with_unit=True)}{span}"
                 + (f" ({r.error})" if r.error else ""))
     colour = "yellow" if r.status == "interrupted" else "red"
     return f"[{colour}]{r.status}[/] {nth} {r.id}: {r.error}"

@@ -8,6 +8,7 @@ import typer
 from ..fleet.inventory import load_inventory
 from ..results.store import Store, default_data_dir
 from ..web.security import DEFAULT_WEB_BIND, parse_web_bind
+from .common import DataDir
 
 
 def serve_command(
@@ -15,8 +16,7 @@ def serve_command(
                                                               "it needs --token."),
     token: Optional[str] = typer.Option(None, "--token", envvar="IOFLEET_TOKEN",
                                         help="Require this token (Bearer header or /login); also $IOFLEET_TOKEN."),
-    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="Results directory (default: $IOFLEET_DATA "
-                                                                    "or ./iofleet-data)."),
+    data_dir: Optional[str] = DataDir,
     hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers that plans may run on."),
 ):
     """Serve the web UI: plans, fleet, live runs, results and comparisons (REST API at /api/docs)."""

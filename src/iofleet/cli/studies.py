@@ -19,11 +19,12 @@ from ..studies.options import sweep_from_options
 from ..studies.run import RunObserver
 from ..studies.saturate import Sweep, run_saturate
 from ..studies.scale import ScaleStep, parse_steps, run_scale
+from ..units import format_value
 from .common import (
     EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, check_label, checked_targets, console,
     plan_with_targets, stop_on_signals, user_errors,
 )
-from .progress import TerminalProgress, fmt_lat_ms
+from .progress import TerminalProgress
 from .run import finish
 
 
@@ -70,7 +71,8 @@ def _scale_step_line(step: ScaleStep) -> str:
     a = step.aggregate.all if step.aggregate else None
     if step.ok and a:
         return (f"[green]ok[/]      {where} ({run}): {a.iops:,.0f} IOPS, {a.bw_bytes_s / 1e6:,.1f} MB/s, "
-                f"mean {fmt_lat_ms(a.lat_mean_ns)} ms, p99 {fmt_lat_ms(a.percentiles_ns.get('p99'))} ms")
+                f"mean {format_value(a.lat_mean_ns, 'ns', with_unit=True)}, "
+                f"p99 {format_value(a.percentiles_ns.get('p99'), 'ns', with_unit=True)}")
     colour = "yellow" if step.status in ("interrupted", "partial") else "red"
     return f"[{colour}]{step.status}[/] {where} ({run}): {step.error or 'no result'}"
 

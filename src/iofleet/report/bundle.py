@@ -25,7 +25,8 @@ summary.md         the summary in Markdown, for tickets
 run.json           every figure of the run, with the merged latency histograms
                    (docs/results-format.md)
 tests.csv          one row per test
-tables/NAME.csv    the report's tables (summary, steady, diagnostics), also as .json
+tables/NAME.csv    the report's tables (summary, steady, diagnostics; repeats: each
+                   run of the repeated tests), also as .json
 plan.yaml          the plan as given
 tests/NNNN-ID/     per test: fio-output.json (fio's own output), job.fio (the job
                    file fio ran), *.log (fio's per-second logs; warmup_* = warm-up)

@@ -20,6 +20,7 @@ from ..analysis.methodology import test_totals
 from ..analysis.stragglers import STRAGGLER_SHARE
 from ..fio.records import Series
 from ..plan.units import format_size
+from ..units import shown_unit, to_ms
 from .summary import shown_window
 
 # Okabe & Ito (2008), "Color Universal Design".
@@ -65,10 +66,6 @@ def _tail(doc: dict) -> str:
     return (doc.get("methodology") or {}).get("percentile") or "p99"
 
 
-def _ms(us):
-    return None if us is None else us / 1000
-
-
 def block_size_charts(doc: dict) -> list[go.Figure]:
     """One chart per read mix: IOPS (left) and MB/s (right) by block size,
     one colour per load (jobs × iodepth). Repeats of a test are averaged."""
@@ -99,7 +96,8 @@ def block_size_charts(doc: dict) -> list[go.Figure]:
 
 
 def test_names(doc: dict) -> dict[int, str]:
-    """seq → the name the summary uses (id, plus #repeat where repeated)."""
+    """seq → a test's name in the report's per-test detail and charts: its
+    id, plus #repeat where repeated (as the summary's per-run rows)."""
     counts: dict[str, int] = {}
     for t in doc["tests"]:
         counts[t["id"]] = counts.get(t["id"], 0) + 1
@@ -122,7 +120,7 @@ def latency_chart(doc: dict) -> go.Figure | None:
             continue
         for (label, field), pattern in zip((("mean", "lat_mean_us"), ("p95", "lat_p95_us"), (tail, key)), PATTERNS):
             fig.add_trace(go.Bar(
-                x=x, y=[_ms(d.get(field)) if d["ios"] else None for d in shown],
+                x=x, y=[to_ms(d.get(field), "us") if d["ios"] else None for d in shown],
                 name=f"{direction} {label}", marker=dict(color=colour, pattern=dict(shape=pattern)),
                 opacity=1.0 if label == "mean" else 0.75))
     fig.update_layout(barmode="group")
@@ -151,7 +149,7 @@ def series_chart(test: dict, series: list[Series], name: str | None = None) -> g
         x = seconds(totals)
         fig.add_trace(go.Scatter(x=x, y=totals["iops"], name=f"IOPS ({phase})", mode="lines+markers",
                                  line=dict(color=NEUTRAL if phase == "warm-up" else READ)), secondary_y=False)
-        fig.add_trace(go.Scatter(x=x, y=[None if v is None else v / 1e6 for v in totals["lat_mean_ns"]],
+        fig.add_trace(go.Scatter(x=x, y=[to_ms(v, "ns") for v in totals["lat_mean_ns"]],
                                  name=f"mean latency ({phase})", mode="lines",
                                  line=dict(color=NEUTRAL if phase == "warm-up" else WRITE, dash="dash")),
                       secondary_y=True)
@@ -206,7 +204,7 @@ def latency_rounds_chart(test: dict, name: str | None = None) -> go.Figure | Non
         iops = figures.get("iops") or [None] * len(x)
         for (key, dash), colour in zip(ROUND_PERCENTILES, (READ, PALETTE[1], WRITE)):
             fig.add_trace(go.Scatter(
-                x=x, y=[_ms(None if v is None else v / 1000) for v in figures.get(key) or [None] * len(x)],
+                x=x, y=[to_ms(v, "ns") for v in figures.get(key) or [None] * len(x)],
                 name=key if who == "fleet" else f"{who} {key}", mode="lines+markers", visible=i == 0,
                 line=dict(color=colour, dash=dash), customdata=iops,
                 hovertemplate=f"{who} {key}: %{{y:.3f}} ms · %{{customdata:,.0f}} IOPS in the round<extra></extra>"))
@@ -270,7 +268,7 @@ def percentile_curve(bins: dict | None) -> tuple[list[float], list[float]]:
         if p >= 1:
             break
         x.append(_nines(p))
-        y.append(value_ns / 1e6)
+        y.append(to_ms(value_ns, "ns"))
     return x, y
 
 
@@ -310,8 +308,8 @@ def saturation_chart(sat) -> go.Figure:
         fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[c.iops for c in cells], name=name,
                                  legendgroup=name, mode="lines+markers", line=style,
                                  text=[f"{c.jobs} × qd {c.iodepth}" for c in cells]), row=1, col=1)
-        fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[_ms(c.lat_p99_us) for c in cells], name=name,
-                                 legendgroup=name, showlegend=False, mode="lines+markers", line=style,
+        fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[to_ms(c.lat_p99_us, "us") for c in cells],
+                                 name=name, legendgroup=name, showlegend=False, mode="lines+markers", line=style,
                                  text=[f"{c.jobs} × qd {c.iodepth}" for c in cells]), row=1, col=2)
     marks = [(sat.knee, "knee", "star"), (sat.best, "best configuration", "diamond-open"),
              (sat.slo_best, "most IOPS under the target", "square-open")]
@@ -321,7 +319,7 @@ def saturation_chart(sat) -> go.Figure:
                                      marker=dict(symbol=symbol, size=16, color="#000000", line=dict(width=2))),
                           row=1, col=1)
     if sat.slo is not None and sat.slo.metric == "p99":
-        fig.add_hline(y=sat.slo.limit_us / 1000, line_dash="dot", line_color=WRITE,
+        fig.add_hline(y=to_ms(sat.slo.limit_us, "us"), line_dash="dot", line_color=WRITE,
                       annotation_text=f"target {sat.slo.text}", row=1, col=2)
     fig.update_xaxes(title_text="outstanding IO (fleet), log scale", type="log", dtick=math.log10(2))
     fig.update_yaxes(title_text="IOPS", rangemode="tozero", row=1, col=1)
@@ -337,8 +335,11 @@ def compare_charts(cmp, metric) -> list[go.Figure]:
     found = [(t, r) for t in cmp.tests for r in t.rows if r.metric == metric.name]  # tests with this metric
     if not found:
         return []
-    scale = 1 / 1000 if metric.unit == "us" else 1  # latency in ms, as everywhere else
-    unit = "ms" if metric.unit == "us" else metric.unit
+    unit = shown_unit(metric.unit)  # latency in ms, as everywhere else
+
+    def shown(v):
+        return v if v is None or unit != "ms" else to_ms(v, metric.unit)
+
     x = [t.label for t, _ in found]
     values = _figure(f"{metric.label} per configuration ({'higher' if metric.higher_is_better else 'lower'} "
                      f"is better)")
@@ -347,12 +348,12 @@ def compare_charts(cmp, metric) -> list[go.Figure]:
         cells = [r.cell(config) for _, r in found]
         colour = PALETTE[i % len(PALETTE)]
         pattern = ("", "/", "x", ".", "-", "+", "|", "\\")[i % 8]
-        mean = [None if c.mean is None else c.mean * scale for c in cells]
+        mean = [shown(c.mean) for c in cells]
         values.add_trace(go.Bar(
             x=x, y=mean, name=config, marker=dict(color=colour, pattern=dict(shape=pattern)),
             error_y=dict(type="data", symmetric=False,
-                         array=[None if c.mean is None else (max(c.samples) - c.mean) * scale for c in cells],
-                         arrayminus=[None if c.mean is None else (c.mean - min(c.samples)) * scale for c in cells]),
+                         array=[None if c.mean is None else shown(max(c.samples) - c.mean) for c in cells],
+                         arrayminus=[None if c.mean is None else shown(c.mean - min(c.samples)) for c in cells]),
             hovertemplate="%{y:.4g} " + unit + " (n=%{customdata})<extra>" + config + "</extra>",
             customdata=[c.n for c in cells]))
         if config == cmp.baseline:

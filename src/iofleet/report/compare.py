@@ -12,29 +12,14 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.compare import BASELINE, BETTER, NOT_ENOUGH, WITHIN_NOISE, WORSE, Comparison, Metric
+from ..units import MISSING, format_value, shown_unit
 
-MISSING = "n/a"
 ORDINALS = ("1st", "2nd", "3rd")
 VERDICT_STYLE = {BETTER: "green", WORSE: "red", WITHIN_NOISE: "dim", NOT_ENOUGH: "yellow"}
 
 
 def _ordinal(i: int) -> str:
     return ORDINALS[i - 1] if i <= len(ORDINALS) else f"{i}th"
-
-
-def unit(metric: Metric) -> str:
-    """The unit shown: latency stored in µs is shown in ms, like the summary."""
-    return "ms" if metric.unit == "us" else metric.unit
-
-
-def fmt_value(metric: Metric, v: float | None) -> str:
-    if v is None:
-        return MISSING
-    if metric.unit == "us":
-        return f"{v / 1000:.3f}"
-    if metric.unit == "IOPS":
-        return f"{v:,.0f}"
-    return f"{v:,.1f}"
 
 
 def fmt_change(cell) -> str:
@@ -80,11 +65,12 @@ def metric_table(cmp: Comparison, metric: Metric) -> tuple[list[str], list[list[
     # n goes in the header when a config has the same number of samples in every row.
     ns = {c.name: {r.cell(c.name).n for _, r in found} for c in cmp.configs}
     same = {name: next(iter(v)) for name, v in ns.items() if len(v) == 1}
-    cols = ["test"] + [f"{_config_name(c)} {unit(metric)}" + (f" (n={same[c.name]})" if c.name in same else "")
-                       for c in cmp.configs] + [f"{o} vs {cmp.baseline}" for o in others]
+    cols = ["test"] + [f"{_config_name(c)} {shown_unit(metric.unit)}"
+                       + (f" (n={same[c.name]})" if c.name in same else "") for c in cmp.configs]
+    cols += [f"{o} vs {cmp.baseline}" for o in others]
     rows = []
     for t, row in found:
-        values = [fmt_value(metric, c.mean) + ("" if c.config in same else f" (n={c.n})") for c in row.cells]
+        values = [format_value(c.mean, metric.unit) + ("" if c.config in same else f" (n={c.n})") for c in row.cells]
         rows.append([t.label] + values + [fmt_change(row.cell(o)) for o in others])
     return cols, rows
 
@@ -98,9 +84,9 @@ def ranking_lines(cmp: Comparison) -> list[str]:
             parts = []
             for p in r.ranking:
                 mark = {WITHIN_NOISE: f"={p.rank}", NOT_ENOUGH: f"{p.rank}?"}.get(p.tie, str(p.rank))
-                parts.append(f"{mark} {p.config} {fmt_value(m, p.mean)}")
+                parts.append(f"{mark} {p.config} {format_value(p.mean, m.unit)}")
             best = "highest" if m.higher_is_better else "lowest"
-            lines.append(f"{t.label}, {m.label} ({unit(m)}, {best} first): " + " · ".join(parts))
+            lines.append(f"{t.label}, {m.label} ({shown_unit(m.unit)}, {best} first): " + " · ".join(parts))
     return lines
 
 
@@ -147,7 +133,7 @@ def comparison_tables(cmp: Comparison) -> list[tuple[str, list[str], list[list[s
     for m in cmp.metrics:
         t = metric_table(cmp, m)
         if t:
-            name = m.label if unit(m) == m.label else f"{m.label}, {unit(m)}"
+            name = m.label if shown_unit(m.unit) == m.label else f"{m.label}, {shown_unit(m.unit)}"
             out.append((f"{name} ({'higher' if m.higher_is_better else 'lower'} is better)", *t))
     out.append(("Winners per test and metric", *winners_table(cmp)))
     out.append(("Tests led per metric (1st place, alone or tied)", *wins_table(cmp)))

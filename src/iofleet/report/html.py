@@ -24,7 +24,7 @@ from ..results.model import Run
 from . import charts
 from .compare import comparison_tables, header_lines, metric_table, note_lines, ranking_lines
 from .saturation import cell_rows, sweep_of_run, verdict_lines
-from .summary import SUMMARY_CAPTION, diagnostics_lines, run_title, summary_notes, summary_rows
+from .summary import diagnostics_lines, repeat_rows, run_title, summary_caption, summary_notes, summary_rows
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -120,7 +120,8 @@ def _run_report_context(run: Run, series: dict[int, list[Series]]) -> dict:
         sat, hosts = sweep
         sweep = {"chart": charts.saturation_chart(sat), "rows": cell_rows(sat), "lines": verdict_lines(sat, hosts)}
     return dict(title=run_title(run), run=run, environment=environment_rows(run),
-                rows=summary_rows(run), caption=SUMMARY_CAPTION, notes=summary_notes(run), sweep=sweep,
+                rows=summary_rows(run), caption=summary_caption(run), notes=summary_notes(run),
+                repeats=repeat_rows(run), sweep=sweep,
                 overview=overview, tests=tests, steady=steady_rows(doc, names), findings=finding_rows(doc))
 
 
@@ -158,8 +159,11 @@ def run_report_md(run: Run) -> str:
     doc = run.to_dict()
     out = [f"# {run_title(run)}\n",
            md_table([{"": what, "value": value} for what, value in environment_rows(run)]),
-           "## Summary\n", md_table(summary_rows(run)), f"_{SUMMARY_CAPTION}_\n"]
+           "## Summary\n", md_table(summary_rows(run)), f"_{summary_caption(run)}_\n"]
     out += [f"- {line}" for line, _ in summary_notes(run)]
+    repeats = repeat_rows(run)
+    if repeats:
+        out += ["\n### Each run of the repeated tests\n", md_table(repeats)]
     steady = steady_rows(doc, charts.test_names(doc))
     if steady:
         out += ["\n## Steady state (SNIA PTS)\n", md_table([{k: v for k, v in r.items() if not k.endswith("why")}
@@ -173,5 +177,7 @@ def run_report_md(run: Run) -> str:
 def tables_of_run(run: Run) -> dict[str, list[dict]]:
     """The report's tables as plain rows (for the bundle's CSV/JSON files)."""
     doc = run.to_dict()
-    return {"summary": summary_rows(run), "steady": steady_rows(doc, charts.test_names(doc)),
-            "diagnostics": finding_rows(doc)}
+    tables = {"summary": summary_rows(run), "steady": steady_rows(doc, charts.test_names(doc)),
+              "diagnostics": finding_rows(doc)}
+    repeats = repeat_rows(run)
+    return tables | {"repeats": repeats} if repeats else tables

@@ -10,12 +10,7 @@ from rich.text import Text
 
 from ..analysis.little import LITTLE_TOLERANCE
 from ..analysis.saturation import BEST_SHARE, Cell, Saturation, saturation_of_run
-
-MISSING = "n/a"
-
-
-def fmt_ms(us) -> str:
-    return MISSING if us is None else f"{us / 1000:.3f}"
+from ..units import MISSING, format_value
 
 
 def _config(c: Cell) -> str:
@@ -30,16 +25,17 @@ def _little(c: Cell) -> str:
 
 def _iops(c: Cell) -> str:
     """IOPS, with the lowest and highest run when repeated."""
+    iops = format_value(c.iops, "IOPS")
     if c.runs < 2:
-        return f"{c.iops:,.0f}"
-    return f"{c.iops:,.0f} ({min(c.iops_runs):,.0f}–{max(c.iops_runs):,.0f})"
+        return iops
+    return f"{iops} ({format_value(min(c.iops_runs), 'IOPS')}–{format_value(max(c.iops_runs), 'IOPS')})"
 
 
 def _target(c: Cell) -> str:
     verdict = "ok" if c.slo_ok else "over"
     if c.runs > 1 and 0 < c.slo_met_runs < c.runs:
         verdict = f"{c.slo_met_runs}/{c.runs} ok"
-    return f"{verdict} ({fmt_ms(c.slo_value_us)})"
+    return f"{verdict} ({format_value(c.slo_value_us, 'us')})"
 
 
 def cell_rows(sat: Saturation) -> list[dict]:
@@ -52,8 +48,9 @@ def cell_rows(sat: Saturation) -> list[dict]:
         row = {"jobs": str(c.jobs), "iodepth": str(c.iodepth), "OIO/host": str(c.per_host)}
         if fleet:
             row["OIO fleet"] = str(c.outstanding)
-        row |= {"runs": str(c.runs), "IOPS": _iops(c), "MB/s": f"{c.mb_s:,.1f}",
-                "mean ms": fmt_ms(c.lat_mean_us), "p99 ms": fmt_ms(c.lat_p99_us), "Little": _little(c)}
+        row |= {"runs": str(c.runs), "IOPS": _iops(c), "MB/s": format_value(c.mb_s, "MB/s"),
+                "mean ms": format_value(c.lat_mean_us, "us"), "p99 ms": format_value(c.lat_p99_us, "us"),
+                "Little": _little(c)}
         if sat.slo:
             row[sat.slo.text] = _target(c)
         row[""] = " ".join(f"◀ {m}" for m in marks)
@@ -79,8 +76,7 @@ def verdict_lines(sat: Saturation, hosts: int) -> list[tuple[str, str | None]]:
         p = sat.peak
         under = " under the target" if sat.slo else ""
         lines.append((f"Most IOPS{under}{fleet}: {_config(p)} ({p.per_host} outstanding IOs per host): "
-                      f"{p.iops:,.0f} IOPS ({_runs(p)}), mean {fmt_ms(p.lat_mean_us)} ms, "
-                      f"p99 {fmt_ms(p.lat_p99_us)} ms.", "bold"))
+                      f"{p.iops:,.0f} IOPS ({_runs(p)}), {_latency(p)}.", "bold"))
         if sat.ties:
             others = ", ".join(f"{_config(c)} ({c.iops:,.0f}, {_runs(c)})"
                                for c in sorted(sat.ties, key=lambda c: (c.outstanding, c.jobs)))
@@ -90,8 +86,7 @@ def verdict_lines(sat: Saturation, hosts: int) -> list[tuple[str, str | None]]:
     if sat.knee:
         k = sat.knee
         lines.append((f"Knee: {_config(k)} ({k.per_host} outstanding IOs per host): {k.iops:,.0f} IOPS, "
-                      f"mean {fmt_ms(k.lat_mean_us)} ms, p99 {fmt_ms(k.lat_p99_us)} ms; past it, more IOs in flight "
-                      f"add latency faster than IOPS.", None))
+                      f"{_latency(k)}; past it, more IOs in flight add latency faster than IOPS.", None))
     else:
         levels = len({c.outstanding for c in sat.cells})
         top = max(sat.cells, key=lambda c: c.outstanding)
@@ -103,9 +98,8 @@ def verdict_lines(sat: Saturation, hosts: int) -> list[tuple[str, str | None]]:
         b, p = sat.best, sat.peak
         same = " (the answer itself)" if b is p else ""
         lines.append((f"Best configuration: {_config(b)} ({b.per_host} per host){same}: {b.iops:,.0f} IOPS "
-                      f"({b.iops / p.iops:.0%} of the answer's), mean {fmt_ms(b.lat_mean_us)} ms, p99 "
-                      f"{fmt_ms(b.lat_p99_us)} ms — the least outstanding IO within {1 - BEST_SHARE:.0%} of "
-                      f"the most IOPS.", None))
+                      f"({b.iops / p.iops:.0%} of the answer's), {_latency(b)} — the least outstanding IO within "
+                      f"{1 - BEST_SHARE:.0%} of the most IOPS.", None))
     if sat.slo:
         lines.append(_target_line(sat))
     flagged = sat.little_flags
@@ -123,21 +117,28 @@ def verdict_lines(sat: Saturation, hosts: int) -> list[tuple[str, str | None]]:
     return lines
 
 
+def _latency(c: Cell) -> str:
+    mean, p99 = (format_value(us, "us", with_unit=True) for us in (c.lat_mean_us, c.lat_p99_us))
+    return f"mean {mean}, p99 {p99}"
+
+
 def _target_line(sat: Saturation) -> tuple[str, str | None]:
     slo = sat.slo
     best = sat.slo_best
+
+    def measured(c: Cell) -> str:  # the cell's figure the target is on
+        return f"{slo.metric} {format_value(c.slo_value_us, 'us', with_unit=True)}"
+
     if best is None:
         first = min(sat.cells, key=lambda c: c.outstanding)
-        return (f"Target {slo.text}: no cell met it; even {_config(first)} had {slo.metric} "
-                f"{fmt_ms(first.slo_value_us)} ms.", "red")
+        return f"Target {slo.text}: no cell met it; even {_config(first)} had {measured(first)}.", "red"
     over = [c for c in sat.cells if c.slo_ok is False and c.jobs == best.jobs and c.iodepth > best.iodepth]
     if not over:
-        return (f"Target {slo.text}: met by the answer ({slo.metric} {fmt_ms(best.slo_value_us)} ms); "
-                f"no step of the sweep broke it.", "bold")
+        return f"Target {slo.text}: met by the answer ({measured(best)}); no step of the sweep broke it.", "bold"
     nxt = min(over, key=lambda c: c.iodepth)
     runs = f" in {c_runs}" if (c_runs := _broke_runs(nxt)) else ""
-    return (f"Target {slo.text}: met by the answer ({slo.metric} {fmt_ms(best.slo_value_us)} ms); "
-            f"iodepth {nxt.iodepth} broke it{runs} ({slo.metric} {fmt_ms(nxt.slo_value_us)} ms).", "bold")
+    return (f"Target {slo.text}: met by the answer ({measured(best)}); "
+            f"iodepth {nxt.iodepth} broke it{runs} ({measured(nxt)}).", "bold")
 
 
 def _broke_runs(c: Cell) -> str:

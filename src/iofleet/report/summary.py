@@ -1,5 +1,9 @@
 """The HCIBench-style summary: one row per test with its parameters, IOPS,
-MB/s, read and write mean latency, p95, p99 and host CPU."""
+MB/s, read and write mean latency, p95, p99 and host CPU. A repeated test
+is one row, the mean of its runs with their spread, as pyperf shows a
+benchmark; `repeat_rows` keeps each run's own row for the report's detail."""
+
+import statistics
 
 from rich import box
 from rich.console import Group
@@ -14,20 +18,19 @@ from ..fleet.metrics import mean_cpu
 from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host
 from ..results.model import Run, TestRecord
+from ..units import format_value, to_ms
 
 MISSING = "n/a"  # unavailable, never shown as 0
 
 
-def _ms(ns) -> str:
-    return MISSING if ns is None else f"{ns / 1e6:.3f}"
-
-
-def _ms_us(us) -> str:
-    return MISSING if us is None else f"{us / 1e3:.3f}"
-
-
-def _cpu(avg, peak) -> str:
-    return MISSING if avg is None or peak is None else f"{avg:.0f}/{peak:.0f}"
+def _cpu(figures: list[dict]) -> str:
+    """Host CPU as "avg/max" in whole percent (the mean of each over the
+    runs of a repeated test); a window keeps no max: "40/n/a"."""
+    avg = _mean([f["cpu avg"] for f in figures])
+    if avg is None:
+        return MISSING
+    peak = _mean([f["cpu max"] for f in figures])
+    return f"{avg:.0f}/" + (MISSING if peak is None else f"{peak:.0f}")
 
 
 def window_cpu(window: dict) -> bool:
@@ -50,7 +53,7 @@ def shown_window(methodology: dict | None) -> dict | None:
     """The measurement window whose figures a test's row shows: that of an
     `until: steady` test, stored with its read/write/all figures. Results
     stored before those figures existed hold the window's IOPS and MB/s
-    only (see `_row`); fixed-time tests show the whole test."""
+    only (see `_figures`); fixed-time tests show the whole test."""
     m = methodology or {}
     window = m.get("window")
     return window if window and "all" in window and m.get("until") == "steady" else None
@@ -64,74 +67,158 @@ def _seconds(s: float) -> str:
     return f"{round(s, 1):g}"  # fio's status clock: 10.002 s is "10"
 
 
-def _row(name: str, status: str, agg, cpu, steady: str = "", window: dict | None = None, tail: str = "p99") -> dict:
-    """One row. With a `shown_window`, every figure is the window's (CPU too
-    when the window has it); with an old window, only IOPS and MB/s are."""
+def _row_window(test: TestRecord) -> dict | None:
+    """The window a test's row takes figures from: an `until: steady` test's
+    (an old one's: IOPS and MB/s only); None for a fixed-time test."""
+    method = test.methodology or {}
+    window = method.get("window")
+    return None if window and "all" in window and not shown_window(method) else window
+
+
+def _span(window: dict | None) -> str:
+    return WHOLE if not window else window_span(window) if "all" in window else window_span(window) + " (IOPS, MB/s)"
+
+
+# The figures of a row (None: not measured); latency in ms.
+FIGURES = ("IOPS", "MB/s", "read ms", "write ms", "p95 ms", "tail ms")
+_UNITS = {"IOPS": "IOPS", "MB/s": "MB/s"}  # the rest are latencies, in ms
+
+
+def _figures(agg, cpu, window: dict | None = None, tail: str = "p99") -> dict:
+    """The numbers of one row. With a `shown_window`, every figure is the
+    window's (CPU too when the window has it); with an old window, only IOPS
+    and MB/s are."""
     a = agg.all if agg else None
-    measured = agg is not None and a.ios > 0
-    cpu_text = _cpu(cpu.avg_pct, cpu.max_pct) if cpu and cpu.samples else MISSING
-    if not measured:
-        iops = bw = read_ms = write_ms = p95 = tail_ms = None
-    elif window and "all" in window:
+    whole_cpu = cpu is not None and cpu.samples and cpu.max_pct is not None
+    out = {"cpu avg": cpu.avg_pct if whole_cpu else None, "cpu max": cpu.max_pct if whole_cpu else None}
+    if agg is None or a.ios <= 0:
+        return out | dict.fromkeys(FIGURES)
+    if window and "all" in window:
         w, key = window, f"lat_{tail.replace('.', '_')}_us"
-        iops, bw = w["all"]["iops"], w["all"]["bw_bytes_s"]
-        read_ms, write_ms = _ms_us(w["read"]["lat_mean_us"]), _ms_us(w["write"]["lat_mean_us"])
-        p95, tail_ms = _ms_us(w["all"].get("lat_p95_us")), _ms_us(w["all"].get(key))
+        out |= {"IOPS": w["all"]["iops"], "MB/s": w["all"]["bw_bytes_s"] / 1e6,
+                "read ms": to_ms(w["read"]["lat_mean_us"], "us"), "write ms": to_ms(w["write"]["lat_mean_us"], "us"),
+                "p95 ms": to_ms(w["all"].get("lat_p95_us"), "us"), "tail ms": to_ms(w["all"].get(key), "us")}
         if window_cpu(w):  # host CPU of the samples inside the window (no max stored: n/a)
-            cpu_text = f"{w['cpu']['host_avg_pct']:.0f}/" + (
-                MISSING if w["cpu"].get("host_max_pct") is None else f"{w['cpu']['host_max_pct']:.0f}")
-    else:
-        iops, bw = (window["iops"], window["bw_bytes_s"]) if window else (a.iops, a.bw_bytes_s)
-        read_ms, write_ms = _ms(agg.read.lat_mean_ns), _ms(agg.write.lat_mean_ns)
-        p95, tail_ms = _ms(a.percentiles_ns.get("p95")), _ms(a.percentiles_ns.get(tail))
-    return {
-        # The test id spells the parameters: bs, read %, pattern, jobs, qd.
-        "test": name,
-        "status": status,
-        "IOPS": f"{iops:,.0f}" if measured else MISSING,
-        "MB/s": f"{bw / 1e6:,.1f}" if measured else MISSING,
-        "read ms": read_ms or MISSING,
-        "write ms": write_ms or MISSING,
-        "p95 ms": p95 or MISSING,
-        f"{tail} ms": tail_ms or MISSING,
-        "CPU % avg/max": cpu_text,
-        "steady (IOPS)": steady,
-    }
+            out |= {"cpu avg": w["cpu"]["host_avg_pct"], "cpu max": w["cpu"].get("host_max_pct")}
+        return out
+    iops, bw = (window["iops"], window["bw_bytes_s"]) if window else (a.iops, a.bw_bytes_s)
+    return out | {"IOPS": iops, "MB/s": bw / 1e6, "read ms": to_ms(agg.read.lat_mean_ns, "ns"),
+                  "write ms": to_ms(agg.write.lat_mean_ns, "ns"), "p95 ms": to_ms(a.percentiles_ns.get("p95"), "ns"),
+                  "tail ms": to_ms(a.percentiles_ns.get(tail), "ns")}
+
+
+def _mean(values: list) -> float | None:
+    got = [v for v in values if v is not None]
+    return statistics.fmean(got) if got else None
+
+
+def _cell(values: list, unit: str) -> str:
+    """One figure, or the mean of a repeated test's runs with their spread
+    (pyperf's way): "75,210 ± 1.8 %", the sample standard deviation as % of the mean."""
+    got = [v for v in values if v is not None]
+    if len(got) < 2:
+        return format_value(got[0] if got else None, unit)
+    mean = statistics.fmean(got)
+    spread = statistics.stdev(got) / mean * 100 if mean else 0.0
+    return f"{format_value(mean, unit)} ± {spread:.1f} %"
+
+
+def _row(name: str, status: str, figures: list[dict], tail: str, steady: str = "") -> dict:
+    """One row from the figures of one run, or of each run of a repeated test."""
+    row = {"test": name, "status": status}  # the test id spells the parameters: bs, read %, pattern, jobs, qd
+    for column in FIGURES:
+        row[f"{tail} ms" if column == "tail ms" else column] = _cell([f[column] for f in figures],
+                                                                     _UNITS.get(column, "ms"))
+    row["CPU % avg/max"] = _cpu(figures)
+    row["steady (IOPS)"] = steady
+    return row
+
+
+def _by_id(run: Run) -> dict[str, list[TestRecord]]:
+    """The runs of each test (its repeats), in the run's order."""
+    tests: dict[str, list[TestRecord]] = {}
+    for t in run.tests:
+        tests.setdefault(t.id, []).append(t)
+    return tests
+
+
+def _shown_runs(runs: list[TestRecord]) -> list[TestRecord]:
+    """The runs a repeated test's row averages: the ok ones when some are
+    ok and some not (its status says how many), else every run."""
+    ok = [t for t in runs if t.status == "ok"]
+    return ok if ok and len(ok) < len(runs) else runs
+
+
+def _status(runs: list[TestRecord]) -> str:
+    statuses = {t.status for t in runs}
+    return runs[0].status if len(statuses) == 1 else f"{sum(t.status == 'ok' for t in runs)}/{len(runs)} ok"
+
+
+def _verdicts(texts: list[str], runs: list[TestRecord]) -> str:
+    """A repeated test's steady verdicts: one when they agree, else how many runs were steady."""
+    if len(set(texts)) == 1:
+        return texts[0]
+    return f"steady {sum(x.startswith('steady') for x in texts)}/{len(runs)}"
+
+
+def _test_rows(runs: list[TestRecord], tail: str, windowed: bool, repeated: bool) -> list[dict]:
+    """A test's row (the mean of its runs when repeated), then its host
+    groups and, under a fleet test of a few hosts, its hosts."""
+    shown = _shown_runs(runs)
+    first = shown[0]
+    row = _row(first.id, _status(runs), [_figures(t.aggregate, t.host_cpu, _row_window(t), tail) for t in shown],
+               tail, _verdicts([_steady(t) for t in shown], shown))
+    if repeated:
+        row = {"test": row.pop("test"), "status": row.pop("status"), "runs": str(len(runs))} | row
+    if windowed:
+        row["span"] = "; ".join(dict.fromkeys(_span(_row_window(t)) for t in shown))
+    rows = [row]
+    for group, info in (first.fleet or {}).get("groups", {}).items():
+        figures = []
+        for t in shown:
+            members = t.jobs_by_group().get(group)
+            cpu = {m.host: m.cpu for m in t.host_metrics}
+            hosts = t.fleet["groups"][group]["hosts"]
+            figures.append(_figures(aggregate(members) if members else None,
+                                    mean_cpu([cpu[h] for h in hosts if h in cpu]), tail=tail))
+        rows.append(_row(f"  {group}: {info['test']}", "group", figures, tail))
+    per_run = [(by_host(t.jobs), {m.host: m.cpu for m in t.host_metrics}) for t in shown]
+    hosts = list(dict.fromkeys(h for jobs, _ in per_run for h in jobs))
+    if first.fleet and 1 < len(hosts) <= MAX_HOST_ROWS:
+        order = first.fleet["hosts"]
+        for host in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order)):
+            figures = [_figures(jobs.get(host), cpu.get(host), tail=tail) for jobs, cpu in per_run if host in jobs]
+            rows.append(_row(f"  {host}", "host", figures, tail))
+    # Groups and hosts: no runs count, no window figures of their own (the whole test).
+    return [row] + [{c: r.get(c, "") for c in row} | ({"span": WHOLE} if windowed else {}) for r in rows[1:]]
 
 
 def summary_rows(run: Run) -> list[dict]:
-    """Plain rows (strings) for any front end: one per test and, under a
-    fleet test of a few hosts, one per host. When a test shows the figures
-    of its measurement window, every row gets a `span` column saying which
-    seconds its figures cover."""
-    rows = []
+    """Plain rows (strings) for any front end: one per test (a repeated
+    test's runs are one row, the mean of their figures with the spread and
+    a `runs` column) and, under a fleet test of a few hosts, one per host.
+    When a test shows the figures of its measurement window, every row gets
+    a `span` column saying which seconds its figures cover."""
     tail = (run.methodology or {}).get("percentile") or "p99"  # the plan's `percentile`
     windowed = any(shown_window(t.methodology) for t in run.tests)
-    for t in run.tests:
-        name = t.id if t.repeat == 1 and not _repeated(run, t) else f"{t.id} #{t.repeat}"
-        method = t.methodology or {}
-        window = method.get("window")
-        if window and "all" in window and not shown_window(method):
-            window = None  # a fixed-time test: its row shows the whole test (old windows: IOPS and MB/s only)
-        test_rows = [_row(name, t.status, t.aggregate, t.host_cpu, _steady(t), window, tail)]
-        if windowed:
-            test_rows[0]["span"] = (WHOLE if not window else window_span(window) if "all" in window
-                                    else window_span(window) + " (IOPS, MB/s)")
-        cpu = {m.host: m.cpu for m in t.host_metrics}
-        for group, members in t.jobs_by_group().items():
-            test_rows.append(_row(f"  {group}: {t.fleet['groups'][group]['test']}", "group",
-                                  aggregate(members) if members else None,
-                                  mean_cpu([cpu[h] for h in t.fleet["groups"][group]["hosts"] if h in cpu]),
-                                  tail=tail))
-        hosts = by_host(t.jobs)
-        if t.fleet and 1 < len(hosts) <= MAX_HOST_ROWS:
-            order = t.fleet["hosts"]
-            for host in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order)):
-                test_rows.append(_row(f"  {host}", "host", hosts[host], cpu.get(host), tail=tail))
-        if windowed:  # groups and hosts have no window figures of their own
-            for row in test_rows[1:]:
-                row["span"] = WHOLE
-        rows += test_rows
+    tests = _by_id(run)
+    repeated = any(len(runs) > 1 for runs in tests.values())
+    return [row for runs in tests.values() for row in _test_rows(runs, tail, windowed, repeated)]
+
+
+def repeat_rows(run: Run) -> list[dict]:
+    """Each run of the repeated tests on a row of its own ("ID #2"), as the
+    summary showed them before it showed their mean: the report's per-run detail."""
+    tail = (run.methodology or {}).get("percentile") or "p99"
+    windowed = any(shown_window(t.methodology) for t in run.tests)
+    rows = []
+    for runs in _by_id(run).values():
+        if len(runs) < 2:
+            continue
+        for t in runs:
+            row = _row(f"{t.id} #{t.repeat}", t.status, [_figures(t.aggregate, t.host_cpu, _row_window(t), tail)],
+                       tail, _steady(t))
+            rows.append(row | ({"span": _span(_row_window(t))} if windowed else {}))
     return rows
 
 
@@ -225,14 +312,17 @@ def diagnostics_lines(findings: list[Finding]) -> list[tuple[str, str | None]]:
     return lines
 
 
-def _repeated(run: Run, test: TestRecord) -> bool:
-    return sum(1 for t in run.tests if t.id == test.id) > 1
-
-
 def summary_notes(run: Run) -> list[tuple[str, str | None]]:
     """(line, style) pairs under the table: failed tests, start skew,
     stragglers, hosts without metrics, methodology, a partial run."""
-    notes = [(f"{t.id}: {t.status}: {t.error}", "red") for t in run.tests if t.status != "ok" and t.error]
+    tests = _by_id(run)
+    notes = [(f"{t.id}{f' #{t.repeat}' if len(tests[t.id]) > 1 else ''}: {t.status}: {t.error}", "red")
+             for t in run.tests if t.status != "ok" and t.error]
+    for test_id, runs in tests.items():
+        ok = sum(t.status == "ok" for t in runs)
+        if 0 < ok < len(runs):  # its row's status says "2/3 ok"
+            notes.append((f"{test_id}: {ok} of {len(runs)} runs ok; its row shows the mean of the ok "
+                          f"run{'s' if ok > 1 else ''} only.", "yellow"))
     for t in run.tests:
         skew = (t.fleet or {}).get("skew")
         if skew and skew["overlap_pct"] < MIN_OVERLAP_PCT:
@@ -261,6 +351,21 @@ def summary_notes(run: Run) -> list[tuple[str, str | None]]:
 
 SUMMARY_CAPTION = ("read/write ms: mean total latency (submit + complete); percentiles: all IO, from merged "
                    "histograms; warm-up excluded; MB/s = 10^6 bytes/s; CPU: host, while measuring.")
+REPEATS_CAPTION = ("A repeated test is one row, the mean of its runs (column runs): ± = standard deviation of "
+                   "the runs, as % of the mean; CPU: the mean of the runs.")
+
+
+def summary_caption(run: Run) -> str:
+    """The table's caption; with repeated tests, what their ± means."""
+    repeated = any(len(runs) > 1 for runs in _by_id(run).values())
+    return f"{SUMMARY_CAPTION} {REPEATS_CAPTION}" if repeated else SUMMARY_CAPTION
+
+
+def row_style(status: str) -> str | None:
+    """A row's colour: failed red; interrupted, partial or some runs ok ("2/3 ok") yellow."""
+    if status in ("ok", "host", "group"):
+        return None
+    return "yellow" if status in ("interrupted", "partial") or status.endswith(" ok") else "red"
 
 
 def run_title(run: Run) -> str:
@@ -271,15 +376,14 @@ def run_title(run: Run) -> str:
 def summary_table(run: Run):
     """A rich renderable: the table, one line per failed test, notes on the
     fleet and methodology, then the diagnostics."""
-    table = Table(title=run_title(run), title_justify="left", box=box.SIMPLE_HEAD, caption=SUMMARY_CAPTION,
+    table = Table(title=run_title(run), title_justify="left", box=box.SIMPLE_HEAD, caption=summary_caption(run),
                   caption_justify="left")
     rows = summary_rows(run)
     columns = list(rows[0]) if rows else ["test"]
     for col in columns:
         table.add_column(col, justify="left" if col in ("test", "status") else "right", no_wrap=col == "test")
     for row in rows:
-        style = None if row["status"] in ("ok", "host", "group") else "yellow" if row["status"] in ("interrupted", "partial") else "red"
-        table.add_row(*row.values(), style=style)
+        table.add_row(*row.values(), style=row_style(row["status"]))
     notes = [Text(line, style=style or "") for line, style in summary_notes(run)]
     findings = diagnose(run.to_dict())
     if findings:

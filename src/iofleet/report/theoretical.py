@@ -14,6 +14,7 @@ from rich.text import Text
 from ..analysis.theoretical import Comparison, Device, Expected
 from ..plan.hardware import HardwareModel
 from ..plan.units import format_size
+from ..units import format_value
 
 MISSING = "n/a"
 UNITS = ["Units: IOPS = client IOs/s of the whole system; MB/s = 10^6 bytes/s; write penalty = device IOs per "
@@ -65,14 +66,6 @@ def model_data(model: HardwareModel, device: Device, expected: list[Expected],
     return data
 
 
-def _int(x) -> str:
-    return MISSING if x is None else f"{x:,.0f}"
-
-
-def _mb(x) -> str:
-    return MISSING if x is None else f"{x:,.1f}"
-
-
 def _penalty(w: dict) -> str:
     if w["read_pct"] == 100:
         return MISSING  # no writes: the penalty plays no part
@@ -82,17 +75,25 @@ def _penalty(w: dict) -> str:
 
 def workload_rows(data: dict) -> list[dict]:
     """The model table as strings, one row per workload."""
-    return [{"workload": w["workload"], "write penalty": _penalty(w), "devices IOPS": _int(w["device_iops"]),
-             "network IOPS": _int(w["network_iops"]), "expected IOPS": _int(w["iops"]),
-             "expected MB/s": _mb(w["mb_s"]), "bound": w["bound"]} for w in data["workloads"]]
+    return [{"workload": w["workload"], "write penalty": _penalty(w),
+             "devices IOPS": format_value(w["device_iops"], "IOPS"),
+             "network IOPS": format_value(w["network_iops"], "IOPS"), "expected IOPS": format_value(w["iops"], "IOPS"),
+             "expected MB/s": format_value(w["mb_s"], "MB/s"), "bound": w["bound"]} for w in data["workloads"]]
 
 
 def comparison_rows(data: dict) -> list[dict]:
     """The --run table as strings, one row per compared test."""
-    return [{"test": t["test"], "as": t["workload"], "measured IOPS": _int(t["measured_iops"]),
-             "expected IOPS": _int(t["expected_iops"]), "measured MB/s": _mb(t["measured_mb_s"]),
-             "expected MB/s": _mb(t["expected_mb_s"]), "achieved": f"{t['achieved_pct']:.1f} %",
+    return [{"test": t["test"], "as": t["workload"], "measured IOPS": format_value(t["measured_iops"], "IOPS"),
+             "expected IOPS": format_value(t["expected_iops"], "IOPS"),
+             "measured MB/s": format_value(t["measured_mb_s"], "MB/s"),
+             "expected MB/s": format_value(t["expected_mb_s"], "MB/s"), "achieved": f"{t['achieved_pct']:.1f} %",
              "bound": t["bound"]} for t in data["run"]["tests"]]
+
+
+def _device(d: dict, direction: str) -> str:
+    """e.g. "read 90,000 IOPS at 4k, 351.6 MB/s": the device's datasheet figures."""
+    return (f"{direction} {format_value(d[f'{direction}_iops'], 'IOPS')} IOPS at {format_size(d[f'{direction}_bs'])}, "
+            f"{format_value(d[f'{direction}_mb_s'], 'MB/s')} MB/s")
 
 
 def header_lines(data: dict) -> list[str]:
@@ -100,8 +101,7 @@ def header_lines(data: dict) -> list[str]:
     nic = f"NIC {m['nic_gbps']:g} Gbit/s per host" if m["nic_gbps"] else "no NIC speed (no network cap)"
     lines = [f"Model {m['name']}: {m['devices']} device{'s' if m['devices'] > 1 else ''} ({m['devices_per_host']} per host × {m['hosts']} "
              f"host{'s' if m['hosts'] > 1 else ''}), {m['layout_text']}, {nic}",
-             f"Device: read {_int(d['read_iops'])} IOPS at {format_size(d['read_bs'])}, {_mb(d['read_mb_s'])} MB/s; "
-             f"write {_int(d['write_iops'])} IOPS at {format_size(d['write_bs'])}, {_mb(d['write_mb_s'])} MB/s"]
+             f"Device: {_device(d, 'read')}; {_device(d, 'write')}"]
     for figure, source in d["sources"].items():
         lines.append(f"  {figure} from {source}")
     return lines

@@ -14,6 +14,7 @@ from typing import Callable
 
 from ..fleet.metrics import HostSample
 from ..fleet.runner import LiveFigures
+from ..units import to_ms
 from .run import RunObserver, TestOutcome, estimate_seconds
 
 
@@ -136,13 +137,11 @@ class FinishedTest:
         row = cls(index, spec.id, result.status, result.error, spec.longest_s, ended_early_s=result.ended_early_s)
         a = result.aggregate.all if result.aggregate else None
         if a is not None:
-            p99 = a.percentiles_ns.get("p99")
-            row.iops, row.mb_s, row.p99_ms = a.iops, a.bw_bytes_s / 1e6, None if p99 is None else p99 / 1e6
+            row.iops, row.mb_s, row.p99_ms = a.iops, a.bw_bytes_s / 1e6, to_ms(a.percentiles_ns.get("p99"), "ns")
         w = result.window
         if a is not None and w and "all" in w:
-            p99_us = w["all"]["lat_p99_us"]
             row.iops, row.mb_s = w["all"]["iops"], w["all"]["bw_mb_s"]
-            row.p99_ms = None if p99_us is None else p99_us / 1000
+            row.p99_ms = to_ms(w["all"]["lat_p99_us"], "us")
             row.window = {"start_s": w["start_s"], "end_s": w["end_s"], "steady": w["steady"]}
         return row
 
@@ -211,7 +210,7 @@ class RunProgress(RunObserver):
             self.totals = Totals("node_exporter", iops=sum(known) if known else None)
         else:
             mb_s = None if live.bw_bytes_s is None else live.bw_bytes_s / 1e6
-            lat_ms = None if live.lat_mean_ns is None else live.lat_mean_ns / 1e6
+            lat_ms = to_ms(live.lat_mean_ns, "ns")
             self.totals = Totals("fio", iops=live.iops, mb_s=mb_s, lat_ms=lat_ms)
             self.hosts = {"local": HostFigures(iops=live.iops, mb_s=mb_s, lat_ms=lat_ms)}
 

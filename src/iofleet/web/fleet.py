@@ -6,8 +6,7 @@ from dataclasses import asdict
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from ..fio.command import fio_version
-from ..fleet.check import check_hosts, problem_lines
+from ..studies.hosts import check_fleet as check_fleet_hosts
 from .render import fragment, render, settings
 
 router = APIRouter()
@@ -35,11 +34,10 @@ def check_fleet(request: Request):
     if s.inventory is None:
         return {"controller_fio": None, "hosts": [], "problems": ["this server has no inventory: "
                                                                    "start it with `iofleet serve --hosts INVENTORY`"]}
-    version = fio_version()
-    checks = check_hosts(s.inventory.hosts, version)
+    fleet = check_fleet_hosts(s.inventory.hosts, s.inventory_path)  # as `iofleet hosts check` shows it
     hosts = [{"name": c.host.name, "address": c.host.address, "reachable": c.reachable, "fio_version": c.fio_version,
-              "metrics": c.metrics, "targets": [asdict(t) for t in c.targets], "ok": c.ok} for c in checks]
-    return {"controller_fio": version, "hosts": hosts, "problems": problem_lines(checks)}
+              "metrics": c.metrics, "targets": [asdict(t) for t in c.targets], "ok": c.ok} for c in fleet.checks]
+    return {"controller_fio": fleet.controller_fio, "hosts": hosts, "problems": fleet.problems, "notes": fleet.notes}
 
 
 @router.post("/fleet/check", include_in_schema=False, response_class=HTMLResponse)

@@ -11,11 +11,11 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 
 from ..errors import PlanError
-from ..plan.expand import expand, tests_table
+from ..plan.expand import expand
 from ..plan.load import parse_plan_text, read_plan_text, with_targets, yaml_data
 from ..plan.model import Plan, check_name
 from ..plan.units import format_duration
-from ..studies.run import estimate_seconds
+from ..studies.preview import preview_plan
 from . import plan_form
 from .render import NotFound, Settings, fragment, render, settings
 
@@ -56,9 +56,8 @@ def validation(s: Settings, text: str, targets: list[str] | None) -> dict:
     except PlanError as exc:
         return {"ok": False, "error": exc.problems[0], "problems": exc.problems,
                 "fields": [{"field": f, "message": m} for f, m in exc.fields]}
-    specs = expand(plan)
-    columns, rows = tests_table(specs)
-    return {"ok": True, "name": plan.name, "columns": columns, "tests": rows, "estimate_s": estimate_seconds(specs)}
+    p = preview_plan(plan)  # as `iofleet validate` shows it
+    return {"ok": True, "name": plan.name, "columns": p.columns, "tests": p.rows, "estimate_s": p.estimate_s}
 
 
 @router.get("/api/plans", tags=["plans"])
