@@ -1,12 +1,15 @@
 """`iofleet saturate --hosts` on 4 real fio servers in network namespaces:
 every cell runs on all hosts at once and reports fleet figures."""
 
+import pytest
+
 from iofleet.analysis.saturation import saturation_of_run
 
 from ..browser import open_page
 from ..cli import iofleet, show_json
 
 
+@pytest.mark.scale  # about 30 s: `make test-scale` (make test keeps its 15 minutes)
 def test_saturate_on_the_fleet_reports_fleet_figures(tmp_path, fleet4, data_dir):
     inv = fleet4.write_inventory(tmp_path / "inv.yaml")
     proc = iofleet("saturate", "--hosts", inv, "--max-jobs", "2", "--max-iodepth", "8", "--slo", "p99<=50ms",

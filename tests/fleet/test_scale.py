@@ -1,5 +1,6 @@
 """`iofleet scale` on real fio servers in network namespaces."""
 
+import pytest
 import re
 
 import yaml
@@ -17,6 +18,7 @@ def table_rows(out: str) -> list[list[str]]:
             if line.startswith("│")]
 
 
+@pytest.mark.scale  # about 30 s: `make test-scale` (make test keeps its 15 minutes)
 def test_scale_runs_each_step_on_the_first_hosts_and_reports_growth(tmp_path, fleet4, data_dir):
     inv = fleet4.write_inventory(tmp_path / "inv.yaml")
     plan = write_plan(tmp_path / "p.yaml", name="scale", defaults=TINY,
