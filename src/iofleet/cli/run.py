@@ -125,10 +125,6 @@ def easy_run_command(
                                label=label, observer=progress, stop=stop, destroy_data=destroy_data)
             if stop.is_set() or probed.outcome.run.status == "interrupted":
                 finish(probed.outcome.run, store.path, fleet)
-            if probed.load is None:
-                why = "; ".join(probed.outcome.stopped) or "no cell measured any IO"
-                raise IofleetError(f"easy-run: the probe (run {probed.run_id}) measured nothing: {why}; "
-                                   f"see `iofleet results show {probed.run_id}`, or give --no-probe")
             load = probed.load
         with TerminalProgress(console) as progress:
             outcome = easy_run(store, targets=targets, hosts=fleet, durations=durations, working_set=working_set,

@@ -40,7 +40,7 @@ def survey(targets: list[Path] | None, hosts: list[Host] | None) -> tuple[list[H
 @dataclass
 class Probe:
     """The probe's stored run (a saturate sweep of 4k random reads) and the
-    jobs × iodepth it chose; `load` is None when it measured nothing."""
+    jobs × iodepth it chose; `load` is None only when it was interrupted."""
 
     outcome: SaturateOutcome
     load: Load | None
@@ -111,7 +111,8 @@ def probe(
 ) -> Probe:
     """Measure which jobs × iodepth gives the most 4k random-read IOPS: a
     short saturate sweep, stored as its own run, on all hosts at once (one
-    setting for the fleet, from the fleet's summed IOPS)."""
+    setting for the fleet, from the fleet's summed IOPS). An interrupted
+    probe is returned as it is; one that measured nothing is an error."""
     facts, _ = survey(targets, hosts)
     sweep = probe_sweep(facts, durations, working_set, max_iodepth)
     start = time.monotonic()
@@ -119,6 +120,11 @@ def probe(
                            observer=observer, stop=stop, destroy_data=destroy_data)
     seconds = time.monotonic() - start
     load = choose_load(outcome.result, outcome.run_id, outcome.hosts, facts, seconds)
+    interrupted = (stop is not None and stop.is_set()) or outcome.outcome.run.status == "interrupted"
+    if load is None and not interrupted:
+        why = "; ".join(outcome.outcome.stopped) or "no cell measured any IO"
+        raise IofleetError(f"easy-run: the probe (run {outcome.run_id}) measured nothing: {why}; "
+                           f"see `iofleet results show {outcome.run_id}`, or give --no-probe")
     return Probe(outcome, load, seconds)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from ..analysis.saturation import parse_slo
 from ..errors import IofleetError
 from ..plan.easy import Durations
-from ..plan.params import PARAMS, RUN_PARAMS, Param
+from ..plan.params import PARAMS, RUN_PARAMS, STEADY_WINDOW_ROUNDS, Param
 from ..plan.units import format_duration
 from .saturate import Sweep
 
@@ -55,7 +55,7 @@ def sweep_from_options(slo: str | None = None, **given: Any) -> Sweep:
                 raise IofleetError(f"{option} {given[name]}: {why}")
             values[name] = given[name]
     sweep = Sweep(**values)
-    if sweep.runtime is None and sweep.max_runtime < 5 * sweep.round:
+    if sweep.runtime is None and sweep.max_runtime < STEADY_WINDOW_ROUNDS * sweep.round:
         shown = {name: given.get(name) or format_duration(getattr(sweep, name)) for name in ("max_runtime", "round")}
         raise IofleetError(f"--max-runtime {shown['max_runtime']}: shorter than the steady-state window (5 rounds "
                            f"of --round {shown['round']}); raise --max-runtime or shorten --round")
