@@ -120,9 +120,9 @@ def probe(
                            observer=observer, stop=stop, destroy_data=destroy_data)
     seconds = time.monotonic() - start
     load = choose_load(outcome.result, outcome.run_id, outcome.hosts, facts, seconds)
-    interrupted = (stop is not None and stop.is_set()) or outcome.outcome.run.status == "interrupted"
+    interrupted = (stop is not None and stop.is_set()) or outcome.run.status == "interrupted"
     if load is None and not interrupted:
-        why = "; ".join(outcome.outcome.stopped) or "no cell measured any IO"
+        why = "; ".join(outcome.stopped) or "no cell measured any IO"
         raise IofleetError(f"easy-run: the probe (run {outcome.run_id}) measured nothing: {why}; "
                            f"see `iofleet results show {outcome.run_id}`, or give --no-probe")
     return Probe(outcome, load, seconds)
