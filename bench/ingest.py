@@ -375,7 +375,7 @@ report of its run 15.4 s. The hot spots and what was done (src/, results unchang
   (steady state) and by every per-second chart of the report (6.5 s of the ingest, 9.6 s of the
   report profile); now numpy, adding series by series in the same order (np.bincount), so every
   sum is the same float as before.
-- results/store.py: the artifacts (fio's JSON, job files and ~300 logs per test) were compressed
+- results/store/artifacts.py: the artifacts (fio's JSON, job files and ~300 logs per test) were compressed
   at gzip level 6 and fsync'ed one by one (13 s of fsync and 6 s of zlib); now level 4 (3 % larger
   on these files, half the CPU), on 16 threads started as soon as the test's row exists, so the
   fsyncs overlap each other and the rows' inserts.

@@ -34,9 +34,9 @@ def run_iofleet(plan: Path, target: Path, data: Path) -> tuple[float, str]:
     subprocess.run([sys.executable, "-m", "iofleet", "run", str(plan), "--target", str(target),
                     "--data-dir", str(data)], check=True, capture_output=True)
     with Store.open(data) as store:
-        test = store.get_run(store.latest_run_id())["tests"][0]
-        jobfile = store.read_artifact(test["pk"], "job.fio").decode()
-    return test["aggregate"].all.iops, re.search(r"^ioengine=(\S+)", jobfile, re.M).group(1)
+        test = store.get_run(store.latest_run_id()).tests[0]
+        jobfile = store.read_artifact(test.pk, "job.fio").decode()
+    return test.aggregate.all.iops, re.search(r"^ioengine=(\S+)", jobfile, re.M).group(1)
 
 
 def run_by_hand(datafile: Path, engine: str, a) -> float:

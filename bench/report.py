@@ -51,12 +51,11 @@ def report_once(data: Path, out: Path) -> dict:
 
 def show_once(data: Path) -> dict:
     """What `iofleet results show RUN --format json` does once loaded."""
-    from iofleet.results.export import run_to_dict
     from iofleet.results.store import Store
 
     t0 = time.perf_counter()
     with Store.open(data) as store:
-        doc = run_to_dict(store.get_run(store.latest_run_id()))
+        doc = store.get_run(store.latest_run_id()).to_dict()
     text = json.dumps(doc, indent=2)
     return {"show_json": time.perf_counter() - t0, "json_bytes": len(text.encode())}
 
@@ -137,7 +136,7 @@ The run stored by bench/ingest.py (64 hosts × 24 tests × 600 s). "report" is w
 {run_id} -o report.html` does once the program is loaded: `Store.get_run`, `Store.run_series` (every
 per-second series), `run_report_html` (summary, steady state, diagnostics, 5 overview charts and
 per test its per-second, per-host and percentile charts, plotly.js inline) and writing the file;
-"show json" is `results show {run_id} --format json` (get_run, `run_to_dict`, json.dumps). The last two
+"show json" is `results show {run_id} --format json` (get_run, `Run.to_dict`, json.dumps). The last two
 columns are the whole commands in a new process (Python start-up and imports included).
 
 | repeat | get_run (s) | run_series (s) | run_report_html (s) | report (s) | show json (s) | `iofleet report` (s) | `results show --format json` (s) |
