@@ -57,7 +57,8 @@ test: system browser $(STAMP)
 	$(BIN)/pytest -q tests -m "not scale"
 
 # Fleet tests at scale (32 hosts in network namespaces; root), and the slowest
-# fleet end-to-end runs (Easy Run, saturate and the scale study on 4 hosts).
+# fleet end-to-end runs (Easy Run, saturate and the scale study on 4 hosts, a
+# host whose link vanishes, a second run on a busy fleet target).
 test-scale: system $(STAMP)
 	$(BIN)/pytest -q tests/fleet -m scale
 

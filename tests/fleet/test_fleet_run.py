@@ -175,6 +175,7 @@ def test_mixed_workloads_run_side_by_side_on_host_groups(tmp_path, fleet4, data_
     assert not [l for l in out.splitlines() if "straggler" in l and "h4" in l]
 
 
+@pytest.mark.scale  # about 30 s: `make test-scale`; a host lost mid-test stays in make test (server killed)
 def test_a_host_that_vanishes_mid_test_is_dropped_and_the_others_kept(tmp_path, make_fleet, data_dir, spawn):
     fleet = make_fleet(2)
     inv = fleet.write_inventory(tmp_path / "inv.yaml")

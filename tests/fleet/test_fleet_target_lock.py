@@ -3,10 +3,13 @@ processes on one controller cannot share it (issue 16, item 2)."""
 
 import sqlite3
 
+import pytest
+
 from ..cli import iofleet, write_plan
 from .test_fleet_run import SHORT, _wait_for_jobs, data_files
 
 
+@pytest.mark.scale  # about 20 s: `make test-scale` (make test keeps its 15 minutes)
 def test_a_second_run_on_a_busy_fleet_target_is_refused(tmp_path, make_fleet, spawn):
     fleet = make_fleet(1)
     inv = fleet.write_inventory(tmp_path / "inv.yaml")
