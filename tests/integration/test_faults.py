@@ -90,7 +90,9 @@ def test_a_target_filling_up_mid_run_fails_the_test_saying_where_and_follows_on_
                                  {"name": "fits", "size": "1m"}])
     proc = spawn("run", plan, "--target", target, data_dir=data_dir)
     data_file = target / "iofleet" / "iofleet-data.0.0"
-    wait_for(lambda: fio_using([target / "iofleet"]) and data_file.stat().st_blocks * 512 >= 2**20,
+    # (fio may be in the directory a moment before its file is there)
+    wait_for(lambda: fio_using([target / "iofleet"]) and data_file.exists()
+             and data_file.stat().st_blocks * 512 >= 2**20,
              what="test 1's fio, its file laid out")
     filler = fill(target)
     out, err = proc.communicate(timeout=60)
