@@ -46,9 +46,11 @@ def test_latency_target_is_refined_by_bisection(disk_dir, data_dir):
     sat = saturation_of_run(run)
     limit = 250.0
     for c in sat.cells:
-        # Met only when every run met it; a cell near the limit was repeated.
+        # Met only when every run met it. A cell is repeated when its verdict is
+        # near the limit, or (only a cell that met it) to tell the answer from
+        # the cell with the most IOPS.
         assert c.slo_ok == all(v <= limit for v in c.slo_runs)
-        assert c.runs == 1 or any(limit / 1.08 <= v <= 1.08 * limit for v in c.slo_runs), c
+        assert c.runs == 1 or c.slo_ok or any(limit / 1.08 <= v <= 1.08 * limit for v in c.slo_runs), c
     answer = sat.slo_best
     assert answer is not None and answer.slo_value_us <= limit
     assert not any(more_iops(c, answer) for c in sat.cells if c.slo_ok)
