@@ -99,8 +99,11 @@ def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir,
     while time.monotonic() < deadline:
         if db.exists():
             with sqlite3.connect(db) as c:
-                if c.execute("SELECT count(*) FROM tests").fetchone()[0] == 1:
-                    break
+                try:
+                    if c.execute("SELECT count(*) FROM tests").fetchone()[0] == 1:
+                        break
+                except sqlite3.OperationalError:
+                    pass  # the file is there a moment before its tables are
         time.sleep(0.2)
     wait_for_test_fio(disk_dir)
     time.sleep(1)
