@@ -122,7 +122,7 @@ def test_doubling_axes_and_the_sweep_plan():
 # ---- repeats, window figures, noise and the search ------------------------
 
 def exported(seq, jobs, depth, iops, p99_us=None, window=None):
-    """A minimal exported test (results.export.export_test) of a cell."""
+    """A minimal exported test (results.model.TestRecord.to_dict) of a cell."""
     lat = jobs * depth / iops * 1e6  # Little's law holds exactly
     figures = {"ios": int(iops * 5), "iops": iops, "bw_mb_s": iops * 4096 / 1e6, "lat_mean_us": lat,
                "lat_p99_us": p99_us if p99_us is not None else 2 * lat}

@@ -13,7 +13,7 @@ SYNC_ENGINES = ("psync", "sync")  # one IO at a time per job, whatever iodepth s
 
 def outstanding_io(test: dict) -> int | None:
     """IOs the test keeps in flight over all its hosts (fio jobs × iodepth),
-    from an exported test (results.export.export_test); None for mixed tests,
+    from an exported test (results.model.TestRecord.to_dict); None for mixed tests,
     whose host groups run different depths, and for tests without figures."""
     params = test.get("params") or {}
     if params.get("groups") or not test.get("fio_jobs") or "iodepth" not in params:
