@@ -8,7 +8,8 @@ STAMP   := $(VENV)/.installed
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH ?= $(CURDIR)/scratch
 # Debian packages needed: fio (the engine), python3-venv (for .venv),
-# iproute2 and prometheus-node-exporter (the fleet tests' test hosts);
+# iproute2, prometheus-node-exporter and openssh-server (the fleet tests'
+# test hosts, each running sshd for `hosts deploy`);
 # for the tests only, chromium (they open the HTML report in it, headless).
 
 .PHONY: run test test-scale bench system browser clean
@@ -22,7 +23,7 @@ define apt_install
 endef
 
 # Install what is missing from the distribution (fio >= 3.33, venv support,
-# `ip` and node_exporter for the fleet tests' network-namespace hosts).
+# `ip`, node_exporter and sshd for the fleet tests' network-namespace hosts).
 # --no-install-recommends: node_exporter would otherwise pull in smartmontools,
 # ipmitool, nvme-cli and collector timers that the tests do not use.
 system:
@@ -31,6 +32,8 @@ system:
 	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v prometheus-node-exporter >/dev/null 2>&1 || missing="$$missing prometheus-node-exporter"; \
+	command -v /usr/sbin/sshd >/dev/null 2>&1 || missing="$$missing openssh-server"; \
+	command -v ssh-keygen >/dev/null 2>&1 || missing="$$missing openssh-client"; \
 	$(apt_install)
 
 # The distribution's Chromium, which the browser tests drive through Playwright.
@@ -56,7 +59,8 @@ run: system $(STAMP)
 test: system browser $(STAMP)
 	$(BIN)/pytest -q tests -m "not scale"
 
-# Fleet tests at scale (32 hosts in network namespaces; root), and the slowest
+# Fleet tests at scale (a 64-host run and 32 hosts under one fio client, in
+# network namespaces; root), and the slowest
 # fleet end-to-end runs (Easy Run, saturate and the scale study on 4 hosts, a
 # host whose link vanishes, a second run on a busy fleet target).
 test-scale: system $(STAMP)

@@ -43,7 +43,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.common import machine, profile_table, write_section  # noqa: E402
+from bench.common import machine, profile_table, result_line, spread, write_section  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "fio"
 SECTION = "## Ingest at scale"
@@ -352,6 +352,15 @@ def dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+# Measured with the store's previous artifact layout, kept for comparison.
+BEFORE = """Before issue 19 each test's raw files were stored one gzip file each (~10,000 a run: three
+logs per job and host, job files, fio's JSON), each compressed, written, fsync'ed and renamed on
+16 threads that contended for the GIL with the main thread: the same command gave a median of
+16.94 s (spread 14.58-19.48 s; 20.93 CPU seconds; 2026-11-24, load average 12-20 from other
+work on the machine), 15.11 s on 2026-11-23 at load 2-3, and 10.86 s storing no raw files at all.
+Now a test's files go into one zip archive (artifacts/run-ID/NNNN-TEST/files.zip), written on one
+thread while the test's rows go in; stores of the old layout still read."""
+
 PROFILE_SECTION = "## Ingest at scale: profile"
 PROFILE_NOTES = """Before the fixes below, the same ingest took 40.5 s on this machine (cProfile: 90 s), the
 report of its run 15.4 s. The hot spots and what was done (src/, results unchanged to the bit):
@@ -389,8 +398,9 @@ same ingest without them takes about 8 s instead of 12 (the diagnostic row of th
 their threads add ~4 s of system time, mostly futex calls of threads handing the GIL back and forth
 (strace: 122,000 futex calls for 16 hosts), which also makes the main thread's sqlite3 statements
 wait (`execute` and the lock waits in the table below). Fewer, larger artifacts (one archive of a
-test's logs) would remove most of it; that changes the store's and the bundle's file layout, so it
-is left to them. The CPU work left is otherwise mostly proportional to the data: reading 209 MB of logs (regular expression and
+test's logs) would remove most of it; issue 19 did that (one zip archive a test, see the section
+above), and stores each job's latency histogram as int64 pairs instead of JSON and a test's jobs in
+one executemany. The CPU work left is otherwise mostly proportional to the data: reading 209 MB of logs (regular expression and
 numpy), decoding 78 MB of JSON, converting samples to Python lists (the Series type) and back,
 merging 3 × 2,304 histograms, and with node_exporter encoding 5.6 M host-metric floats as JSON
 (the host_metrics.series column: ~2.5 s for 64 hosts, the largest single item left; storing them
@@ -478,7 +488,7 @@ def main():
             if i < len(plan) - 1:
                 shutil.rmtree(data)
         store_bytes = dir_size(data)
-        n_artifacts = sum(1 for _ in (data / "artifacts").rglob("*.gz"))
+        n_artifacts = sum(1 for f in (data / "artifacts").rglob("*") if f.is_file())
         db_bytes = (data / "results.db").stat().st_size
         if a.data_dir.exists():
             shutil.rmtree(a.data_dir)
@@ -493,6 +503,8 @@ def main():
     with_ne = [r for r in runs if r["node_exporter"]]
     no_art = [r for r in runs if not r["artifacts"]]
     med_s = statistics.median(r["seconds"] for r in fio_only)
+    lo_s, hi_s = spread([r["seconds"] for r in fio_only])
+    med_cpu = statistics.median(r["cpu_seconds"] for r in fio_only)
     med_rss = statistics.median(r["peak_rss_bytes"] for r in fio_only)
     verdict = "meets" if med_s < GOAL_S and max(r["peak_rss_bytes"] for r in runs) < GOAL_BYTES else "misses"
     series = sum(s.jobs * (3 if s.read_pct == 0 else 6) for s in specs) * a.hosts
@@ -508,9 +520,8 @@ def main():
     if no_art:
         na_s = statistics.median(r["seconds"] for r in no_art)
         ne_line += (f"\nDiagnostic: the same ingest storing no raw files (artifacts) takes {na_s:.2f} s: writing "
-                    f"{n_artifacts:,} gzip files (each "
-                    f"compressed, written, fsync'ed and renamed, on 16 threads that contend for the GIL with the "
-                    f"main thread) costs the difference.")
+                    f"{n_artifacts:,} zip archives (one a test, compressed on a thread while the test's rows go in, "
+                    f"fsync'ed and renamed) costs the difference.")
     text = f"""{SECTION}
 
 Command: `make bench` (= `.venv/bin/python bench/ingest.py --hosts {a.hosts} --samples {a.samples} --repeats {a.repeats} --no-artifacts-runs {a.no_artifacts_runs} --node-exporter-runs {a.node_exporter_runs}`)
@@ -521,7 +532,7 @@ What `iofleet run --hosts` does after fio returns, for {len(specs)} tests (examp
 json+ document (one per host and test, {json_bytes / len(specs) / 1e6:.1f} MB a test with every job's latency bins), parse
 {len(log_files):,} per-second logs ({log_lines:,} lines, {logs_bytes / 1e6:.0f} MB: {series:,} series of
 {a.samples} samples), aggregate exactly, judge steady state and start skew, and store each test
-with its series and artifacts (json+, job files, logs, gzip) in a fresh data directory on this
+with its series and artifacts (json+, job files, logs: one zip a test) in a fresh data directory on this
 machine's ext4 disk. The inputs are generated from the recorded fio 3.33 outputs in
 tests/fixtures/fio (see the script's docstring); the code timed is iofleet's run study, with only
 fio, the engine probe and the metrics scrapes replaced. Each ingest runs in its own process:
@@ -535,8 +546,13 @@ CPUs); other projects' test suites ran on the machine meanwhile.
 | ---: | --- | --- | ---: | ---: | ---: | ---: |
 {rows}
 
-**Median: {med_s:.2f} s and {med_rss / 2**20:.0f} MiB peak RSS** (goal < {GOAL_S:.0f} s and < 1 GiB: {verdict} it).{ne_line}
-The stored run: {store_bytes / 1e6:.0f} MB ({db_bytes / 1e6:.0f} MB database, the rest gzip artifacts).
+**Median: {med_s:.2f} s (spread {lo_s:.2f}-{hi_s:.2f} s; {med_cpu:.2f} CPU seconds) and {med_rss / 2**20:.0f} MiB
+peak RSS** (goal < {GOAL_S:.0f} s and < 1 GiB: {verdict} it).{ne_line}
+The stored run: {store_bytes / 1e6:.0f} MB ({db_bytes / 1e6:.0f} MB database, the rest {n_artifacts:,} zip archives of raw files).
+
+{BEFORE}
+
+{result_line("ingest-64-s", med_s)}
 """
     write_section(text, SECTION)
     print(text)

@@ -10,6 +10,12 @@
         fleet.kill_server("h2")           # kill -9 all of h2: a dead host
         fleet.fio_processes("h1")         # pids of fio jobs still running on h1
 
+    with TestFleet(3, ssh=True, fio_server=False) as fleet:
+        # each host runs Debian's sshd on ADDR:22 (root login by key only),
+        # no fio server: `iofleet hosts deploy` starts those
+        fleet.ssh_key, fleet.known_hosts  # client key, known_hosts of every host key
+        fleet.write_inventory(path)       # with `defaults: {ssh: ...}`
+
 Layout of one fleet (token T, 5 hex digits; slot S, see below):
 
     root namespace: bridge iofTbr 10.231.S.1/20
@@ -37,6 +43,7 @@ former. /run is a tmpfs, like the namespaces' mount points in /run/netns.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import http.client
@@ -69,6 +76,9 @@ SUBNET_BASE = "10.231"
 SLOTS = 16          # /20s in 10.231.0.0/16
 MAX_HOSTS = 240     # 10.231.S.11 .. 10.231.S.250
 NODE_EXPORTER = "prometheus-node-exporter"
+SSHD = "/usr/sbin/sshd"
+SSH_PORT = 22
+DEPLOY_ROOT = Path("/var/tmp/iofleet")  # where `iofleet hosts deploy` keeps a host's pid files (fleet/deploy.py)
 
 CAP_NET_ADMIN = 12
 CAP_SYS_ADMIN = 21
@@ -93,6 +103,7 @@ class TestHost:
     veth: str           # root-namespace end of its veth pair
     server_pid: int | None = None    # the fio --server listener
     exporter_pid: int | None = None  # prometheus-node-exporter
+    sshd_pid: int | None = None      # sshd -D (ssh=True)
     alive: bool = True
 
     @property
@@ -190,7 +201,7 @@ def _capabilities() -> int:
     return 0
 
 
-def unavailable_reason(metrics: bool = False) -> str | None:
+def unavailable_reason(metrics: bool = False, ssh: bool = False) -> str | None:
     """Why test fleets cannot be built here (for pytest.skip), or None."""
     if os.geteuid() != 0:
         return "fleet tests need root (network namespaces, veth, bridge)"
@@ -205,6 +216,8 @@ def unavailable_reason(metrics: bool = False) -> str | None:
         return "fio is not installed (`make system` installs it)"
     if metrics and not shutil.which(NODE_EXPORTER):
         return f"{NODE_EXPORTER} is not installed (`make system` installs it)"
+    if ssh and not (os.access(SSHD, os.X_OK) and shutil.which("ssh-keygen")):
+        return "sshd or ssh-keygen is not installed (`make system` installs openssh-server)"
     return None
 
 
@@ -350,11 +363,16 @@ class TestFleet:
     __test__ = False  # not a pytest test class
 
     def __init__(self, n: int, metrics: bool = False, base_dir: Path | str | None = None,
-                 port: int = FIO_PORT, startup_timeout: float = 20.0):
+                 port: int = FIO_PORT, startup_timeout: float = 20.0,
+                 ssh: bool = False, fio_server: bool = True):
         if not 1 <= n <= MAX_HOSTS:
             raise ValueError(f"a test fleet has 1 to {MAX_HOSTS} hosts, not {n}")
         self.n = n
         self.metrics = metrics
+        self.ssh = ssh                # each host runs sshd on ADDR:22
+        self.fio_server = fio_server  # False: no fio --server started (deploy's job)
+        self.ssh_key: Path | None = None      # the client's private key (root login on every host)
+        self.known_hosts: Path | None = None  # every host's key, as ssh-keyscan would list it
         self.port = port
         self.startup_timeout = startup_timeout
         self.base_dir = Path(base_dir) if base_dir else default_base_dir()
@@ -502,8 +520,12 @@ class TestFleet:
                 return left
             time.sleep(0.05)
 
-    def write_inventory(self, path: Path | str, hosts: list[str] | None = None) -> Path:
-        """An iofleet inventory (YAML) of the hosts (all, or those named)."""
+    def write_inventory(self, path: Path | str, hosts: list[str] | None = None,
+                        ssh: dict[str, dict] | None = None) -> Path:
+        """An iofleet inventory (YAML) of the hosts (all, or those named).
+        With ssh=True fleets, `defaults: {ssh: ...}` logs in as root with
+        ssh_key and checks known_hosts; `ssh` gives per-host overrides,
+        e.g. {"h2": {"key": str(other_key)}}."""
         entries = []
         for h in self.hosts:
             if hosts is not None and h.name not in hosts:
@@ -511,10 +533,20 @@ class TestFleet:
             entry = {"name": h.name, "address": h.endpoint, "targets": [str(h.target)]}
             if h.metrics:
                 entry["metrics"] = h.metrics
+            if ssh and h.name in ssh:
+                entry["ssh"] = ssh[h.name]
             entries.append(entry)
+        data: dict = {"hosts": entries}
+        if self.ssh:
+            data["defaults"] = {"ssh": {"user": "root", "key": str(self.ssh_key),
+                                        "known_hosts": str(self.known_hosts)}}
         path = Path(path)
-        path.write_text(yaml.safe_dump({"hosts": entries}, sort_keys=False))
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path
+
+    def deploy_dirs(self) -> list[Path]:
+        """The `hosts deploy` directories of this fleet's hosts that exist."""
+        return [d for h in self.hosts if (d := DEPLOY_ROOT / f"{h.address}-{h.port}").exists()]
 
     def server_log(self, name: str, label: str = "fio") -> str:
         """What the host's fio server (or a spawned command) printed."""
@@ -533,12 +565,14 @@ class TestFleet:
         found = leftovers(self.token, set(self._netns_ids), needles)
         if self.data_dir is not None and self.data_dir.exists():
             found.append(f"dir {self.data_dir}")
+        if self.ssh:
+            found += [f"dir {d}" for d in self.deploy_dirs()]
         return found
 
     # ---- set-up
 
     def start(self) -> None:
-        reason = unavailable_reason(self.metrics)
+        reason = unavailable_reason(self.metrics, self.ssh)
         if reason:
             raise FleetError(reason)
         t0 = time.monotonic()
@@ -561,10 +595,15 @@ class TestFleet:
         _ip("link", "set", self.bridge, "up")
         for i in range(1, self.n + 1):
             self.hosts.append(self._add_host(i))
+        if self.ssh:
+            self._make_ssh_keys()
         for h in self.hosts:
-            self._start_server(h)
+            if self.fio_server:
+                self._start_server(h)
             if self.metrics:
                 self._start_exporter(h)
+            if self.ssh:
+                self._start_sshd(h)
         self._wait_ready()
         self.startup_seconds = time.monotonic() - t0
 
@@ -667,13 +706,70 @@ class TestFleet:
             NODE_EXPORTER, f"--web.listen-address={host.address}:{METRICS_PORT}"])
         host.exporter_pid = proc.pid
 
+    @property
+    def ssh_dir(self) -> Path:
+        """Keys, known_hosts, sshd configs and pid files of the fleet (ssh=True)."""
+        return self.data_dir / "ssh"
+
+    def make_key(self, name: str) -> Path:
+        """A new ed25519 key pair in ssh_dir (no passphrase); the private key's path."""
+        path = self.ssh_dir / name
+        proc = subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{PREFIX}{self.token}",
+                               "-f", str(path)], capture_output=True, text=True, timeout=30)
+        if proc.returncode != 0:
+            raise FleetError(f"ssh-keygen failed: {proc.stderr.strip()}")
+        return path
+
+    def _make_ssh_keys(self) -> None:
+        """The client key (authorized on every host), a host key per host and
+        the known_hosts file listing them, as `ssh-keyscan` and a check would."""
+        self.ssh_dir.mkdir(mode=0o700)
+        self.ssh_key = self.make_key("id_ed25519")
+        (self.ssh_dir / "authorized_keys").write_text(Path(f"{self.ssh_key}.pub").read_text())
+        lines = []
+        for h in self.hosts:
+            key = self.make_key(f"{h.name}_host_ed25519_key")
+            kind, blob = Path(f"{key}.pub").read_text().split()[:2]
+            lines.append(f"{h.address} {kind} {blob}\n")
+        self.known_hosts = self.ssh_dir / "known_hosts"
+        self.known_hosts.write_text("".join(lines))
+        # sshd refuses to start without its privilege separation directory
+        # (Debian's service unit creates it; namespaces share the filesystem).
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+
+    def _start_sshd(self, host: TestHost) -> None:
+        d = self.ssh_dir
+        config = d / f"{host.name}-sshd_config"
+        config.write_text("\n".join([
+            f"ListenAddress {host.address}:{SSH_PORT}",
+            f"HostKey {d / f'{host.name}_host_ed25519_key'}",
+            f"PidFile {d / f'{host.name}-sshd.pid'}",
+            f"AuthorizedKeysFile {d / 'authorized_keys'}",  # not /root/.ssh: nothing of the machine's
+            "PermitRootLogin prohibit-password",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "PubkeyAuthentication yes",
+            "UsePAM no",
+            "StrictModes no",   # the scratch directory's modes are the project's, not ~/.ssh's
+            "PrintMotd no",
+            "MaxStartups 200",  # a control channel opens many sessions at once
+            # bash sources ~/.bashrc for commands run by sshd unless SHLVL says it is nested:
+            # this machine's root .bashrc (pyenv init) would add ~0.2 s of CPU to each command.
+            "SetEnv SHLVL=1",
+            "",
+        ]))
+        proc = self._spawn(host, "sshd", [SSHD, "-D", "-e", "-f", str(config)])
+        host.sshd_pid = proc.pid
+
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
-        pending_fio = {h.name for h in self.hosts}
+        pending_fio = {h.name for h in self.hosts} if self.fio_server else set()
         pending_metrics = {h.name for h in self.hosts if h.metrics}
-        while pending_fio or pending_metrics:
+        pending_ssh = {h.name for h in self.hosts} if self.ssh else set()
+        while pending_fio or pending_metrics or pending_ssh:
             for h in self.hosts:
-                for pid, what in ((h.server_pid, "fio"), (h.exporter_pid, "node-exporter")):
+                for pid, what in ((h.server_pid, "fio"), (h.exporter_pid, "node-exporter"),
+                                  (h.sshd_pid, "sshd")):
                     proc = next((p for p in self._procs if p.pid == pid), None)
                     if proc is not None and proc.poll() is not None:
                         log = (self.data_dir / "logs" / f"{h.name}-{what}.log").read_text(errors="replace")
@@ -685,13 +781,17 @@ class TestFleet:
             for name in sorted(pending_metrics):
                 if _http_ok(self.host(name).metrics):
                     pending_metrics.discard(name)
-            if not (pending_fio or pending_metrics):
+            for name in sorted(pending_ssh):
+                if accepts(self.host(name).address, SSH_PORT):
+                    pending_ssh.discard(name)
+            if not (pending_fio or pending_metrics or pending_ssh):
                 break
             if time.monotonic() > deadline:
                 raise FleetError(
                     f"test hosts not ready after {self.startup_timeout:.0f} s: "
                     f"fio --server not accepting on {sorted(pending_fio) or 'none'}, "
-                    f"node_exporter not answering on {sorted(pending_metrics) or 'none'}")
+                    f"node_exporter not answering on {sorted(pending_metrics) or 'none'}, "
+                    f"sshd not accepting on {sorted(pending_ssh) or 'none'}")
             time.sleep(0.05)
 
     # ---- tear-down
@@ -736,6 +836,11 @@ class TestFleet:
                 problems.append(f"ip netns del {ns}: {proc.stderr.strip()}")
         if self.data_dir is not None and self.data_dir.exists():
             shutil.rmtree(self.data_dir, ignore_errors=True)
+        if self.ssh:  # what a test's deploy left when it failed before undeploy
+            for d in self.deploy_dirs():
+                shutil.rmtree(d, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                DEPLOY_ROOT.rmdir()  # only when empty: other fleets may have hosts deployed
         problems += self.leftovers()
         if self._state_fd is not None:
             if not problems:  # else leave it, unlocked, for cleanup_stale

@@ -233,4 +233,4 @@ def test_easy_run_on_the_fleet_prepares_every_host_and_judges_its_rounds_afterwa
         assert set(m["latency_rounds"]["hosts"]) == {"h1", "h2", "h3", "h4"}
         assert len(m["steady"]["iops"]["rounds"]) >= 5 and m["window"]["all"]["ios"] > 0
         assert set(m["cache"]) == {"h1", "h2", "h3", "h4"}
-        assert all("kernel caches kept (no iofleet on the host" in v for v in m["cache"].values())
+        assert all("kernel caches kept (no SSH access to the host" in v for v in m["cache"].values())

@@ -106,3 +106,29 @@ def test_an_unreachable_host_is_named_within_seconds(tmp_path, make_fleet, data_
     assert time.monotonic() - started < 20
     assert "host h1 (" in proc.stderr and "not reachable" in proc.stderr and "no answer in 3 s" in proc.stderr
     assert "host h2" not in proc.stderr
+
+
+def test_the_check_probes_the_run_engines_in_its_own_fio_run(tmp_path, fleet4):
+    """One fio client checks every host and probes the engines a run asks
+    for; a host it does not show ready is checked again on its own, which names its problem."""
+    from iofleet.fio.command import fio_version
+    from iofleet.fleet.check import check_hosts
+    from iofleet.fleet.inventory import load_inventory
+
+    inv = fleet4.write_inventory(tmp_path / "inv.yaml")
+    data = yaml.safe_load(inv.read_text())
+    missing = str(fleet4.host("h4").target / "no-such-dir")
+    data["hosts"][3]["targets"].append(missing)
+    inv.write_text(yaml.safe_dump(data))
+    hosts = load_inventory(inv).hosts
+    asked = [("auto", False), ("psync", True)]
+    checks = check_hosts(hosts, fio_version(), probes={h.name: asked for h in hosts})
+
+    for c in checks[:3]:
+        assert c.ok and c.fio_version == fio_version() and c.leftovers is not None, c.problems
+        assert c.engines[("psync", True)] == "psync" and c.engines[("auto", False)] == "io_uring"
+    h4 = checks[3]
+    assert h4.problems == [f"target {missing} does not exist (or is not a directory)"] and h4.engines == {}
+    # (h4's own check may leave its probe file: fio lays it out, then refuses the job file)
+    left = [p for h in fleet4.hosts[:3] for p in h.target.rglob("*probe*")]
+    assert not left, left  # the probe files are removed

@@ -92,3 +92,25 @@ def test_bad_steps_are_refused_in_one_line(tmp_path, data_dir):
                            ("1;2", "--steps 1;2: give host counts as whole numbers separated by commas, e.g. 1,2,4,8")):
         proc = iofleet("scale", plan, "--hosts", inv, "--steps", steps, data_dir=data_dir, check_rc=2)
         assert proc.stderr == f"error: {message}\n"
+
+
+@pytest.mark.scale  # about a minute: 64 hosts share this machine's cores with the controller
+def test_a_run_on_64_hosts_checks_prepares_and_measures_every_host(tmp_path, make_fleet, data_dir):
+    fleet = make_fleet(64)
+    inv = fleet.write_inventory(tmp_path / "inv.yaml")
+    plan = write_plan(tmp_path / "p.yaml", name="sixty-four", defaults={**TINY, "engine": "auto"},
+                      workloads=[{"name": "rr", "read_pct": 100}])
+    proc = iofleet("run", plan, "--hosts", inv, data_dir=data_dir, timeout=600)
+    assert "error" not in proc.stderr.lower(), proc.stderr
+
+    with Store.open(data_dir) as store:
+        run = store.get_run(1)
+        (test,) = run.tests
+    assert run.status == "complete" and test.status == "ok"
+    assert {j.host for j in test.jobs} == {h.name for h in fleet.hosts}
+    assert all(j.error == 0 and j.read.io_bytes > 0 for j in test.jobs)
+    # auto: the first engine that works on every host, found by the hosts check's own fio run
+    assert test.params["engine_used"] in ("io_uring", "libaio", "psync")
+    assert fleet.wait_fio_gone() == {}
+    left = [p for h in fleet.hosts for p in h.target.glob("*iofleet/iofleet-*")]
+    assert not left, left  # prepared files and probe files removed

@@ -296,7 +296,7 @@ def fleet_jobfiles(monkeypatch, tmp_path, hosts, plan) -> list[tuple[str, str, s
     seen = []
 
     def fake_fio(cmd, work, stop, on_live=None, timeout_s=None, **kw):
-        args = [a for a in cmd[3:] if not a.startswith("--status-interval=")]
+        args = [a for a in cmd[1:] if a.startswith("--client=") or not a.startswith("--")]  # (client, job file) pairs
         for client, path in zip(args[::2], args[1::2]):
             assert client.startswith("--client=") and Path(path).parent == work
             seen.append((client.removeprefix("--client="), Path(path).name, Path(path).read_text()))

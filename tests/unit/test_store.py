@@ -3,6 +3,8 @@
 import gzip
 import os
 import sqlite3
+import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -324,7 +326,7 @@ def test_failure_after_artifacts_written_removes_them(st, monkeypatch):
 
         def executemany(self, sql, rows):
             if "INSERT INTO artifacts" in sql:
-                seen_files.extend(p.name for p in st.data_dir.rglob("*.gz"))
+                seen_files.extend(p.name for p in st.data_dir.rglob("*") if p.is_file() and p.suffix != ".db")
                 raise RuntimeError("disk full")
             return conn.executemany(sql, rows)
 
@@ -332,7 +334,7 @@ def test_failure_after_artifacts_written_removes_them(st, monkeypatch):
     with pytest.raises(RuntimeError, match="disk full"):
         save(st, run_id, 0, series=series, artifacts={"fio.json": b"{}", "job.fio": b"[x]"})
     monkeypatch.undo()
-    assert sorted(seen_files) == ["fio.json.gz", "job.fio.gz"]  # written before the commit
+    assert "files.zip" in seen_files  # written before the commit
     assert all(n == 0 for n in _row_counts(st).values())
     assert not (st.data_dir / "artifacts" / f"run-{run_id}").exists()
     assert not st._conn.in_transaction
@@ -368,7 +370,7 @@ def test_series_round_trip(st):
     assert st._conn.execute("SELECT count(*) FROM series").fetchone()[0] == 4
 
 
-def test_artifacts_round_trip_gzipped_on_disk(st):
+def test_artifacts_round_trip_in_one_zip_per_test(st):
     run_id = new_run(st)
     data = {"fio.json": b'{"fio version": "fio-3.36"}' * 1000, "job.fio": b"[global]\nbs=4k\n",
             "empty.log": b""}
@@ -377,13 +379,42 @@ def test_artifacts_round_trip_gzipped_on_disk(st):
     assert sorted(t.artifacts) == sorted(data)
     d = st.data_dir / "artifacts" / f"run-{run_id}" / "0003-4k-r70-rand-j2-qd8"
     assert t.artifact_dir == str(d)
-    assert sorted(p.name for p in d.iterdir()) == sorted(f"{n}.gz" for n in data)  # no temp files left
-    assert gzip.decompress((d / "fio.json.gz").read_bytes()) == data["fio.json"]
-    assert (d / "fio.json.gz").stat().st_size < len(data["fio.json"]) / 10
+    assert [p.name for p in d.iterdir()] == ["files.zip"]  # one file a test, no temp file left
+    with zipfile.ZipFile(d / "files.zip") as z:  # a plain zip: unzip opens it
+        assert z.testzip() is None
+        assert {i.filename: z.read(i) for i in z.infolist()} == data
+        assert z.getinfo("fio.json").compress_size < len(data["fio.json"]) / 10
     for name, content in data.items():
         assert st.read_artifact(pk, name) == content
+    assert dict(st.read_artifacts(t)) == data
     with pytest.raises(StoreError, match="no artifact 'nope'"):
         st.read_artifact(pk, "nope")
+
+
+def test_artifacts_of_a_store_written_one_gzip_per_file_still_read(st):
+    """Before issue 19 each artifact was <name>.gz in the test's directory."""
+    run_id = new_run(st)
+    data = {"fio-output.json": b'{"fio version": "fio-3.33"}', "job.fio": b"[x]\n", "series_iops.1.log": b""}
+    pk = save(st, run_id, 0, artifacts=data)
+    t = st.get_run(run_id).tests[0]
+    d = Path(t.artifact_dir)
+    (d / "files.zip").unlink()  # the test's directory as the old layout wrote it
+    for name, content in data.items():
+        (d / f"{name}.gz").write_bytes(gzip.compress(content))
+    assert {n: st.read_artifact(pk, n) for n in data} == data
+    assert dict(st.read_artifacts(t)) == data
+    (d / "job.fio.gz").write_bytes(b"not gzip")
+    with pytest.raises(StoreError, match=r"cannot read artifact .*job\.fio\.gz"):
+        st.read_artifact(pk, "job.fio")
+
+
+def test_a_damaged_archive_is_a_store_error(st):
+    run_id = new_run(st)
+    pk = save(st, run_id, 0, artifacts={"fio.json": b"{}" * 1000})
+    archive = Path(st.get_run(run_id).tests[0].artifact_dir) / "files.zip"
+    archive.write_bytes(archive.read_bytes()[:-30])  # cut short
+    with pytest.raises(StoreError, match=r"cannot read artifact .*files\.zip"):
+        st.read_artifact(pk, "fio.json")
 
 
 def test_artifact_names_must_be_plain(st):
@@ -430,7 +461,7 @@ def test_crash_before_commit_leaves_no_row(tmp_path):
     with Store.open(tmp_path) as st:
         assert st.get_run(run_id).tests == []
         assert all(n == 0 for n in _row_counts(st).values())
-        leftover = tmp_path / "artifacts" / f"run-{run_id}" / "0000-4k-r70-rand-j2-qd8" / "fio.json.gz"
+        leftover = tmp_path / "artifacts" / f"run-{run_id}" / "0000-4k-r70-rand-j2-qd8" / "files.zip"
         assert leftover.exists()  # an orphan file is harmless; a row without its file is not
         save(st, run_id, 0, artifacts={"fio.json": b"again"})  # the leftover file is replaced
         assert st.read_artifact(st.get_run(run_id).tests[0].pk, "fio.json") == b"again"

@@ -88,10 +88,10 @@ def test_files_of_a_save_cut_short_are_discarded(st):
 def test_a_full_disk_is_one_store_error_and_leaves_nothing(st, monkeypatch):
     run_id = new_run(st)
 
-    def full(directory, name, data):
+    def full(directory, artifacts):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(store_mod, "write_gz", full)
+    monkeypatch.setattr(store_mod, "write_archive", full)
     with pytest.raises(StoreError) as err:
         save(st, run_id, 0, artifacts={"fio.json": b"{}"})
     assert str(err.value) == (f"cannot write results to {st.data_dir}: no space left on device; free space or "

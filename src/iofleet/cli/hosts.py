@@ -1,5 +1,5 @@
-"""`iofleet hosts check|clean` and `iofleet server`: the fleet's hosts and
-the fio server each of them runs."""
+"""`iofleet hosts check|clean|deploy|undeploy` and `iofleet server`: the
+fleet's hosts and the fio server each of them runs."""
 
 from pathlib import Path
 
@@ -10,7 +10,8 @@ from rich.text import Text
 from ..fleet.check import clean_hosts
 from ..fleet.inventory import load_inventory
 from ..plan.units import format_bytes
-from ..studies.hosts import FleetCheck, check_fleet
+from ..fleet.deploy import HostOutcome
+from ..studies.hosts import FleetCheck, check_fleet, deploy_fleet, undeploy_fleet
 from .common import EXIT_FAILED, console, err_console, user_errors
 from .server import DEFAULT_BIND, serve_fio
 
@@ -84,3 +85,40 @@ def hosts_clean(
         err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
     if problems:
         raise typer.Exit(EXIT_FAILED)
+
+
+def _outcome_line(outcome: HostOutcome) -> None:
+    if outcome.ok:
+        console.print(outcome.line, markup=False, highlight=False, soft_wrap=True)
+    else:
+        err_console.print(Text.assemble(("error:", "red"), " ", outcome.line), highlight=False, soft_wrap=True)
+
+
+def _summary(outcomes: list[HostOutcome], done: str) -> None:
+    failed = sum(not o.ok for o in outcomes)
+    console.print(f"{len(outcomes) - failed} of {len(outcomes)} hosts {done}.", highlight=False)
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@hosts_app.command("deploy")
+@user_errors
+def hosts_deploy(
+    inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML) with `ssh:` settings."),
+    install: bool = typer.Option(False, "--install", help="Install fio with the host's package manager "
+                                 "(apt-get, dnf, zypper) where it is missing."),
+    metrics: bool = typer.Option(False, "--metrics", help="Also start node_exporter on each host's address, port 9100."),
+):
+    """Start `fio --server` on every host over SSH (bound to its inventory address), then check it answers."""
+    hosts = load_inventory(inventory).hosts
+    _summary(deploy_fleet(hosts, inventory, install, metrics, progress=_outcome_line), "deployed")
+
+
+@hosts_app.command("undeploy")
+@user_errors
+def hosts_undeploy(
+    inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML) with `ssh:` settings."),
+):
+    """Stop what `hosts deploy` started on every host over SSH and remove its files."""
+    hosts = load_inventory(inventory).hosts
+    _summary(undeploy_fleet(hosts, inventory, progress=_outcome_line), "clean")

@@ -14,7 +14,17 @@ Per host, in parallel:
    one (for a device: its mounts there);
 4. in the same fio run, a read-only look for iofleet's data files that a
    run left behind (a host lost during a run keeps them): `iofleet hosts
-   clean` removes them, as does the next run's clean-up there.
+   clean` removes them, as does the next run's clean-up there;
+5. in the same fio run too, when a run asks, the engine probe of its IO
+   engine (remote.resolve_fleet_engines need not ask again where it works).
+
+Step 2 runs first as ONE fio client for every host with directory targets
+(each fio process spends ~0.1 s of CPU calibrating its clock: a client per
+host cost 64 hosts ~9 s on 2 cores). fio's client names each job's server
+in its JSON, but not the server of a version line, nor of an error line:
+a host that this shared run does not show as wholly ready (or any version
+but the controller's, or no answer in SHARED_TIMEOUT_S) is checked again
+by a fio client of its own, whose output names its problem.
 """
 
 import errno
@@ -25,21 +35,30 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import ImportFormatError, IofleetError
 from ..fio.command import error_line, fio_binary, fio_version
-from ..fio.jobfile import Device, render_device_check, render_leftover_check, render_target_check
+from ..fio.jobfile import (PROBE_FILE, Device, render_device_check, render_leftover_check, render_probe,
+                          render_target_check)
 from ..fio.parse import parse_output
 from .devices import RemoteDevice, exporter_mounts, where
 from .inventory import Host
 from .metrics import fetch_metrics, free_bytes
-from .remote import remove_data_files
+from .remote import CLIENT_CLOCK, first_engine, probe_target, remove_data_files
 from .runner import run_fio
 from .targets_lock import holder_facts, lock_fleet_target
 from .workdir import work_dir
 
 CONNECT_TIMEOUT_S = 3.0
 PROBE_TIMEOUT_S = 60.0
+# The shared check of every host (a second or two at 64 hosts): past this,
+# each host is checked on its own, with PROBE_TIMEOUT_S.
+SHARED_TIMEOUT_S = 20.0
+# A job file's first lines for the checks: fio's default clock source costs
+# each server connection a further ~65 ms of CPU (its TSC test); the checks
+# measure nothing.
+CHECK_CLOCK = "[global]\nclocksource=clock_gettime\n"
 _VERSION = re.compile(r"\bfio=(fio-[^\s,]+)")
 _NOT_A_DIR = re.compile(r"fio: (\S+) is not a directory")
 
@@ -62,6 +81,7 @@ class HostCheck:
     metrics: str = "none"  # none | ok | the scrape's error
     problems: list[str] = field(default_factory=list)
     leftovers: bool | None = None  # iofleet's data files of an earlier run are there (None: not known)
+    engines: dict[tuple[str, bool], str] = field(default_factory=dict)  # (engine, direct) asked → engine that works
 
     @property
     def ok(self) -> bool:
@@ -69,13 +89,29 @@ class HostCheck:
 
 
 def check_hosts(hosts: list[Host], controller_version: str, destroy_data: list[str] | None = None,
-                needed: dict[str, int] | None = None) -> list[HostCheck]:
+                needed: dict[str, int] | None = None,
+                probes: dict[str, list[tuple[str, bool]]] | None = None) -> list[HostCheck]:
     """Check every host at once; the result is in the inventory's order.
     A run passes its plan's `destroy_data` and the bytes each host's device
-    regions need; without them (`hosts check`) a device is only looked at."""
-    needed = needed or {}
+    regions need; without them (`hosts check`) a device is only looked at.
+    `probes`: host → the (engine, direct) pairs its tests use, probed in
+    the same fio run where the host has directory targets (HostCheck.engines)."""
+    needed, probes = needed or {}, probes or {}
+    checks = [HostCheck(h, targets=[TargetCheck(t) for t in h.targets]) for h in hosts]
+    with ThreadPoolExecutor(max_workers=min(64, len(hosts)) or 1) as pool:
+        reasons = list(pool.map(lambda h: _connect(*h.endpoint), hosts))
+    for check, reason in zip(checks, reasons):
+        port = check.host.endpoint[1]
+        if reason:
+            check.problems.append(f"fio server not reachable on port {port}: {reason}; "
+                                  f"start it there with `iofleet server --bind {check.host.address}`")
+        check.reachable = not reason
+    shared = [c for c in checks if c.reachable and not isinstance(where(c.host.targets), Device)]
+    ready = _probe_together(shared, controller_version, probes) if len(shared) > 1 else set()
     with ThreadPoolExecutor(max_workers=min(32, len(hosts)) or 1) as pool:
-        return list(pool.map(lambda h: check_host(h, controller_version, destroy_data, needed.get(h.name)), hosts))
+        list(pool.map(lambda c: _finish(c, controller_version, destroy_data, needed.get(c.host.name),
+                                        c.host.name not in ready), checks))
+    return checks
 
 
 class HostCheckError(IofleetError):
@@ -83,12 +119,16 @@ class HostCheckError(IofleetError):
 
 
 def require_ready(hosts: list[Host], what: str = "test", destroy_data: list[str] | None = None,
-                  needed: dict[str, int] | None = None) -> None:
-    """Raise one line per problem (and nothing was started) unless every host passes."""
-    problems = problem_lines(check_hosts(hosts, fio_version(), destroy_data, needed))
+                  needed: dict[str, int] | None = None,
+                  probes: dict[str, list[tuple[str, bool]]] | None = None) -> list[HostCheck]:
+    """Raise one line per problem (and nothing was started) unless every
+    host passes; the checks (with the engines `probes` found working)."""
+    checks = check_hosts(hosts, fio_version(), destroy_data, needed, probes)
+    problems = problem_lines(checks)
     if problems:
         raise HostCheckError("\n".join(
             problems + [f"no {what} was started; fix the hosts above or leave them out of the inventory"]))
+    return checks
 
 
 def problem_lines(checks: list[HostCheck]) -> list[str]:
@@ -96,16 +136,12 @@ def problem_lines(checks: list[HostCheck]) -> list[str]:
     return [f"host {c.host.name} ({c.host.address}): {p}" for c in checks for p in c.problems]
 
 
-def check_host(host: Host, controller_version: str, destroy_data: list[str] | None = None,
-               needed: int | None = None) -> HostCheck:
-    check = HostCheck(host, targets=[TargetCheck(t) for t in host.targets])
-    address, port = host.endpoint
-    reason = _connect(address, port)
-    if reason:
-        check.problems.append(f"fio server not reachable on port {port}: {reason}; "
-                              f"start it there with `iofleet server --bind {host.address}`")
-    else:
-        check.reachable = True
+def _finish(check: HostCheck, controller_version: str, destroy_data: list[str] | None, needed: int | None,
+            probe: bool) -> None:
+    """The rest of a host's check: its own fio check (`probe`: the shared
+    one did not show it ready), its free space, its device's problems."""
+    host = check.host
+    if check.reachable and probe:
         _probe(check, controller_version, needed)
     if host.metrics:
         try:
@@ -122,7 +158,61 @@ def check_host(host: Host, controller_version: str, destroy_data: list[str] | No
     for t in check.targets:
         if t.device:
             check.problems += t.device.problems(destroy_data)
-    return check
+
+
+def _probe_jobs(host: Host, probes: list[tuple[str, bool]]) -> str:
+    """The engine probes of a host's check (sections probe0, probe1, ...),
+    each with a file of its own: fio lays out every job's file before the
+    first job runs, and the target check removes the probe file it wrote."""
+    out = ""
+    file_line = f"\nfilename_format={PROBE_FILE}\n"
+    for k, (engine, direct) in enumerate(probes):
+        text = render_probe(probe_target(host), first_engine(engine), direct)
+        if "\n[probe]\n" not in text or file_line not in text:
+            return ""  # another layout: leave the probes to their own round
+        out += text.replace("\n[probe]\n", f"\n[probe{k}]\n", 1).replace(file_line, f"{file_line[:-1]}.{k}\n", 1)
+    return out
+
+
+def _probe_together(checks: list[HostCheck], controller_version: str,
+                    probes: dict[str, list[tuple[str, bool]]]) -> set[str]:
+    """One fio client checks every host (see the module's docstring); the
+    names of the hosts it showed wholly ready, their checks filled in."""
+    with work_dir("iofleet-check-") as tmp:
+        cmd = [fio_binary(), CLIENT_CLOCK, "--output-format=normal,json", "--eta=never"]
+        for c in checks:
+            targets = [Path(t) for t in c.host.targets]
+            job = tmp / f"check.{c.host.name}.fio"
+            job.write_text(CHECK_CLOCK + render_target_check(targets) + render_leftover_check(targets)
+                           + _probe_jobs(c.host, probes.get(c.host.name, [])))
+            cmd += [f"--client={c.host.fio_client_arg}", str(job)]
+        fio = run_fio(cmd, tmp, threading.Event(), timeout_s=SHARED_TIMEOUT_S)
+    versions = set(_VERSION.findall(fio.stdout + fio.stderr))
+    if fio.stopped or versions != {controller_version} or not fio.final_output:
+        return set()  # each host is checked on its own
+    try:
+        jobs = parse_output(fio.final_output).jobs
+    except ImportFormatError:
+        return set()
+    by_host: dict[str, dict] = {}
+    for j in jobs:
+        by_host.setdefault(j.host, {})[j.job] = j
+    ready = set()
+    for c in checks:
+        address, port = c.host.endpoint
+        mine = by_host.get(address) or by_host.get(f"{address}:{port}") or {}
+        if any(f"t{i}" not in mine or mine[f"t{i}"].error for i in range(len(c.targets))):
+            continue
+        c.fio_version = controller_version  # every server that answered runs it
+        leftover = mine.get("leftover")
+        if leftover is not None and not leftover.error:
+            c.leftovers = leftover.read.io_bytes >= 4096  # job 0's file: every run makes one
+        for k, key in enumerate(probes.get(c.host.name, [])):
+            probe = mine.get(f"probe{k}")
+            if probe is not None and not probe.error:
+                c.engines[key] = first_engine(key[0])
+        ready.add(c.host.name)
+    return ready
 
 
 def _connect(address: str, port: int) -> str | None:
@@ -148,6 +238,9 @@ def _probe(check: HostCheck, controller_version: str, needed: int | None = None)
         job = tmp / "check.fio"
         job.write_text(render_device_check(target.path, needed) if isinstance(target, Device)
                        else render_target_check(target) + render_leftover_check(target))
+        # fio's own clock choices here: a faster client more often loses the
+        # lines of a server that refuses the job file (it resets the
+        # connection), and these lines name the problem.
         cmd = [fio_binary(), "--output-format=normal,json", "--eta=never",
                f"--client={host.fio_client_arg}", str(job)]
         fio = run_fio(cmd, tmp, threading.Event(), timeout_s=PROBE_TIMEOUT_S)

@@ -5,6 +5,7 @@ return a `Measured` record the run study stores."""
 
 import os
 import threading
+from functools import cached_property
 from pathlib import Path
 
 from ..errors import FioError, ImportFormatError, IofleetError
@@ -15,6 +16,8 @@ from ..fio.status import Rounds, snapshot
 from ..plan.expand import MixedStep, TestSpec, expand, expand_mixed, prepare_tiers
 from ..plan.model import Plan
 from .check import require_ready
+from .control import NO_SSH, drop_caches
+from .control import host_facts as ssh_host_facts
 from .devices import check_local_device, fit_regions, local_device, needed_bytes, where
 from .inventory import Host, host_groups
 from .metrics import MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
@@ -282,6 +285,7 @@ class FleetPlace(Place):
         self._max_jobs = 0
         self._strides: dict[str, int] = {}  # host → region stride on its device target
         self._needed: dict[str, int] = {}  # host → bytes its device's regions reach
+        self._probes: dict[str, list[tuple[str, bool]]] = {}  # host → (engine, direct) its tests use
         self.locks: list[TargetLock] = []  # held from prepare() to release()
         self.lost: set[str] = set()  # hosts that gave no result in a test (dropped or not)
         self.not_cleaned: tuple[str, ...] = ()  # after cleanup(): hosts whose data files are left
@@ -302,6 +306,7 @@ class FleetPlace(Place):
         cannot be read through fio's server: the plan's `size` is used
         (default 1 GiB per job), and prepare() checks that it fits."""
         for name, specs in self._specs_per_host(steps).items():
+            self._probes[name] = sorted({(s.engine, s.direct) for s in specs})
             host = next(h for h in self.hosts if h.name == name)
             if isinstance(where(host.targets), Device):
                 _, stride = fit_regions(specs, host.targets[0], None, size_given)
@@ -336,17 +341,25 @@ class FleetPlace(Place):
                              for g, names in self.groups.items()}
         return out
 
+    @cached_property
+    def host_facts(self) -> dict[str, dict]:
+        """host → its facts read through SSH (control.host_facts), once per
+        run; hosts without `ssh:` are not in it."""
+        return ssh_host_facts(self.hosts)
+
     def describe(self) -> dict:
-        return {"hosts": [{"name": h.name, "address": h.address, "labels": h.labels,
-                           "targets": h.targets, "nic_gbps": h.nic_gbps} for h in self.hosts]}
+        """The hosts as the run records them, with their SSH facts."""
+        return {"hosts": [{"name": h.name, "address": h.address, "labels": h.labels, "targets": h.targets,
+                           "nic_gbps": h.nic_gbps} | ({"facts": self.host_facts[h.name]}
+                                                      if h.name in self.host_facts else {}) for h in self.hosts]}
 
     def cache_sizes(self, plan_cache: int | None) -> dict[str, tuple[int | None, str, int | None]]:
         """host → (stated cache bytes, where it was stated, RAM bytes from
-        its node_exporter, or None)."""
+        its SSH facts or its node_exporter, or None)."""
         out = {}
         for h in self.hosts:
-            ram = None
-            if h.metrics:
+            ram = self.host_facts.get(h.name, {}).get("memory_bytes")
+            if ram is None and h.metrics:
                 try:
                     ram = exporter_facts(fetch_metrics(h.metrics))["memory_bytes"]
                 except OSError:
@@ -364,7 +377,10 @@ class FleetPlace(Place):
             for h in self.hosts:
                 for t in h.targets:
                     self.locks.append(lock_fleet_target(*h.endpoint, t, facts or holder_facts()))
-            require_ready(self.hosts, destroy_data=self.destroy_data, needed=self._needed)
+            checks = require_ready(self.hosts, destroy_data=self.destroy_data, needed=self._needed,
+                                   probes=self._probes)
+            # The engines the check's own fio run found working: not probed again.
+            self._engines.update({(key, c.host.name): e for c in checks for key, e in c.engines.items()})
         except BaseException:
             self.release()
             raise
@@ -462,6 +478,10 @@ class FleetPlace(Place):
                 return Measured("failed", why, engine=engine)
         jobfiles = {h.name: render_test(specs[h.name], self._where(h), engines[h.name],
                                         self.clear_cache) for h in hosts}
+        dropped: dict[str, str | None] = {}  # host → why its kernel caches were kept (None: dropped)
+        if self.clear_cache and any(h.ssh for h in hosts):
+            phase("dropping kernel caches on every host")
+            dropped = drop_caches(hosts)  # through SSH, where the inventory gives it
         phase(f"running on {len(hosts)} hosts")
         round_s = next(iter(specs.values())).round
         # fio lists each job every snapshot: the warm-up group's and the measured one's.
@@ -470,14 +490,14 @@ class FleetPlace(Place):
                 LiveHosts(sampler, on_live):
             run = run_on_hosts(jobfiles, hosts, work, stop, timeout_s=timeout,
                                planned_s={h.name: specs[h.name].ramp + specs[h.name].longest_s for h in hosts},
-                               status_s=round_s, per_tick=per_tick)
+                               status_s=round_s, per_tick=per_tick, start_together=True)
         self.lost |= set(run.lost)  # left out of cleanup: gone, or frozen
         m = verdict(run.fio, run.jobs, run.disks, run.job_errors, parse_error=run.parse_error, lost=run.lost,
                      lost_why=lost_reason(run) if run.lost else "")
         m.engine, m.rounds = engine, run.rounds
         # fio invalidates the files' page cache on each host; the kernel's
-        # caches can only be dropped where iofleet itself runs as root.
-        m.cache = {h.name: _cache_note(self.clear_cache, "no iofleet on the host to drop them",
+        # caches were dropped where SSH reaches the host (as root).
+        m.cache = {h.name: _cache_note(self.clear_cache, dropped.get(h.name, NO_SSH),
                                        isinstance(self._where(h), Device)) for h in hosts}
         m.artifacts = collect_artifacts(work, jobfiles, run.runs, ".log.*")
         listing = os.listdir(work)

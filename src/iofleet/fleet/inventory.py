@@ -7,6 +7,12 @@
         targets: [/mnt/datastore1]   # directories on that host, or one block device (/dev/sdb)
         metrics: http://10.0.0.11:9100/metrics   # optional node_exporter
         nic_gbps: 25                 # optional, for the network-bound check
+        ssh: {user: root, key: ~/.ssh/id_ed25519}   # optional SSH control channel
+
+    defaults:                        # optional: keys every host's `ssh:` starts from
+      ssh: {user: root, port: 22, known_hosts: ./known_hosts}
+
+Relative `key:` and `known_hosts:` paths are relative to the inventory file.
 """
 
 import ipaddress
@@ -26,6 +32,7 @@ ADDRESS_EXAMPLES = "e.g. 10.0.0.11, 10.0.0.11:8765, [2001:db8::11]:8765 or stora
 _HOSTNAME_RE = re.compile(r"^(?=.{1,253}\Z)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z")
 _LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")  # \Z, not `$` ("a\n")
 _URL_RE = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/-]*)?\Z")
+_USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}\Z")  # a POSIX login name
 
 
 class InventoryError(IofleetError):
@@ -89,6 +96,44 @@ def _check_url(value: Any) -> str:
     return value
 
 
+def _check_user(value: Any) -> str:
+    if not isinstance(value, str) or not _USER_RE.match(value):
+        raise ValueError("a login name such as root or iofleet: lower-case letters, digits, '_', '.' or '-'")
+    return value
+
+
+def _check_path(value: Any) -> Any:
+    if isinstance(value, str) and (not value.strip() or any(c in value for c in "\0\n\r")):
+        raise ValueError("expected a file path")
+    return value
+
+
+class SshConfig(BaseModel):
+    """How iofleet logs in to a host for what fio cannot do (deploy, caches, facts)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user: Annotated[str, BeforeValidator(_check_user)] = "root"
+    key: Optional[Annotated[Path, BeforeValidator(_check_path)]] = None  # None: ssh agent / ~/.ssh/id_*
+    port: Annotated[int, Field(ge=1, le=65535)] = 22
+    known_hosts: Optional[Annotated[Path, BeforeValidator(_check_path)]] = None  # None: ~/.ssh/known_hosts
+    # Accept a host key that known_hosts does not list (never a changed one):
+    # an explicit opt-in, and every command that relies on it says so.
+    trust_unknown_host_keys: bool = False
+
+    def resolved(self, base: Path) -> "SshConfig":
+        """With `~` expanded and relative paths taken from `base` (the inventory's directory)."""
+        paths = {k: base / p.expanduser() for k in ("key", "known_hosts")
+                 if (p := getattr(self, k)) is not None}
+        return self.model_copy(update=paths)
+
+
+class Defaults(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ssh: Optional[SshConfig] = None
+
+
 class Host(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -101,6 +146,9 @@ class Host(BaseModel):
     # Cache in front of this host's storage (e.g. an HCI cache tier):
     # tests then say whether their working set fits (cache test) or not.
     cache_size: Optional[Annotated[int, BeforeValidator(parse_size)]] = None
+    # SSH control channel; the inventory's `defaults: {ssh: ...}` is merged in.
+    # The SSH address is the host part of `address`.
+    ssh: Optional[SshConfig] = None
 
     @model_validator(mode="after")
     def _default_name(self):
@@ -133,6 +181,27 @@ class Inventory(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     hosts: Annotated[list[Host], Field(min_length=1)]
+    defaults: Optional[Defaults] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_defaults(cls, data: Any) -> Any:
+        """Each host's `ssh:` starts from `defaults.ssh`; its own keys win.
+        A bad default is reported once, under `defaults`, not per host."""
+        if not isinstance(data, dict) or not isinstance(data.get("hosts"), list):
+            return data
+        defaults = data.get("defaults")
+        default_ssh = defaults.get("ssh") if isinstance(defaults, dict) else None
+        if not isinstance(default_ssh, dict):
+            return data
+        try:
+            SshConfig.model_validate(default_ssh)
+        except ValidationError:
+            return data
+        hosts = [h | {"ssh": default_ssh | (h.get("ssh") or {})}
+                 if isinstance(h, dict) and isinstance(h.get("ssh") or {}, dict) else h
+                 for h in data["hosts"]]
+        return data | {"hosts": hosts}
 
     @model_validator(mode="after")
     def _unique(self):
@@ -161,9 +230,14 @@ def load_inventory(path: str | Path) -> Inventory:
     if not isinstance(data, dict):
         raise InventoryError(f"{path}: an inventory is a YAML mapping with a `hosts:` list")
     try:
-        return Inventory.model_validate(data)
+        inventory = Inventory.model_validate(data)
     except ValidationError as exc:
         raise InventoryError("\n".join(format_validation_error(str(path), exc))) from None
+    base = path.parent
+    for host in inventory.hosts:
+        if host.ssh is not None:
+            host.ssh = host.ssh.resolved(base)
+    return inventory
 
 
 def host_groups(hosts: list[Host], selectors: dict[str, dict[str, str]]) -> dict[str, list[str]]:

@@ -41,6 +41,13 @@ PREPARE_SLOWDOWN = 2.0
 MOST_JOBS = 1024
 # A clean-up reads 4 KiB of each file and removes it: seconds, even for 1024 files.
 CLEANUP_TIMEOUT_S = 30.0
+# A fio client's clock, but for a measured test's: a fio process calibrates
+# its clock at start, and fio's default then also tests the TSC (~65 ms more
+# CPU per client, so per host). A client does no IO: its clock only times its
+# waits. Not for a test: such a client sends its RUN command sooner, before
+# some servers start waiting for it (up to 1 s) and after others, and the
+# hosts' starts would spread over a second; with fio's default all wait alike.
+CLIENT_CLOCK = "--clocksource=clock_gettime"
 
 
 @dataclass
@@ -60,6 +67,7 @@ def run_on_hosts(
     jobfiles: dict[str, str], hosts: list[Host], work: Path, stop: threading.Event,
     timeout_s: float | None = None, tag: str = "job", planned_s: dict[str, float] | None = None,
     work_bytes: dict[str, int] | None = None, status_s: int | None = None, per_tick: dict[str, int] | None = None,
+    start_together: bool = False,
 ) -> FleetRun:
     """Run one job file per host (by host name), each through a fio client
     of its own, all at once. A host whose client has not ended `timeout_s`
@@ -73,12 +81,14 @@ def run_on_hosts(
     take at the slowest finished host's rate, plus LATE_HOST_S, is lost.
     `status_s`: each server sends its status every so many seconds, one
     round each (fio/status.py); `per_tick` (host → its job file's jobs)
-    splits them."""
+    splits them. `start_together` (a measured test): each client keeps
+    fio's own clock choice, so that every host starts alike (CLIENT_CLOCK)."""
     commands = {}
     for h in hosts:
         path = work / f"{tag}.{h.name}.fio"
         path.write_text(jobfiles[h.name])
-        commands[h.name] = client_command([(h.fio_client_arg, str(path))], status_s)
+        fio, *options = client_command([(h.fio_client_arg, str(path))], status_s)
+        commands[h.name] = [fio, *options] if start_together else [fio, CLIENT_CLOCK, *options]
     halt = {h.name: threading.Event() for h in hosts}  # the user stopped the run: results wanted
     drop = {h.name: threading.Event() for h in hosts}  # the host is lost: its client is killed at once
     runs: dict[str, FioRun] = {}
@@ -198,11 +208,11 @@ def resolve_fleet_engines(hosts: list[Host], engine: str, direct: bool, work: Pa
     asked for, or for auto the first of io_uring, libaio, psync that works."""
     chosen: dict[str, str] = {}
     errors: dict[str, list[str]] = {h.name: [] for h in hosts}
-    for candidate in (AUTO_ENGINES if engine == "auto" else (engine,)):
+    for candidate in _candidates(engine):
         todo = [h for h in hosts if h.name not in chosen]
         if not todo:
             break
-        jobs = {h.name: render_probe(_probe_target(h), candidate, direct) for h in todo}
+        jobs = {h.name: render_probe(probe_target(h), candidate, direct) for h in todo}
         run = run_on_hosts(jobs, todo, work, stop, timeout_s=60, tag=f"probe-{candidate}")
         ok = {j.host for j in run.jobs if not j.error}
         for h in todo:
@@ -218,7 +228,18 @@ def resolve_fleet_engines(hosts: list[Host], engine: str, direct: bool, work: Pa
     return chosen
 
 
-def _probe_target(host: Host) -> Path | Device:
+def _candidates(engine: str) -> tuple[str, ...]:
+    """The engines to try, in order, for a plan's `engine`."""
+    return AUTO_ENGINES if engine == "auto" else (engine,)
+
+
+def first_engine(engine: str) -> str:
+    """The engine probed first for a plan's `engine` (the one `hosts check` probes)."""
+    return _candidates(engine)[0]
+
+
+def probe_target(host: Host) -> Path | Device:
+    """Where a host's engine probe runs: its device, or its first target."""
     target = where(host.targets)
     return target if isinstance(target, Device) else target[0]
 

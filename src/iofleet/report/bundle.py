@@ -71,6 +71,6 @@ def run_bundle(store: Store, run: Run) -> bytes:
             if not t.artifact_dir:
                 continue
             folder = f"{top}tests/{Path(t.artifact_dir).name}/"  # NNNN-ID, made safe by the store
-            for name in t.artifacts:
-                z.writestr(folder + name, store.read_artifact(t.pk, name))
+            for name, data in store.read_artifacts(t):
+                z.writestr(folder + name, data)
     return buf.getvalue()

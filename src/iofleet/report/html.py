@@ -8,6 +8,7 @@ Content-Security-Policy forbids any fetch, so a report cannot call out.
 
 import datetime
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -16,10 +17,12 @@ from plotly.offline import get_plotlyjs
 
 from .. import __version__
 from ..analysis.diagnostics import RULES, diagnose
+from ..analysis.host_facts import host_line
 from ..analysis.steady import SteadyVerdict
-from ..fio.records import Series
+from ..fio.records import DIRECTIONS, Series
 from ..plan.units import format_bytes
 from ..results.aggregate import shared_by_host
+from ..results.export import BINS_FIELD, aggregate_figures
 from ..results.model import Run
 from . import charts
 from .compare import comparison_tables, header_lines, metric_table, note_lines, ranking_lines
@@ -37,9 +40,10 @@ def _environment() -> Environment:
     return env
 
 
-def figure_json(fig: go.Figure) -> str:
-    """A figure as JSON safe inside a <script> block ('</' cannot end it)."""
-    return fig.to_json().replace("</", "<\\/")
+def figure_json(fig: go.Figure | str) -> str:
+    """A figure (or its JSON, from fig.to_json()) as JSON safe inside a
+    <script> block ('</' cannot end it)."""
+    return (fig if isinstance(fig, str) else fig.to_json()).replace("</", "<\\/")
 
 
 def page(template: str, title: str, **context) -> str:
@@ -65,7 +69,8 @@ def environment_rows(run: Run) -> list[tuple[str, str]]:
     for h in facts.get("hosts") or []:
         if isinstance(h, dict):
             nic = f" · NIC {h['nic_gbps']:g} Gbit/s" if h.get("nic_gbps") else ""
-            rows.append((f"host {h['name']}", f"{h['address']} · targets {', '.join(h.get('targets') or [])}{nic}"))
+            seen = f" · {host_line(h['facts'])}" if isinstance(h.get("facts"), dict) else ""
+            rows.append((f"host {h['name']}", f"{h['address']} · targets {', '.join(h.get('targets') or [])}{nic}{seen}"))
     return rows
 
 
@@ -90,35 +95,44 @@ def finding_rows(doc: dict) -> list[dict]:
              "evidence": f.evidence, "change": f.change} for f in diagnose(doc)]
 
 
-def run_report_html(run: Run, series: dict[int, list[Series]]) -> str:
+def run_report_html(run: Run, series: Mapping[int, list[Series]]) -> str:
     """The report of a stored run and its per-second series by test seq."""
     return page("report.html.j2", **run_report_context(run, series))
 
 
-def run_report_context(run: Run, series: dict[int, list[Series]]) -> dict:
+def run_report_context(run: Run, series: Mapping[int, list[Series]]) -> dict:
     """What report.html.j2 shows of a run (the web UI's result page shows the same)."""
     with shared_by_host():  # the summary, its notes and the export each ask for every test's hosts
         return _run_report_context(run, series)
 
 
-def _run_report_context(run: Run, series: dict[int, list[Series]]) -> dict:
-    doc = run.to_dict(include_bins=True)
+def _run_report_context(run: Run, series: Mapping[int, list[Series]]) -> dict:
+    """Each figure is kept as its JSON (plotly's objects of a 64-host run's
+    ~100 charts take hundreds of MB), each test's series read only while
+    its chart is drawn, and only each test's own histograms added to the
+    document (its percentile curve; the hosts' are in no chart)."""
+    doc = run.to_dict()
+    for t, record in zip(doc["tests"], run.tests):
+        merged = aggregate_figures(record.aggregate, include_bins=True)
+        for direction in DIRECTIONS:
+            t[direction][BINS_FIELD] = merged[direction][BINS_FIELD]
     names = charts.test_names(doc)
-    overview = charts.block_size_charts(doc)
+    overview = [f.to_json() for f in charts.block_size_charts(doc)]
     latency = charts.latency_chart(doc)
     if latency:
-        overview.append(latency)
+        overview.append(latency.to_json())
     tests = []
     for t in doc["tests"]:
         name = names[t["seq"]]
-        figures = [f for f in (charts.series_chart(t, series.get(t["seq"], []), name),
-                               charts.latency_rounds_chart(t, name), charts.host_chart(t, name),
-                               charts.percentile_chart(t, name)) if f]
+        figures = [f.to_json() for f in (charts.series_chart(t, series.get(t["seq"], []), name),
+                                         charts.latency_rounds_chart(t, name), charts.host_chart(t, name),
+                                         charts.percentile_chart(t, name)) if f]
         tests.append({"name": name, "status": t["status"], "error": t["error"], "figures": figures})
     sweep = sweep_of_run(doc)
     if sweep is not None:
         sat, hosts = sweep
-        sweep = {"chart": charts.saturation_chart(sat), "rows": cell_rows(sat), "lines": verdict_lines(sat, hosts)}
+        sweep = {"chart": charts.saturation_chart(sat).to_json(), "rows": cell_rows(sat),
+                 "lines": verdict_lines(sat, hosts)}
     return dict(title=run_title(run), run=run, environment=environment_rows(run),
                 rows=summary_rows(run), caption=summary_caption(run), notes=summary_notes(run),
                 repeats=repeat_rows(run), sweep=sweep,

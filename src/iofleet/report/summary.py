@@ -11,9 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.diagnostics import RULES, SEVERITIES, Finding, diagnose
+from ..analysis.host_facts import host_line, recorded_facts
 from ..analysis.skew import MIN_OVERLAP_PCT
 from ..analysis.steady import SteadyVerdict
 from ..analysis.stragglers import stragglers
+from ..fleet.control import NO_SSH
 from ..fleet.metrics import mean_cpu
 from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host
@@ -222,6 +224,19 @@ def repeat_rows(run: Run) -> list[dict]:
     return rows
 
 
+def host_facts_notes(run: Run) -> list[tuple[str, str | None]]:
+    """One line per set of fleet hosts with the same facts (read through
+    SSH), when the run has any: where hosts differ, the lines say which."""
+    recorded = recorded_facts(run.host_facts)
+    if not any(recorded.values()):
+        return []
+    hosts_of: dict[str, list[str]] = {}
+    for host, facts in recorded.items():
+        hosts_of.setdefault(host_line(facts) if facts else f"no facts ({NO_SSH})", []).append(host)
+    return [(f"Host{'s' if len(hosts) > 1 else ''} {', '.join(hosts)}: {text}.", None)
+            for text, hosts in hosts_of.items()]
+
+
 def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
     """(line, style) pairs: preparation, caches, measurement windows and
     cache vs capacity tests, said once for the run where they agree."""
@@ -342,7 +357,7 @@ def summary_notes(run: Run) -> list[tuple[str, str | None]]:
     if blind and any(t.fleet for t in run.tests):
         notes.append((f"Host CPU: n/a for {', '.join(blind)} (no `metrics:` endpoint in the inventory)"
                       f"; a test's CPU covers the hosts with metrics.", None))
-    notes += methodology_notes(run)
+    notes += host_facts_notes(run) + methodology_notes(run)
     if run.status not in ("complete", "running"):
         notes.append((f"This run is {run.status}: {len(run.tests)} of "
                       f"{run.tests_planned} planned tests were stored.", "yellow"))

@@ -102,7 +102,9 @@ RUN_FIELDS: dict[str, str] = {
     "created_at": "start of the run, ISO-8601 UTC",
     "ended_at": "end of the run, ISO-8601 UTC, or null",
     "fio_version": "fio version that produced the figures",
-    "host_facts": "facts of the host(s): hostname, kernel, cpus, memory_bytes, ...",
+    "host_facts": "facts of the host(s): hostname, kernel, cpus, memory_bytes, ...; a fleet run's hosts[] each carry "
+                  "`facts` read through SSH (kernel, cpus, memory_bytes, targets: filesystem, device, model, "
+                  "firmware, scheduler, rotational)",
     "tests_planned": "number of tests in the plan",
     "note": "note on the run (e.g. why it is partial), or null",
     "methodology": "preparation (mode, passes, bytes per host, seconds) and cache policy, or null",

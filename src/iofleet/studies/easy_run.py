@@ -10,7 +10,7 @@ import yaml
 
 from ..analysis.saturation import Saturation
 from ..errors import IofleetError
-from ..fleet.facts import local_facts, remote_facts
+from ..fleet.facts import fleet_facts, local_facts
 from ..fleet.inventory import Host
 from ..plan import parse_plan
 from ..plan.easy import Durations, HostFacts, Load, easy_plan, file_size, probe_max_jobs, rule_of_thumb, working_set_of
@@ -30,7 +30,7 @@ PROBE_MAX_IODEPTH = 256  # saturate's own default: deep enough for any one job
 def survey(targets: list[Path] | None, hosts: list[Host] | None) -> tuple[list[HostFacts], list[str]]:
     """What the hosts are, and the plan's targets (none on a fleet: each host has its own)."""
     if hosts:
-        return [remote_facts(h) for h in hosts], []
+        return fleet_facts(hosts), []  # through SSH where the inventory gives it, else node_exporter
     if not targets:
         raise IofleetError("easy-run needs a place to test: --target DIR (or --hosts INVENTORY)")
     paths = [Path(t).resolve() for t in targets]

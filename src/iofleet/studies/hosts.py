@@ -1,14 +1,17 @@
 """Checking a fleet's hosts (`iofleet hosts check`; the web's Fleet page
 shows the same checks): the per-host checks, one line per problem, and the
-notes on what is not a problem but worth knowing."""
+notes on what is not a problem but worth knowing. Deploying and stopping
+their fio servers over SSH (`iofleet hosts deploy|undeploy`)."""
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..fio.command import fio_version
+from ..fleet import deploy
 from ..fleet.check import HostCheck, check_hosts, problem_lines
 from ..fleet.devices import REMOTE_UNSEEN
-from ..fleet.inventory import Host
+from ..fleet.inventory import Host, InventoryError
 
 
 @dataclass
@@ -45,3 +48,23 @@ def check_notes(checks: list[HostCheck], inventory: Path | str) -> list[str]:
                          f"{c.host.targets[0]} (a run that lost this host could not remove them); "
                          f"`iofleet hosts clean {inventory}` removes them, as does the next run's clean-up")
     return notes
+
+
+def _ssh_hosts(hosts: list[Host], inventory: Path | str) -> None:
+    if not any(h.ssh for h in hosts):
+        raise InventoryError(f"{inventory}: no host has `ssh:` settings; add `defaults: {{ssh: {{user: root}}}}` "
+                             f"(see docs/fleet.md, Deploying with SSH) or start `iofleet server` on each host")
+
+
+def deploy_fleet(hosts: list[Host], inventory: Path | str, install: bool = False, metrics: bool = False,
+                 progress: Callable[[deploy.HostOutcome], None] | None = None) -> list[deploy.HostOutcome]:
+    """`iofleet hosts deploy`: a fio server (the controller's fio version) on every host with `ssh:`."""
+    _ssh_hosts(hosts, inventory)
+    return deploy.deploy(hosts, fio_version(), install, metrics, progress)
+
+
+def undeploy_fleet(hosts: list[Host], inventory: Path | str,
+                   progress: Callable[[deploy.HostOutcome], None] | None = None) -> list[deploy.HostOutcome]:
+    """`iofleet hosts undeploy`: stop what deploy started, remove its directory on each host."""
+    _ssh_hosts(hosts, inventory)
+    return deploy.undeploy(hosts, progress)

@@ -20,7 +20,7 @@ from ..analysis.saturation import (
 )
 from ..errors import IofleetError
 from ..fleet.check import require_ready
-from ..fleet.facts import remote_facts
+from ..fleet.facts import fleet_facts
 from ..fleet.inventory import Host
 from ..plan import parse_plan
 from ..plan.expand import expand, with_load
@@ -104,7 +104,7 @@ def _max_jobs(sweep: Sweep, hosts: list[Host] | None) -> int:
         return sweep.max_jobs
     if not hosts:
         return os.cpu_count() or 1
-    cpus = [remote_facts(h).cpus for h in hosts]
+    cpus = [f.cpus for f in fleet_facts(hosts)]
     known = [c for c in cpus if c]
     return min(known) if len(known) == len(cpus) else DEFAULT_MAX_JOBS
 

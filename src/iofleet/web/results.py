@@ -153,6 +153,5 @@ def result_page(request: Request, run_id: int):
             run = load_run(store, run_id)
         except NotFound as exc:
             return render(request, "results_missing.html.j2", "No such run", status_code=404, message=str(exc))
-        series = store.run_series(run)
-    return render(request, "results_run.html.j2", **run_report_context(run, series), run_id=run_id,
-                  files=raw_files(run))
+        context = run_report_context(run, store.run_series(run))  # reads each test's series: store open
+    return render(request, "results_run.html.j2", **context, run_id=run_id, files=raw_files(run))

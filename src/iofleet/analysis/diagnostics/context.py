@@ -9,6 +9,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 from functools import cached_property
 
+from ..host_facts import readable, recorded_facts
 from ..little import outstanding_io
 from .thresholds import Thresholds
 
@@ -45,6 +46,7 @@ class JudgedRun:
         # Fleet runs list host dicts; imports of client/server output just names.
         self.nics = {h.get("name"): h.get("nic_gbps") for h in (run.get("host_facts") or {}).get("hosts", [])
                      if isinstance(h, dict)}
+        self.facts = readable(recorded_facts(run.get("host_facts") or {}))  # fleet hosts read through SSH
 
     def name(self, test: dict) -> str:
         return f"{test['id']} #{test.get('repeat', 1)}" if test["id"] in self._repeated else test["id"]

@@ -8,6 +8,7 @@ import statistics
 from collections import namedtuple
 from typing import Iterator
 
+from ..host_facts import how_hosts_differ
 from ..little import in_flight, little_holds, little_ratio, outstanding_io
 from ..stragglers import stragglers
 from .context import Hit, JudgedRun, as_percent, cpu_hot, per_host_text, values_of
@@ -89,9 +90,14 @@ def host_imbalance(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
             median = statistics.median(f.all.iops for f in per_host.values())
             names = ", ".join(f"{h}: {per_host[h].all.iops:,.0f} IOPS = {as_percent(share)}" for h, share in slow)
             where = f" in group {group}" if group else ""
+            slow_names = [h for h, _ in slow]
+            # What the SSH facts show of them (another kernel, device model, ...), else where to look.
+            differs = how_hosts_differ(slow_names, {h: f for h, f in run.facts.items() if h in per_host})
+            found = f"; {', '.join(slow_names)} differ{'s' if len(slow) == 1 else ''}: {differs}" if differs else ""
+            look = "that difference, " if differs else ""
             yield run.hit(i, t, f"{names} of the median host's {median:,.0f} IOPS{where} "
-                                f"(< {th.straggler_pct:g} %)",
-                          f"check what differs on {', '.join(h for h, _ in slow)} (its targets' devices, network, "
+                                f"(< {th.straggler_pct:g} %){found}",
+                          f"check what differs on {', '.join(slow_names)} ({look}its targets' devices, network, "
                           f"CPU, other load), or leave {'it' if len(slow) == 1 else 'them'} out of the inventory",
                           host=slow[0][0] if len(slow) == 1 else None)
 

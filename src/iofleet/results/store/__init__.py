@@ -3,8 +3,10 @@
 Layout of a data directory:
 
     results.db                               runs, tests, metrics, series
-    artifacts/run-<id>/<seq>-<test id>/*.gz  raw files of each test (fio JSON,
-                                             job file, logs), gzip-compressed
+    artifacts/run-<id>/<seq>-<test id>/files.zip
+                                             raw files of each test (fio JSON, job
+                                             files, messages, logs), one archive;
+                                             before issue 19 one <name>.gz per file
     locks/run-<id>.lock                      held by the process running a run
 
 One job per module: schema.py (tables, migrations, opening), locks.py (who
@@ -13,7 +15,7 @@ failures.py (damaged file, failed write), listing.py (which runs a listing
 keeps) and queries.py (the Store that the rest of iofleet uses).
 """
 
-from .artifacts import ARTIFACT_WRITERS, ARTIFACTS_DIR
+from .artifacts import ARCHIVE, ARTIFACTS_DIR
 from .failures import damaged
 from .listing import RunFilter, is_day
 from .queries import Store, default_data_dir, utc_now
@@ -21,7 +23,7 @@ from .schema import (DB_NAME, FINISHED_TEST_STATUSES, LOCKS_DIR, MAX_INTEGER, MI
                      RUN_TABLES, SCHEMA_LOCK, SCHEMA_LOCK_WAIT_S, SCHEMA_VERSION, TEST_STATUSES)
 
 __all__ = [
-    "ARTIFACT_WRITERS", "ARTIFACTS_DIR", "DB_NAME", "FINISHED_TEST_STATUSES", "LOCKS_DIR", "MAX_INTEGER", "MIGRATIONS",
+    "ARCHIVE", "ARTIFACTS_DIR", "DB_NAME", "FINISHED_TEST_STATUSES", "LOCKS_DIR", "MAX_INTEGER", "MIGRATIONS",
     "RUN_SOURCES", "RUN_STATUSES", "RUN_TABLES", "SCHEMA_LOCK", "SCHEMA_LOCK_WAIT_S", "SCHEMA_VERSION",
     "TEST_STATUSES", "RunFilter", "Store", "damaged", "default_data_dir", "is_day", "utc_now",
 ]

@@ -19,13 +19,14 @@ import contextlib
 import os
 import shutil
 import sqlite3
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ...errors import StoreError
 from ...fio.records import DIRECTIONS, DiskUtil, JobResult, Series
 from ...fleet.metrics import HostCpu, HostMetrics, HostSample
-from ..model import Aggregate, ListedRun, Run
+from ..model import Aggregate, ListedRun, Run, TestRecord
 from . import artifacts as files
 from .failures import cannot_write, guarded
 from .listing import RunFilter
@@ -359,14 +360,17 @@ class Store:
         )
 
     def _insert_jobs(self, test_pk: int, jobs: list[JobResult]) -> None:
-        rows = []
-        for j in jobs:
-            job_pk = self._conn.execute(
-                "INSERT INTO jobs (test_pk, host, job, job_index, error, runtime_ms,"
-                " usr_cpu_pct, sys_cpu_pct) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (test_pk, j.host, j.job, j.index, j.error, j.runtime_ms, j.usr_cpu_pct, j.sys_cpu_pct),
-            ).lastrowid
-            rows.extend((job_pk, d, *dir_row(getattr(j, d))) for d in DIRECTIONS)
+        # The ids SQLite would give (max + 1 on), given here: one executemany
+        # instead of an execute per job (a 64-host test has hundreds); the
+        # transaction holds the write lock, so no one else takes them.
+        first = self._conn.execute("SELECT coalesce(max(id), 0) + 1 FROM jobs").fetchone()[0]
+        self._conn.executemany(
+            "INSERT INTO jobs (id, test_pk, host, job, job_index, error, runtime_ms,"
+            " usr_cpu_pct, sys_cpu_pct) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(first + i, test_pk, j.host, j.job, j.index, j.error, j.runtime_ms, j.usr_cpu_pct, j.sys_cpu_pct)
+             for i, j in enumerate(jobs)],
+        )
+        rows = [(first + i, d, *dir_row(getattr(j, d))) for i, j in enumerate(jobs) for d in DIRECTIONS]
         self._conn.executemany(
             f"INSERT INTO job_directions (job_pk, direction, {', '.join(DIR_COLS)})"
             f" VALUES (?, ?{', ?' * len(DIR_COLS)})",
@@ -407,9 +411,10 @@ class Store:
             for r in self._conn.execute("SELECT * FROM series WHERE test_pk = ? ORDER BY id", (test_pk,))
         ]
 
-    def run_series(self, run: Run) -> dict[int, list[Series]]:
-        """Every test's per-second series of a run from get_run, by test seq."""
-        return {t.seq: self.get_series(t.pk) for t in run.tests}
+    def run_series(self, run: Run) -> "RunSeries":
+        """Every test's per-second series of a run from get_run, by test seq,
+        read when asked for (while the store is open)."""
+        return RunSeries(self, run)
 
     @guarded
     def read_artifact(self, test_pk: int, name: str) -> bytes:
@@ -424,6 +429,12 @@ class Store:
                 f"test {test_pk} has no artifact {name!r}; it has: {', '.join(names) or 'none'}"
             )
         return files.read_artifact(self.data_dir, t["artifact_dir"], name)
+
+    def read_artifacts(self, test: TestRecord) -> Iterator[tuple[str, bytes]]:
+        """(name, contents) of every artifact of a test from get_run, its archive opened once."""
+        if not test.artifact_dir or not test.artifacts:
+            return iter(())
+        return files.read_artifacts(self.data_dir, test.artifact_dir, test.artifacts)
 
     @guarded
     def discard_orphan_artifacts(self, run_id: int) -> list[Path]:
@@ -471,3 +482,27 @@ class Store:
             if self._conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'runs'",
                                   (up_to,)).rowcount == 0:
                 self._conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('runs', ?)", (up_to,))
+
+
+class RunSeries(Mapping):
+    """A run's per-second series by test seq, each test's read from the
+    store when asked for: a 64-host run's series are ~500 MB as Python
+    lists, so a report holds one test's at a time."""
+
+    def __init__(self, store: Store, run: Run):
+        self._store = store
+        self._pks = {t.seq: t.pk for t in run.tests}
+
+    def __getitem__(self, seq: int) -> list[Series]:
+        pk = self._pks[seq]
+        try:
+            return self._store.get_series(pk)
+        except sqlite3.ProgrammingError:  # a bug of the caller: say which
+            raise RuntimeError("a run's series are read from its store while it is open: "
+                               "use run_series(run) inside `with Store.open(...)`") from None
+
+    def __iter__(self):
+        return iter(self._pks)
+
+    def __len__(self) -> int:
+        return len(self._pks)

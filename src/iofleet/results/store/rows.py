@@ -7,6 +7,7 @@ import sqlite3
 import sys
 from array import array
 from collections.abc import Iterable
+from itertools import chain
 from datetime import datetime, timezone
 
 from ...fio.records import PERCENTILES, DirectionStats, DiskUtil, JobResult, pct_key
@@ -69,6 +70,26 @@ def unpack(blob: bytes, typecode: str) -> list:
     return a.tolist()
 
 
+def pack_bins(bins: dict[int, int]) -> bytes | str:
+    """A latency histogram as int64 little-endian pairs (ns, count): a
+    64-host test has thousands, and JSON took seconds to write and read.
+    Counts that are not int64 (never from fio) stay JSON, as all bins were
+    stored before issue 19: [[ns, count], ...]."""
+    try:
+        return pack(chain.from_iterable(bins.items()), "q")
+    except (TypeError, OverflowError):
+        return dumps(list(bins.items()))
+
+
+def unpack_bins(value: bytes | str) -> dict[int, int]:
+    if isinstance(value, str):  # JSON, as stored before issue 19
+        return dict(loads(value))
+    if not isinstance(value, bytes) or len(value) % 16:
+        raise Damage("a stored latency histogram is unreadable (not int64 pairs)")
+    pairs = unpack(value, "q")
+    return dict(zip(pairs[::2], pairs[1::2]))
+
+
 def run_fields(row: sqlite3.Row) -> dict:
     """The RunInfo fields of a runs row, JSON columns decoded."""
     out = {c: row[c] for c in RUN_COLS}
@@ -83,8 +104,7 @@ def dir_row(d: DirectionStats) -> tuple:
     if unknown:
         # Only the standard percentiles have columns; refuse rather than drop data.
         raise ValueError(f"percentiles {sorted(unknown)} are not stored; use {list(PCT_COLS)}")
-    # Bins as JSON [[ns, count], ...]: keys stay ints and decode fast with dict().
-    bins = None if d.bins is None else dumps(list(d.bins.items()))
+    bins = None if d.bins is None else pack_bins(d.bins)
     return (
         tuple(getattr(d, c) for c in STAT_COLS)
         + tuple(d.percentiles_ns.get(k) for k in PCT_COLS)
@@ -101,7 +121,7 @@ def dir_from_values(values) -> DirectionStats:
         **dict(zip(STAT_COLS, values[:n_stat])),
         # All standard percentiles come back; None where unavailable.
         percentiles_ns=dict(zip(PCT_COLS, values[n_stat:n_stat + n_pct])),
-        bins=None if bins is None else dict(loads(bins)),
+        bins=None if bins is None else unpack_bins(bins),
         percentile_basis=basis,
     )
 

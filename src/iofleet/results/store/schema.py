@@ -187,6 +187,14 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN resume TEXT;               -- JSON object
     """,
+    # v5 (issue 19), no table changes: what is written changes, and an older
+    # iofleet must refuse the store rather than call it damaged. A test's raw
+    # files are one zip, <artifact_dir>/files.zip (before: <name>.gz each;
+    # both read); `bins` columns hold int64 little-endian (ns, count) pairs
+    # as a BLOB (before: JSON text [[ns, count], ...]; both read).
+    """
+    SELECT 1;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

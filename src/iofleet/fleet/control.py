@@ -1,0 +1,162 @@
+"""What fio's client/server cannot do on a fleet host, done through the
+SSH control channel (fleet/ssh.py) where the inventory gives one: drop the
+kernel's caches before a test, and read the host's facts (kernel, CPUs,
+memory, each target's filesystem and device) once per run.
+
+Every host with `ssh:` is asked at once; a host without it is left out of
+the answers, and its callers say what could not be done."""
+
+import shlex
+
+from .inventory import Host
+from .ssh import Reply, run_on_all
+
+DROP_CACHES_FILE = "/proc/sys/vm/drop_caches"
+# `sync` writes back every dirty page of the host: a busy host may take a while.
+DROP_TIMEOUT_S = 120.0
+FACTS_TIMEOUT_S = 30.0
+# What a host's cache note says when no SSH channel reaches it.
+NO_SSH = "no SSH access to the host: add `ssh:` to the inventory"
+
+# As root (run_on_all wraps it in `sudo -n sh -c` for another user); never
+# the drop without the write-back before it.
+DROP_COMMAND = f"sync && echo 3 > {DROP_CACHES_FILE}"
+
+# The facts script: `key=value` lines, target N's as `tN.key=value` (the
+# target's path is never printed back: it is the caller's, by N). Only
+# reads: uname, /proc, findmnt, df and sysfs, as any user.
+FACTS_SCRIPT = r"""
+printf 'kernel=%s\n' "$(uname -r)"
+printf 'hostname=%s\n' "$(uname -n)"
+printf 'os=%s\n' "$( (. /etc/os-release && printf '%s' "$PRETTY_NAME") 2>/dev/null)"
+printf 'cpus=%s\n' "$(getconf _NPROCESSORS_ONLN 2>/dev/null)"
+printf 'memory_kib=%s\n' "$(awk '/^MemTotal:/ {print $2}' /proc/meminfo 2>/dev/null)"
+first() { [ -r "$1" ] && head -n 1 "$1" 2>/dev/null; }
+n=0
+for t in "$@"; do
+  p="t$n."; n=$((n + 1))
+  fs=; majmin=; src=
+  if [ -b "$t" ]; then
+    hex=$(stat -L -c '%t:%T' "$t" 2>/dev/null) && majmin=$(printf '%d:%d' "0x${hex%:*}" "0x${hex#*:}")
+    printf '%skind=device\n' "$p"
+  elif [ -d "$t" ]; then
+    read -r fs majmin src <<EOF
+$(findmnt -n -o FSTYPE,MAJ:MIN,SOURCE -T "$t" 2>/dev/null)
+EOF
+    printf '%skind=directory\n%sfilesystem=%s\n%ssource=%s\n' "$p" "$p" "$fs" "$p" "$src"
+    printf '%sfree_kib=%s\n' "$p" "$(df -P -k "$t" 2>/dev/null | awk 'NR == 2 {print $4}')"
+  else
+    printf '%skind=missing\n' "$p"; continue
+  fi
+  d="/sys/dev/block/$majmin"
+  [ -n "$majmin" ] && [ -e "$d" ] || continue
+  [ -e "$d/queue" ] || d="$d/.."  # a partition: its disk has the queue and the model
+  disk=$d
+  for s in "$d"/slaves/*; do  # device-mapper (LVM, dm-crypt): the first disk under it
+    [ -e "$s" ] || break
+    disk=$s; [ -e "$disk/device" ] || disk="$disk/.."
+    break
+  done
+  printf '%sdevice=%s\n' "$p" "$(basename "$(readlink -f "$d")")"
+  printf '%ssize_sectors=%s\n' "$p" "$(first "$d/size")"
+  printf '%smodel=%s\n' "$p" "$(first "$disk/device/model")"
+  printf '%sfirmware=%s\n' "$p" "$(first "$disk/device/firmware_rev" || first "$disk/device/rev")"
+  printf '%sscheduler=%s\n' "$p" "$(first "$d/queue/scheduler")"
+  printf '%srotational=%s\n' "$p" "$(first "$d/queue/rotational")"
+done
+"""
+
+
+def facts_command(targets: list[str]) -> str:
+    """The facts script for these targets, every word shell-quoted."""
+    return " ".join(["sh", "-c", shlex.quote(FACTS_SCRIPT), "iofleet-facts", *map(shlex.quote, targets)])
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text and text.isascii() and text.isdigit() else None
+
+
+def active_scheduler(text: str | None) -> str | None:
+    """sysfs queue/scheduler "none [mq-deadline] kyber" → "mq-deadline"
+    (a queue with one choice prints it bare)."""
+    if not text:
+        return None
+    marked = [w[1:-1] for w in text.split() if w.startswith("[") and w.endswith("]")]
+    return marked[0] if marked else text.split()[0]
+
+
+def _target_facts(raw: dict[str, str]) -> dict:
+    kind = raw.get("kind")
+    out: dict = {"kind": kind}
+    if kind == "directory":
+        free = _int(raw.get("free_kib"))
+        out |= {"filesystem": raw.get("filesystem") or None, "source": raw.get("source") or None,
+                "free_bytes": None if free is None else free * 1024}
+    if "device" in raw:
+        sectors, rotational = _int(raw.get("size_sectors")), raw.get("rotational")
+        out |= {"device": raw["device"] or None, "bytes": None if sectors is None else sectors * 512,
+                "model": raw.get("model") or None, "firmware": raw.get("firmware") or None,
+                "scheduler": active_scheduler(raw.get("scheduler")),
+                "rotational": {"1": True, "0": False}.get(rotational or "")}
+    return out
+
+
+def parse_facts(stdout: str, targets: list[str]) -> dict:
+    """The facts script's output (facts_command) → the host's facts, with
+    each target's under `targets` by its path."""
+    raw: dict[str, str] = {}
+    for line in stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            raw[key] = value.strip()
+    memory = _int(raw.get("memory_kib"))
+    facts: dict = {"hostname": raw.get("hostname") or None, "kernel": raw.get("kernel") or None,
+                   "os": raw.get("os") or None, "cpus": _int(raw.get("cpus")),
+                   "memory_bytes": None if memory is None else memory * 1024}
+    per_target: dict = {}
+    for i, target in enumerate(targets):
+        prefix = f"t{i}."
+        mine = {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
+        per_target[target] = _target_facts(mine) if mine else {"kind": None}
+    facts["targets"] = per_target
+    return facts
+
+
+def _why_not(reply: Reply, user: str, what: str) -> str:
+    """One line: why a command did not do its part on a host."""
+    if reply.error:  # ssh.py's line names the host: the caller's answer is by host already
+        return reply.error.removeprefix(f"{reply.host}: ")
+    said = (reply.stderr.strip() or reply.stdout.strip()).splitlines()
+    detail = said[-1].strip() if said else f"exit status {reply.exit_status}"
+    return f"SSH user {user} cannot {what}: {detail}"
+
+
+def drop_caches(hosts: list[Host]) -> dict[str, str | None]:
+    """Write dirty data back and drop the kernel's clean caches on every
+    host with `ssh:`, all at once: host name → None when done, else the
+    one-line reason. Hosts without `ssh:` are not in the answer."""
+    replies = run_on_all(hosts, DROP_COMMAND, timeout_s=DROP_TIMEOUT_S, as_root=True)
+    users = {h.name: h.ssh.user for h in hosts if h.ssh}
+    out: dict[str, str | None] = {}
+    for name, r in replies.items():
+        out[name] = None if r.ok else _why_not(r, users[name], f"write {DROP_CACHES_FILE}")
+        if out[name] and not r.error and users[name] != "root":
+            out[name] += f"; log in as root, or allow {users[name]} passwordless sudo"
+    return out
+
+
+def host_facts(hosts: list[Host]) -> dict[str, dict]:
+    """Every host with `ssh:`: its facts (parse_facts), or {"error": why}
+    when they could not be read; all hosts at once, one script each."""
+    by_name = {h.name: h for h in hosts}
+    replies = run_on_all(hosts, lambda h: facts_command(list(h.targets)), timeout_s=FACTS_TIMEOUT_S)
+    out = {}
+    for name, r in replies.items():
+        host = by_name[name]
+        if r.ok:
+            out[name] = parse_facts(r.stdout, list(host.targets))
+            if r.note:  # e.g. its host key was trusted, not checked: the run says so
+                out[name]["ssh_note"] = r.note.removeprefix(f"{name}: ")
+        else:
+            out[name] = {"error": _why_not(r, host.ssh.user, "read the host's facts")}
+    return out
