@@ -199,7 +199,7 @@ each fio client round costs every host ~0.13 s of CPU on its server and ~0.13 s 
 command after taking its job file. So the host check and the engine probe are now one round under one
 fio client (with `--clocksource=clock_gettime`: a client does no IO; `clocksource=clock_gettime` in the
 check's job files), and preparation, layout and clean-up clients skip the TSC test too; the test itself
-keeps a client per host (the lost-host rules, remote.py) with fio's own clock choice (see CLIENT_CLOCK).
+keeps a client per host (the lost-host rules, remote.py) with fio's own clock choice (see fio/command.py QUICK_CLOCK).
 """
     write_section(text, SECTION)
     print(text)

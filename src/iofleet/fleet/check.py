@@ -38,14 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ImportFormatError, IofleetError
-from ..fio.command import error_line, fio_binary, fio_version
+from ..fio.command import QUICK_CLOCK, error_line, fio_binary, fio_version
 from ..fio.jobfile import (PROBE_FILE, Device, render_device_check, render_leftover_check, render_probe,
                           render_target_check)
 from ..fio.parse import parse_output
 from .devices import RemoteDevice, exporter_mounts, where
 from .inventory import Host
 from .metrics import fetch_metrics, free_bytes
-from .remote import CLIENT_CLOCK, first_engine, probe_target, remove_data_files
+from .remote import first_engine, probe_target, remove_data_files
 from .runner import run_fio
 from .targets_lock import holder_facts, lock_fleet_target
 from .workdir import work_dir
@@ -179,7 +179,7 @@ def _probe_together(checks: list[HostCheck], controller_version: str,
     """One fio client checks every host (see the module's docstring); the
     names of the hosts it showed wholly ready, their checks filled in."""
     with work_dir("iofleet-check-") as tmp:
-        cmd = [fio_binary(), CLIENT_CLOCK, "--output-format=normal,json", "--eta=never"]
+        cmd = [fio_binary(), QUICK_CLOCK, "--output-format=normal,json", "--eta=never"]
         for c in checks:
             targets = [Path(t) for t in c.host.targets]
             job = tmp / f"check.{c.host.name}.fio"

@@ -41,13 +41,6 @@ PREPARE_SLOWDOWN = 2.0
 MOST_JOBS = 1024
 # A clean-up reads 4 KiB of each file and removes it: seconds, even for 1024 files.
 CLEANUP_TIMEOUT_S = 30.0
-# A fio client's clock, but for a measured test's: a fio process calibrates
-# its clock at start, and fio's default then also tests the TSC (~65 ms more
-# CPU per client, so per host). A client does no IO: its clock only times its
-# waits. Not for a test: such a client sends its RUN command sooner, before
-# some servers start waiting for it (up to 1 s) and after others, and the
-# hosts' starts would spread over a second; with fio's default all wait alike.
-CLIENT_CLOCK = "--clocksource=clock_gettime"
 
 
 @dataclass
@@ -82,13 +75,12 @@ def run_on_hosts(
     `status_s`: each server sends its status every so many seconds, one
     round each (fio/status.py); `per_tick` (host → its job file's jobs)
     splits them. `start_together` (a measured test): each client keeps
-    fio's own clock choice, so that every host starts alike (CLIENT_CLOCK)."""
+    fio's own clock choice, so that every host starts alike (fio.command.QUICK_CLOCK)."""
     commands = {}
     for h in hosts:
         path = work / f"{tag}.{h.name}.fio"
         path.write_text(jobfiles[h.name])
-        fio, *options = client_command([(h.fio_client_arg, str(path))], status_s)
-        commands[h.name] = [fio, *options] if start_together else [fio, CLIENT_CLOCK, *options]
+        commands[h.name] = client_command([(h.fio_client_arg, str(path))], status_s, quick_clock=not start_together)
     halt = {h.name: threading.Event() for h in hosts}  # the user stopped the run: results wanted
     drop = {h.name: threading.Event() for h in hosts}  # the host is lost: its client is killed at once
     runs: dict[str, FioRun] = {}
