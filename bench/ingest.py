@@ -438,6 +438,8 @@ def main():
     ap.add_argument("--no-artifacts", dest="artifacts", action="store_false", help=argparse.SUPPRESS)
     ap.add_argument("--inputs", type=Path, help="keep the generated inputs here and reuse them next time")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--no-write", dest="write", action="store_false",
+                    help="print the figures only, leaving BENCHMARKS.md as it is")
     a = ap.parse_args()
     if a.child:
         if a.profile:
@@ -496,8 +498,9 @@ def main():
     if a.profile:
         command = (f".venv/bin/python bench/ingest.py --profile {a.profile}"
                    + (" --node-exporter" if a.node_exporter else ""))
-        write_section(profile_section(a.profile, command), PROFILE_SECTION)
-        print(f"profile written to {a.profile} and BENCHMARKS.md")
+        if a.write:
+            write_section(profile_section(a.profile, command), PROFILE_SECTION)
+        print(f"profile written to {a.profile}" + (" and BENCHMARKS.md" if a.write else ""))
         return
     fio_only = [r for r in runs if not r["node_exporter"] and r["artifacts"]]
     with_ne = [r for r in runs if r["node_exporter"]]
@@ -554,7 +557,8 @@ The stored run: {store_bytes / 1e6:.0f} MB ({db_bytes / 1e6:.0f} MB database, th
 
 {result_line("ingest-64-s", med_s)}
 """
-    write_section(text, SECTION)
+    if a.write:
+        write_section(text, SECTION)
     print(text)
 
 

@@ -377,8 +377,12 @@ class FleetPlace(Place):
             for h in self.hosts:
                 for t in h.targets:
                     self.locks.append(lock_fleet_target(*h.endpoint, t, facts or holder_facts()))
+            # The SSH facts round (describe() reads it) runs while fio's check does.
+            facts_round = threading.Thread(target=lambda: self.host_facts, name="iofleet-host-facts", daemon=True)
+            facts_round.start()
             checks = require_ready(self.hosts, destroy_data=self.destroy_data, needed=self._needed,
                                    probes=self._probes)
+            facts_round.join()
             # The engines the check's own fio run found working: not probed again.
             self._engines.update({(key, c.host.name): e for c in checks for key, e in c.engines.items()})
         except BaseException:
