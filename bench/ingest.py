@@ -261,7 +261,7 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
         addr = next(a for a in cmd if a.startswith("--client=")).split(":", 1)[1].rsplit(",", 1)[0]
         test_id = next(line[1:-1] for line in jobfile.read_text().splitlines() if line.startswith("["))
         src = inputs / test_id
-        for f in src.glob(f"series_*.{addr}"):
+        for f in logs[test_id].get(addr, ()):
             try:
                 os.link(f, workdir / f.name)
             except OSError:  # --inputs on another file system
@@ -270,6 +270,13 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
                       stdout=(src / f"stdout.{addr}.txt").read_text(), stderr="", stopped=False, killed=False,
                       wall_s=samples + 1.5)
 
+    # Each host's logs, listed before the clock starts: fio's client writes
+    # them in another process, at no cost to iofleet's (a glob per host did).
+    logs: dict[str, dict[str, list[Path]]] = {}
+    for test_dir in (d for d in inputs.iterdir() if d.is_dir()):
+        for name in os.listdir(test_dir):
+            if name.startswith("series_"):
+                logs.setdefault(test_dir.name, {}).setdefault(name.split(".log.", 1)[1], []).append(test_dir / name)
     rng = random.Random(2)
     host_samples = [[HostSample(t_s=float(i + 1), cpu_pct=rng.uniform(20, 60), disk_busy_pct=rng.uniform(80, 100),
                                 disk_iops=rng.uniform(8e3, 2e4), net_rx_bytes_s=rng.uniform(1e6, 1e8),
@@ -312,8 +319,8 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
     specs = expand(plan)
     with Store.open(data) as store:
         if not artifacts:  # diagnostic: what storing the raw files costs
-            save_test = store.save_test
-            store.save_test = lambda *args, **kw: save_test(*args, **(kw | {"artifacts": None}))
+            start_artifacts = store.start_artifacts
+            store.start_artifacts = lambda run_id, seq, test_id, artifacts: start_artifacts(run_id, seq, test_id, {})
         t0, cpu0 = time.perf_counter(), time.process_time()
         with RunSession(plan, text, store, specs=specs, place=Place(hosts, clear_cache=plan.clear_cache),
                         stop=threading.Event()) as session:

@@ -397,7 +397,7 @@ def split_documents(text: str) -> list[str]:
 _LOG_DIRECTIONS = {0: "read", 1: "write", 2: None}  # 2 = trim: not reported
 
 
-def parse_log(text: str, scale: float = 1.0) -> dict[str, tuple[list[int], list[float]]]:
+def parse_log(text: str | bytes, scale: float = 1.0) -> dict[str, tuple[list[int], list[float]]]:
     """Parse a fio log written with write_iops_log / write_bw_log /
     write_lat_log and log_avg_msec.
 
@@ -407,10 +407,13 @@ def parse_log(text: str, scale: float = 1.0) -> dict[str, tuple[list[int], list[
 
     Units are fio's: iops logs in IO/s, lat logs in ns, and bw logs in
     KiB/s (scale=1024 gives bytes/s): each value is multiplied by `scale`.
+    The log's bytes as read are taken too (not decoded unless needed).
     """
     fast = _parse_log_fast(text, scale)
     if fast is not None:
         return fast
+    if isinstance(text, bytes):  # a line that is not UTF-8 is reported below as not a log line
+        text = text.decode("utf-8", errors="replace")
     series: dict[str, tuple[list[int], list[float]]] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -441,19 +444,22 @@ def parse_log(text: str, scale: float = 1.0) -> dict[str, tuple[list[int], list[
 # a value and 18 for the rest, so every number converts exactly.
 _LOG_TEXT = {n: re.compile(r"(?:[0-9]{1,18}, [0-9]{1,15}, [012]" + r", [0-9]{1,18}" * (n - 3) + r"\n)*")
              for n in (5, 6)}
+_LOG_BYTES = {n: re.compile(p.pattern.encode()) for n, p in _LOG_TEXT.items()}  # the same, for a log's bytes
 
 
-def _parse_log_fast(text: str, scale: float = 1.0) -> dict[str, tuple[list[int], list[float]]] | None:
+def _parse_log_fast(text: str | bytes, scale: float = 1.0) -> dict[str, tuple[list[int], list[float]]] | None:
     """parse_log's result for a log in the common form above; None for
     anything else (blank lines, other spacing, floats, a bad line), which
     the line-by-line parser then reads or reports."""
-    if not text.endswith("\n"):
-        text += "\n"
-    fields = text.count(",", 0, text.find("\n")) + 1
-    pattern = _LOG_TEXT.get(fields)
+    raw = isinstance(text, bytes)
+    newline, comma, space = (b"\n", b",", b" ") if raw else ("\n", ",", " ")
+    if not text.endswith(newline):
+        text += newline
+    fields = text.count(comma, 0, text.find(newline)) + 1
+    pattern = (_LOG_BYTES if raw else _LOG_TEXT).get(fields)
     if pattern is None or not pattern.fullmatch(text):
         return None
-    rows = np.fromstring(text.replace(",", " "), dtype=np.int64, sep=" ").reshape(-1, fields)
+    rows = np.fromstring(text.replace(comma, space), dtype=np.int64, sep=" ").reshape(-1, fields)
     out = {}
     for code, name in ((0, "read"), (1, "write")):
         picked = rows[rows[:, 2] == code]

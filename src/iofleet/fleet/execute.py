@@ -253,7 +253,7 @@ class LocalPlace(Place):
         m.host_cpu = m.host_metrics[0].cpu
         m.artifacts = collect_artifacts(work, {"": jobfile}, {"": fio}, ".log")
         if m.jobs:
-            m.series = read_series(work, "local")
+            m.series = read_series(work, "local", files=m.artifacts)  # the logs as just read, not again
             rebase_series(m.series)
         return m
 
@@ -507,7 +507,7 @@ class FleetPlace(Place):
         listing = os.listdir(work)
         # A lost host's logs (a late one's may come with its stopped client) are no result.
         m.series = [s for h in hosts if h.name not in run.lost
-                    for s in read_series(work, h.name, f".{h.endpoint[0]}", listing)]
+                    for s in read_series(work, h.name, f".{h.endpoint[0]}", listing, files=m.artifacts)]
         rebase_series(m.series)
         metrics = sampler.summary(skip_s=step.ramp, until_s=run.fio.wall_s)
         m.controller = metrics.pop(CONTROLLER)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -275,25 +276,29 @@ def _signal(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def read_series(work: Path, host: str, suffix: str = "", listing: list[str] | None = None) -> list[Series]:
+def read_series(work: Path, host: str, suffix: str = "", listing: list[str] | None = None,
+                files: Mapping[str, bytes] | None = None) -> list[Series]:
     """Per-second series from the logs fio wrote in `work`:
     <prefix>_<kind>.<job>.log, plus `.<address>` when fio's client wrote
     them for a server (pass that as `suffix`). The warm-up group's logs
     give the series' warm-up part (phase "warmup"). `listing`: the names
-    in `work`, when the caller has them (one listing for every host)."""
+    in `work`, when the caller has them (one listing for every host);
+    `files`: file name → contents, for the logs the caller has read
+    already (the test's artifacts), so that each is read once."""
     out = []
     # One listing, not a glob per kind: a fleet test's work directory holds
     # every host's logs.
     ours = [name for name in (os.listdir(work) if listing is None else listing) if name.endswith(f".log{suffix}")]
     for phase, prefix in (("warmup", WARMUP_LOG_PREFIX), ("measured", LOG_PREFIX)):
         for kind, (metric, factor) in LOG_METRICS.items():
-            files = sorted(work / name for name in fnmatch.filter(ours, f"{prefix}_{kind}.*.log{suffix}"))
+            logs = sorted(work / name for name in fnmatch.filter(ours, f"{prefix}_{kind}.*.log{suffix}"))
             # fio numbers jobs across the whole job file (from 1): the
             # measured jobs follow the warm-up's, so count from the first.
-            numbers = {f: int(f.name.split(".")[1]) for f in files}
+            numbers = {f: int(f.name.split(".")[1]) for f in logs}
             first = min(numbers.values(), default=1)
-            for f in files:
-                for direction, (t_ms, values) in parse_log(f.read_text(), scale=factor).items():
+            for f in logs:
+                text = files[f.name] if files is not None and f.name in files else f.read_bytes()
+                for direction, (t_ms, values) in parse_log(text, scale=factor).items():
                     out.append(Series(host=host, job_index=numbers[f] - first, metric=metric,
                                       direction=direction, t_ms=t_ms, values=values, phase=phase))
     return out

@@ -302,6 +302,18 @@ def _run_test(index, spec, place: Place, store, run_id, observer, stop, prepared
                 steady_now=lambda per_host: steady_now(per_host, spec.round))
         except FioError as exc:
             m = Measured("failed", str(exc))
+    # The raw files are compressed on a thread while the test is summed up.
+    artifacts = store.start_artifacts(run_id, index, spec.id, m.artifacts or {})
+    try:
+        return _save(index, spec, place, store, run_id, m, started, artifacts, prepared, caches, replace, explain)
+    except BaseException:
+        artifacts.undo()  # its save never came (or failed and undid it already)
+        raise
+
+
+def _save(index, spec, place: Place, store, run_id, m: Measured, started, artifacts, prepared, caches, replace,
+          explain) -> TestOutcome:
+    """Sum up a measured test and store it."""
     if m.status == "failed" and m.error and explain:
         m.error = explain(m.error)
     agg = aggregate(m.jobs) if m.jobs else None
@@ -315,7 +327,7 @@ def _run_test(index, spec, place: Place, store, run_id, observer, stop, prepared
               "params": spec.params() | {"engine_used": m.engine}},
         status=m.status, error=m.error, started_at=started, ended_at=_now(),
         jobs=m.jobs, aggregate=agg, host_cpu=m.host_cpu, disks=m.disks,
-        series=m.series, artifacts=m.artifacts,
+        series=m.series, artifacts=artifacts,
         host_metrics=m.host_metrics, controller=m.controller, fleet=fleet, methodology=method, replace=replace,
     )
     return TestOutcome(spec=spec, status=m.status, error=m.error, aggregate=agg, test_pk=test_pk,

@@ -11,6 +11,7 @@ contending for the GIL and the disk; zip rather than tar so that one
 file (a web download) is read without decompressing the others."""
 
 import gzip
+import io
 import os
 import shutil
 import zipfile
@@ -45,13 +46,18 @@ def write_archive(directory: Path, artifacts: dict[str, bytes]) -> Path:
     """Write the test's files.zip via a temp file and rename, so it is never seen half-written."""
     final = directory / ARCHIVE
     tmp = directory / f".{ARCHIVE}.tmp{os.getpid()}"
+    # Built in memory, written at once: a file's every 8 KiB write lets go
+    # of the GIL and takes it back, each time from the thread summing up the
+    # test (hundreds of members a test; the deflated archive is a few MB).
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for name, data in artifacts.items():
+            member = zipfile.ZipInfo(name, date_time=_MEMBER_TIME)
+            member.external_attr = 0o644 << 16  # rw-r--r-- when unzipped
+            z.writestr(member, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=LEVEL)
     try:
         with open(tmp, "wb") as f:
-            with zipfile.ZipFile(f, "w") as z:
-                for name, data in artifacts.items():
-                    member = zipfile.ZipInfo(name, date_time=_MEMBER_TIME)
-                    member.external_attr = 0o644 << 16  # rw-r--r-- when unzipped
-                    z.writestr(member, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=LEVEL)
+            f.write(buffer.getbuffer())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, final)
@@ -101,8 +107,14 @@ class TestFiles:
         self._made_dir = False
         self._pool: ThreadPoolExecutor | None = None
         self._future = None
+        self.artifacts: dict[str, bytes] = {}
+
+    @property
+    def started(self) -> bool:
+        return self._pool is not None
 
     def start(self, artifacts: dict[str, bytes]) -> None:
+        self.artifacts = artifacts
         self._made_dir = not self.directory.exists()
         self.directory.mkdir(parents=True, exist_ok=True)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="artifacts")

@@ -256,7 +256,7 @@ class Store:
         host_cpu: HostCpu | None = None,
         disks: list[DiskUtil] = (),
         series: list[Series] = (),
-        artifacts: dict[str, bytes] | None = None,
+        artifacts: "dict[str, bytes] | files.TestFiles | None" = None,
         host_metrics: list[HostMetrics] = (),
         controller: HostMetrics | None = None,
         fleet: dict | None = None,
@@ -269,15 +269,19 @@ class Store:
         artifact files written by this call are removed. `replace`: a test
         run again by a resume takes the place (seq) of its stored failed or
         interrupted result, in the same transaction; a finished one (ok,
-        partial) is never replaced.
+        partial) is never replaced. `artifacts`: the files, or their archive
+        already being written (start_artifacts).
         """
         if status not in TEST_STATUSES:
             raise ValueError(f"status must be one of {TEST_STATUSES}, not {status!r}")
         if not _valid_run_id(run_id):
             raise self._no_run(run_id)
-        artifacts = artifacts or {}
-        files.check_names(artifacts)
-        test_files = files.TestFiles(self.data_dir, run_id, seq, spec["id"])
+        if isinstance(artifacts, files.TestFiles):
+            test_files, artifacts = artifacts, artifacts.artifacts
+        else:
+            artifacts = artifacts or {}
+            files.check_names(artifacts)
+            test_files = files.TestFiles(self.data_dir, run_id, seq, spec["id"])
         row = (spec["id"], spec["workload"], spec["repeat"], dumps(spec["params"]), status, error, iso(started_at),
                iso(ended_at), aggregate.jobs if aggregate else None, aggregate.usr_cpu_pct if aggregate else None,
                aggregate.sys_cpu_pct if aggregate else None, host_cpu.samples if host_cpu else None,
@@ -297,7 +301,7 @@ class Store:
                 " started_at, ended_at, agg_jobs, usr_cpu_pct, sys_cpu_pct, host_cpu_samples,"
                 " host_cpu_avg_pct, host_cpu_max_pct, artifact_dir, fleet, methodology)"
                 f" VALUES (?, ?{', ?' * len(row)})", (run_id, seq, *row)).lastrowid
-            if artifacts:  # compressed and synced on other threads while the rows go in
+            if artifacts and not test_files.started:  # compressed and synced on a thread while the rows go in
                 test_files.start(artifacts)
             self._insert_figures(pk, aggregate, jobs, disks, series, host_metrics, controller)
             if artifacts:
@@ -315,6 +319,17 @@ class Store:
         if old is not None and old["artifact_dir"]:
             shutil.rmtree(self.data_dir / old["artifact_dir"], ignore_errors=True)
         return pk
+
+    def start_artifacts(self, run_id: int, seq: int, test_id: str, artifacts: dict[str, bytes]) -> files.TestFiles:
+        """Begin writing a test's archive (on a thread) before its save_test,
+        which it is then given as `artifacts`: the archive is compressed
+        while the caller sums up the test. If that save is never called,
+        the caller undoes it (TestFiles.undo)."""
+        files.check_names(artifacts)
+        test_files = files.TestFiles(self.data_dir, run_id, seq, test_id)
+        if artifacts:
+            test_files.start(artifacts)
+        return test_files
 
     def _take_place(self, run_id: int, seq: int, replace: bool) -> sqlite3.Row | None:
         """Inside save_test's transaction: check the run exists and, for a
