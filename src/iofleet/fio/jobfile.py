@@ -207,13 +207,16 @@ def render_layout(spec: TestSpec, targets: list[Path]) -> str:
     return _render(f"iofleet layout for {spec.id}", "layout", options)
 
 
-def render_probe(target: Path | Device, engine: str, direct: bool) -> str:
+def render_probe(target: Path | Device, engine: str, direct: bool, section: str = "probe") -> str:
     """A tiny job that checks an engine and direct IO work on a target
-    (on a device it only reads: nothing is written before preparation)."""
+    (on a device it only reads: nothing is written before preparation).
+    Another `section` (probes side by side in one job file, fleet/check.py)
+    gets a file of its own: fio lays out every job's file first."""
     if isinstance(target, Device):
         where: list[tuple[str, object]] = [*_where(Device(target.path)), ("rw", "randread")]
     else:
-        where = [("directory", _directory_value([target])), ("filename_format", PROBE_FILE), ("rw", "randrw"),
+        name = PROBE_FILE if section == "probe" else f"{PROBE_FILE}.{section}"
+        where = [("directory", _directory_value([target])), ("filename_format", name), ("rw", "randrw"),
                  ("unlink", True)]  # leaves nothing behind, locally or on a fio server
     options: list[tuple[str, object]] = [
         ("ioengine", engine),
@@ -224,7 +227,7 @@ def render_probe(target: Path | Device, engine: str, direct: bool) -> str:
         ("iodepth", 2),
         ("runtime", 1),
     ]
-    return _render(f"iofleet probe of {engine}", "probe", options)
+    return _render(f"iofleet probe of {engine}", section, options)
 
 
 def _data_file_reads(targets: list[Path]) -> list[tuple[str, object]]:

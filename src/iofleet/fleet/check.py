@@ -39,8 +39,7 @@ from pathlib import Path
 
 from ..errors import ImportFormatError, IofleetError
 from ..fio.command import QUICK_CLOCK, error_line, fio_binary, fio_version
-from ..fio.jobfile import (PROBE_FILE, Device, render_device_check, render_leftover_check, render_probe,
-                          render_target_check)
+from ..fio.jobfile import Device, render_device_check, render_leftover_check, render_probe, render_target_check
 from ..fio.parse import parse_output
 from .devices import RemoteDevice, exporter_mounts, where
 from .inventory import Host
@@ -161,17 +160,11 @@ def _finish(check: HostCheck, controller_version: str, destroy_data: list[str] |
 
 
 def _probe_jobs(host: Host, probes: list[tuple[str, bool]]) -> str:
-    """The engine probes of a host's check (sections probe0, probe1, ...),
-    each with a file of its own: fio lays out every job's file before the
-    first job runs, and the target check removes the probe file it wrote."""
-    out = ""
-    file_line = f"\nfilename_format={PROBE_FILE}\n"
-    for k, (engine, direct) in enumerate(probes):
-        text = render_probe(probe_target(host), first_engine(engine), direct)
-        if "\n[probe]\n" not in text or file_line not in text:
-            return ""  # another layout: leave the probes to their own round
-        out += text.replace("\n[probe]\n", f"\n[probe{k}]\n", 1).replace(file_line, f"{file_line[:-1]}.{k}\n", 1)
-    return out
+    """The engine probes of a host's check (sections probe0, probe1, ...,
+    each with a file of its own: the target check removes the probe file
+    it wrote)."""
+    return "".join(render_probe(probe_target(host), first_engine(engine), direct, section=f"probe{k}")
+                   for k, (engine, direct) in enumerate(probes))
 
 
 def _probe_together(checks: list[HostCheck], controller_version: str,
@@ -204,15 +197,19 @@ def _probe_together(checks: list[HostCheck], controller_version: str,
         if any(f"t{i}" not in mine or mine[f"t{i}"].error for i in range(len(c.targets))):
             continue
         c.fio_version = controller_version  # every server that answered runs it
-        leftover = mine.get("leftover")
-        if leftover is not None and not leftover.error:
-            c.leftovers = leftover.read.io_bytes >= 4096  # job 0's file: every run makes one
+        c.leftovers = _leftovers(mine.get("leftover"))
         for k, key in enumerate(probes.get(c.host.name, [])):
             probe = mine.get(f"probe{k}")
             if probe is not None and not probe.error:
                 c.engines[key] = first_engine(key[0])
         ready.add(c.host.name)
     return ready
+
+
+def _leftovers(job) -> bool | None:
+    """What the leftover check's job saw: job 0's data file (every run
+    makes one) is there; None when the job did not run."""
+    return None if job is None or job.error else job.read.io_bytes >= 4096
 
 
 def _connect(address: str, port: int) -> str | None:
@@ -273,8 +270,7 @@ def _probe(check: HostCheck, controller_version: str, needed: int | None = None)
             jobs = []
         results = {j.job: j.error for j in jobs}
         leftover = next((j for j in jobs if j.job == "leftover"), None)
-    if leftover is not None and not leftover.error:
-        check.leftovers = leftover.read.io_bytes >= 4096  # job 0's file: every run makes one
+    check.leftovers = _leftovers(leftover)
     missing = any(t.problem for t in check.targets)
     for i, t in enumerate(check.targets):
         code = results.get(f"t{i}")
