@@ -22,7 +22,7 @@ import re
 import shlex
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Awaitable, Callable
 
 from .inventory import Host
 from .ssh import Reply, run_on_all
@@ -253,47 +253,42 @@ async def _exporter_outcome(host: Host, f: dict[str, str]) -> tuple[str, bool]:
     return f"{said}: {url}{hint}", True
 
 
-def _no_ssh(hosts: list[Host], progress: Callable[[HostOutcome], None] | None) -> list[HostOutcome]:
-    skipped = [HostOutcome(h.name, True, f"{h.name}: no `ssh:` settings in the inventory; skipped "
-                           f"(start `iofleet server` there by hand)") for h in hosts if h.ssh is None]
-    for outcome in skipped:
+def _on_every_host(hosts: list[Host], command: Callable[[Host], str], timeout_s: float,
+                   outcome: Callable[[Host, Reply], Awaitable[HostOutcome]],
+                   progress: Callable[[HostOutcome], None] | None) -> list[HostOutcome]:
+    """Run `command` as root on every host with `ssh:` at once; each host's
+    `outcome` goes to `progress` as it comes (hosts without `ssh:` first)."""
+    outcomes = [HostOutcome(h.name, True, f"{h.name}: no `ssh:` settings in the inventory; skipped "
+                            f"(start `iofleet server` there by hand)") for h in hosts if h.ssh is None]
+    for skipped in outcomes:
         if progress:
-            progress(outcome)
-    return skipped
+            progress(skipped)
+
+    async def done(host: Host, reply: Reply) -> None:
+        outcomes.append(await outcome(host, reply))
+        if progress:
+            progress(outcomes[-1])
+
+    run_on_all(hosts, command, timeout_s=timeout_s, as_root=True, on_reply=done)
+    order = {h.name: i for i, h in enumerate(hosts)}
+    return sorted(outcomes, key=lambda o: order[o.host])
 
 
 def deploy(hosts: list[Host], want_version: str, install: bool = False, metrics: bool = False,
            progress: Callable[[HostOutcome], None] | None = None) -> list[HostOutcome]:
     """Start a fio server (and node_exporter with `metrics`) on every host with `ssh:`,
     all at once; `progress` gets each host's outcome as it comes."""
-    outcomes = _no_ssh(hosts, progress)
-
-    async def done(host: Host, reply: Reply) -> None:
-        outcome = await _deploy_outcome(host, reply, want_version, install, metrics)
-        outcomes.append(outcome)
-        if progress:
-            progress(outcome)
-
-    run_on_all(hosts, lambda h: deploy_command(h, want_version, install, metrics),
-               timeout_s=INSTALL_TIMEOUT_S if install else SCRIPT_TIMEOUT_S, as_root=True, on_reply=done)
-    return _in_order(hosts, outcomes)
+    return _on_every_host(hosts, lambda h: deploy_command(h, want_version, install, metrics),
+                          INSTALL_TIMEOUT_S if install else SCRIPT_TIMEOUT_S,
+                          lambda h, r: _deploy_outcome(h, r, want_version, install, metrics), progress)
 
 
 def undeploy(hosts: list[Host], progress: Callable[[HostOutcome], None] | None = None) -> list[HostOutcome]:
     """Stop what deploy started on every host with `ssh:` and remove its directory."""
-    outcomes = _no_ssh(hosts, progress)
-
-    async def done(host: Host, reply: Reply) -> None:
-        outcome = _undeploy_outcome(host, reply)
-        outcomes.append(outcome)
-        if progress:
-            progress(outcome)
-
-    run_on_all(hosts, undeploy_command, timeout_s=SCRIPT_TIMEOUT_S, as_root=True, on_reply=done)
-    return _in_order(hosts, outcomes)
+    return _on_every_host(hosts, undeploy_command, SCRIPT_TIMEOUT_S, _undeploy_outcome, progress)
 
 
-def _undeploy_outcome(host: Host, reply: Reply) -> HostOutcome:
+async def _undeploy_outcome(host: Host, reply: Reply) -> HostOutcome:
     fail = _script_failed(host, reply)
     if fail:
         return HostOutcome(host.name, False, fail)
@@ -312,7 +307,3 @@ def _undeploy_outcome(host: Host, reply: Reply) -> HostOutcome:
     parts.append(f"removed {f['removed']}")
     return HostOutcome(host.name, True, f"{host.name}: " + ", ".join(parts))
 
-
-def _in_order(hosts: list[Host], outcomes: list[HostOutcome]) -> list[HostOutcome]:
-    order = {h.name: i for i, h in enumerate(hosts)}
-    return sorted(outcomes, key=lambda o: order[o.host])
