@@ -306,4 +306,3 @@ async def _undeploy_outcome(host: Host, reply: Reply) -> HostOutcome:
                            f"remove it by hand")
     parts.append(f"removed {f['removed']}")
     return HostOutcome(host.name, True, f"{host.name}: " + ", ".join(parts))
-
