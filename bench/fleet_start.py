@@ -10,11 +10,14 @@ client it starts) while the test runs. Writes its section of BENCHMARKS.md.
 import argparse
 import os
 import platform
+import re
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -133,6 +136,43 @@ def one_run(fleet: TestFleet, inv: Path, plan: Path, data: Path) -> dict:
             "run_s": time.monotonic() - t0, "steps": steps}
 
 
+def stored_jobfiles(data: Path) -> dict[str, str]:
+    """host → the job file iofleet's test ran there, from the run's stored archive."""
+    archive = next(data.glob("artifacts/run-*/*/files.zip"))
+    with zipfile.ZipFile(archive) as z:
+        return {n.split(".")[1]: z.read(n).decode() for n in z.namelist() if n.startswith("job.")}
+
+
+def fio_alone(fleet: TestFleet, jobfiles: dict[str, str], work: Path) -> float:
+    """The floor: iofleet's own test job files run by ONE bare fio client for
+    every host, on data laid out by an untimed 1-s round first; seconds from
+    its start until every host runs a job (the same look as one_run's)."""
+    work.mkdir()
+    files = {}
+    for host, text in jobfiles.items():
+        files[host] = work / f"alone.{host}.fio"
+        (work / f"layout.{host}.fio").write_text(re.sub(r"(?m)^runtime=\S+$", "runtime=1", text))
+
+    def client(prefix: str) -> list[str]:
+        return ["fio", "--output-format=json", *[a for h in fleet.hosts for a in
+                (f"--client={h.fio_client_arg}", str(work / f"{prefix}.{h.name}.fio"))]]
+
+    subprocess.run(client("layout"), cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    for host, text in jobfiles.items():
+        files[host].write_text(text)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(client("alone"), cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: set[str] = set()
+    while proc.poll() is None and len(seen) < len(fleet.hosts):
+        seen |= hosts_running(fleet, fio_tree())
+        time.sleep(0.02)
+    at = time.monotonic() - t0
+    proc.wait()
+    if len(seen) < len(fleet.hosts):
+        raise SystemExit(f"fio alone: never seen running: {sorted({h.name for h in fleet.hosts} - seen)}")
+    return at
+
+
 def _step_cell(run: dict, step: str) -> str:
     span = run["steps"].get(step)
     return f"{span[0]:.1f}–{span[1]:.1f}" if span else "–"
@@ -152,9 +192,14 @@ def main() -> None:
             plan = tmp / "plan.yaml"
             plan.write_text(yaml.safe_dump({"name": "fleet-start", "defaults": {
                 "size": "16m", "runtime": f"{a.runtime}s", "ramp": "0s", "engine": "psync", "iodepth": 1},
+                "keep_files": True,  # for fio alone, which then removes them
                 "workloads": [{"name": "randread", "read_pct": 100}]}))
             for i in range(a.repeats):
                 runs.append(one_run(fleet, inv, plan, tmp / f"data{i}"))
+                runs[-1]["alone_s"] = fio_alone(fleet, stored_jobfiles(tmp / f"data{i}"), tmp / f"alone{i}")
+                for h in fleet.hosts:  # the next run prepares afresh
+                    for f in h.target.iterdir():
+                        shutil.rmtree(f) if f.is_dir() else f.unlink()
                 print(f"run {i + 1}: {runs[-1]}", file=sys.stderr, flush=True)
     except FleetError as exc:  # its teardown: the figures are measured
         if len(runs) < a.repeats:
@@ -166,7 +211,7 @@ def main() -> None:
     facts = f"{platform.node()} ({os.cpu_count()} cores, {platform.release()})"
     rows = "\n".join(f"| {i + 1} | {r['from_iofleet_s']:.2f} | {r['from_client_s']:.2f} | {_step_cell(r, 'check')} | "
                      f"{_step_cell(r, 'prepare')} | {_step_cell(r, 'job')} | {r['controller_cpu_pct']:.1f} | "
-                     f"{r['run_s']:.1f} |" for i, r in enumerate(runs))
+                     f"{r['run_s']:.1f} | {r['alone_s']:.2f} |" for i, r in enumerate(runs))
     text = f"""{SECTION}
 
 Command: `make bench` (= `{cmd}`, as root)
@@ -181,8 +226,8 @@ fio clients of each step were seen (s from `iofleet run` start; check = the shar
 the engine probe, per-host `check` clients only for a host it did not show ready). Controller CPU:
 iofleet and its fio clients (one per host) while all hosts run, in % of one core.
 
-| run | all running, from `iofleet run` start (s) | from the test's first fio client (s) | check | prepare | test clients | controller CPU (%) | whole run (s) |
-| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| run | all running, from `iofleet run` start (s) | from the test's first fio client (s) | check | prepare | test clients | controller CPU (%) | whole run (s) | fio alone (s) |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 {rows}
 
 Result: fleet-start-{a.hosts}-s = {med['from_iofleet_s']:.2f}

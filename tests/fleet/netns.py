@@ -46,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import http.client
 import json
 import os
@@ -60,6 +61,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from iofleet.fio.command import server_clock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,6 +122,11 @@ class TestHost:
 
 # --------------------------------------------------------------- helpers
 
+
+
+@functools.cache
+def _server_clock() -> tuple[str, ...]:
+    return tuple(server_clock())
 
 def _ip(*args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
     proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=timeout)
@@ -698,7 +706,8 @@ class TestFleet:
         return proc
 
     def _start_server(self, host: TestHost) -> None:
-        proc = self._spawn(host, "fio", ["fio", f"--server=ip:{host.address},{host.port}"])
+        # as `iofleet server` and deploy start it: with fio's own clock named
+        proc = self._spawn(host, "fio", ["fio", f"--server=ip:{host.address},{host.port}", *_server_clock()])
         host.server_pid = proc.pid
 
     def _start_exporter(self, host: TestHost) -> None:

@@ -3,6 +3,7 @@ it would exec (exec itself is replaced here: nothing runs)."""
 
 import pytest
 
+from iofleet.fio.command import CLOCK_NAMES, clock_from_debug, server_clock
 from iofleet.cli import server
 from iofleet.cli.server import BindError, parse_bind, serve_fio
 from iofleet.errors import FioError, IofleetError
@@ -95,7 +96,10 @@ def test_serve_fio_execs_fio_server(no_exec, bind, arg):
     said = []
     with pytest.raises(Exec):
         serve_fio(bind, echo=said.append)
-    assert calls == [("/usr/bin/fio", ["/usr/bin/fio", arg])]
+    (binary, argv), = calls
+    # then fio's own clock choice, which can differ from one look to the next (its TSC test)
+    assert binary == "/usr/bin/fio" and argv[:2] == [binary, arg] and len(argv) == 3
+    assert argv[2].split("=")[1] in CLOCK_NAMES.values()
     assert "fio-3.33" in said[0] and arg.split("=", 1)[1].split(":", 1)[1].split(",")[0] in said[0]
 
 
@@ -134,3 +138,14 @@ def test_a_failing_exec_is_a_one_line_error(no_exec, monkeypatch):
     monkeypatch.setattr(server.os, "execvp", fail)
     with pytest.raises(FioError, match="cannot start /usr/bin/fio"):
         serve_fio("10.0.0.11", echo=lambda line: None)
+
+
+def test_the_server_is_started_with_the_clock_fio_itself_picks():
+    """A listener without --clocksource sets no clock up, and each connection
+    calibrates it again; named, it is set up once. The name is fio's own
+    choice, read from `fio --debug=time` (real fio here)."""
+    assert clock_from_debug("time     30077 gettime: clocksource=3\n") == "cpu"
+    assert clock_from_debug("time     1 gettime: clocksource=2") == "clock_gettime"
+    assert clock_from_debug("fio: unknown debug flag") is None
+    clock = server_clock()
+    assert len(clock) == 1 and clock[0].split("=")[1] in CLOCK_NAMES.values()

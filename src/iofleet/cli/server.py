@@ -17,7 +17,7 @@ import sys
 from typing import Callable, NoReturn
 
 from ..errors import FioError, IofleetError
-from ..fio.command import fio_binary, fio_version
+from ..fio.command import fio_binary, fio_version, server_clock
 from ..fleet.inventory import ADDRESS_EXAMPLES, DEFAULT_FIO_PORT, parse_address
 
 DEFAULT_BIND = f"0.0.0.0:{DEFAULT_FIO_PORT}"
@@ -43,7 +43,7 @@ def parse_bind(bind: str) -> tuple[str, str, int]:
 def fio_server_command(bind: str) -> list[str]:
     """The fio command line `iofleet server --bind BIND` runs."""
     kind, host, port = parse_bind(bind)
-    return [fio_binary(), f"--server={kind}:{host},{port}"]
+    return [fio_binary(), f"--server={kind}:{host},{port}", *server_clock()]
 
 
 def serve_fio(bind: str = DEFAULT_BIND, echo: Callable[[str], None] = print) -> NoReturn:

@@ -54,10 +54,6 @@ PROBE_TIMEOUT_S = 60.0
 # The shared check of every host (a second or two at 64 hosts): past this,
 # each host is checked on its own, with PROBE_TIMEOUT_S.
 SHARED_TIMEOUT_S = 20.0
-# A job file's first lines for the checks: fio's default clock source costs
-# each server connection a further ~65 ms of CPU (its TSC test); the checks
-# measure nothing.
-CHECK_CLOCK = "[global]\nclocksource=clock_gettime\n"
 _VERSION = re.compile(r"\bfio=(fio-[^\s,]+)")
 _NOT_A_DIR = re.compile(r"fio: (\S+) is not a directory")
 
@@ -176,7 +172,7 @@ def _probe_together(checks: list[HostCheck], controller_version: str,
         for c in checks:
             targets = [Path(t) for t in c.host.targets]
             job = tmp / f"check.{c.host.name}.fio"
-            job.write_text(CHECK_CLOCK + render_target_check(targets) + render_leftover_check(targets)
+            job.write_text(render_target_check(targets) + render_leftover_check(targets)
                            + _probe_jobs(c.host, probes.get(c.host.name, [])))
             cmd += [f"--client={c.host.fio_client_arg}", str(job)]
         fio = run_fio(cmd, tmp, threading.Event(), timeout_s=SHARED_TIMEOUT_S)

@@ -4,7 +4,8 @@ Deploy, on every host with `ssh:` at once, runs one small POSIX shell script
 that finds fio (installing it with apt-get/dnf/zypper only when allowed),
 checks its version against the controller's (the rule of `hosts check`),
 and starts `fio --server` bound to the inventory address with fio's own
-`--daemonize=PIDFILE`, so the server outlives the SSH session (and, when
+`--daemonize=PIDFILE`, so the server outlives the SSH session, and with
+fio's own clock choice named (fio.command.server_clock) (and, when
 asked, node_exporter on ADDRESS:9100). Then the controller checks that the
 server answers on ADDRESS:PORT.
 
@@ -24,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
+from ..fio.command import CLOCK_NAMES, CLOCK_PROBE
 from .inventory import Host
 from .ssh import Reply, run_on_all
 
@@ -77,7 +79,8 @@ elif in_use "$port"; then
 else
   mkdir -p "$dir" || mkdir -p "$dir"  # again if an undeploy removed the empty parent meanwhile
   rm -f "$dir/fio.pid"
-  "$fio" "--server=$server" "--daemonize=$dir/fio.pid" < /dev/null > "$dir/fio.log" 2>&1
+  @CLOCK@
+  "$fio" "--server=$server" $clock "--daemonize=$dir/fio.pid" < /dev/null > "$dir/fio.log" 2>&1
   i=0
   while ! ours "$dir/fio.pid" "--server=$server" && [ $i -lt 40 ]; do sleep 0.05; i=$((i + 1)); done
   if ours "$dir/fio.pid" "--server=$server"; then
@@ -87,6 +90,12 @@ else
   fi
 fi
 """
+# fio's own clock choice, named so that the server sets it up once (fio.command.server_clock).
+_START_FIO = _START_FIO.replace("@CLOCK@\n", (
+    f'clock=$("$fio" {" ".join(CLOCK_PROBE)} 2>/dev/null | '
+    "sed -n 's/.*gettime: clocksource=\\([0-9]\\).*/\\1/p' | head -n 1)\n"
+    '  case "$clock" in ' + " ".join(f"{n}) clock=--clocksource={name};;" for n, name in CLOCK_NAMES.items())
+    + " *) clock=;; esac\n"))
 
 _START_EXPORTER = r"""
 [ "$metrics" = 1 ] || exit 0
