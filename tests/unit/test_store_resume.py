@@ -2,7 +2,6 @@
 unfinished test, leftovers of a crashed save, and failed writes as one
 StoreError; and the space and signal helpers of the fleet stage."""
 
-import errno
 import os
 import subprocess
 import sys
@@ -85,18 +84,42 @@ def test_files_of_a_save_cut_short_are_discarded(st):
     assert not orphan.exists() and len(st.get_run(run_id).tests[0].artifacts) == 1
 
 
-def test_a_full_disk_is_one_store_error_and_leaves_nothing(st, monkeypatch):
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs: a disk that fills up for real (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], check=True)
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+@pytest.mark.parametrize("size", [100_000, store_mod.PROCESS_BYTES], ids=["thread", "archiver process"])
+def test_an_archive_that_fills_the_disk_is_one_store_error_and_leaves_nothing(small_disk, size):
+    with Store.open(small_disk / "data") as st:
+        run_id = new_run(st)
+        save(st, run_id, 0, artifacts={"small.json": b"{}"})
+        big = {f"log{i}": os.urandom(size // 4) for i in range(4)}  # random: deflate cannot shrink it
+        if size < store_mod.PROCESS_BYTES:
+            big["filler"] = os.urandom(3 * 1024**2)
+        with pytest.raises(StoreError, match=rf"^cannot write results to {st.data_dir}: no space left on device"):
+            save(st, run_id, 1, artifacts=big)
+        assert [t.seq for t in st.get_run(run_id).tests] == [0] and not st._conn.in_transaction
+        assert [p.name for p in (st.data_dir / "artifacts" / f"run-{run_id}").iterdir()] == [
+            Path(st.get_run(run_id).tests[0].artifact_dir).name]  # the failed test's directory is gone
+
+
+def test_a_large_archive_is_written_by_the_archiver_process_and_reads_back(st, monkeypatch):
+    monkeypatch.setattr(store_mod, "_archiver", None)
     run_id = new_run(st)
-
-    def full(directory, artifacts):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    monkeypatch.setattr(store_mod, "write_archive", full)
-    with pytest.raises(StoreError) as err:
-        save(st, run_id, 0, artifacts={"fio.json": b"{}"})
-    assert str(err.value) == (f"cannot write results to {st.data_dir}: no space left on device; free space or "
-                              f"use --data-dir")
-    assert st.get_run(run_id).tests == [] and not st._conn.in_transaction
+    logs = {f"lat.{i}.log": (f"{i}000, 123, 0, 4096, 0\n" * 70_000).encode() for i in range(3)}
+    assert sum(map(len, logs.values())) >= store_mod.PROCESS_BYTES
+    pk = save(st, run_id, 0, artifacts=logs)
+    assert store_mod._archiver is not None  # it went to the process
+    for name, data in logs.items():
+        assert st.read_artifact(pk, name) == data
 
 
 def spec(jobs: int, size: int) -> TestSpec:
