@@ -13,7 +13,9 @@ import shutil
 import socket
 import struct
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +23,7 @@ from iofleet.errors import DeviceError, FioError
 from iofleet.fio.command import fio_version
 from iofleet.fleet.check import HostCheckError, check_hosts
 from iofleet.fleet.inventory import load_inventory
+from iofleet.fleet.local import target_facts
 from iofleet.plan import parse_plan
 from iofleet.plan.easy import Durations
 from iofleet.results.store import Store
@@ -286,6 +289,23 @@ def test_a_blank_device_is_benchmarked_in_one_region_per_job(tmp_path, loops, da
     with open(loops.devices[dev], "rb") as f:
         f.seek(128 * MiB - 4096)
         assert f.read(4096) != bytes(4096)
+
+
+def test_a_loop_device_over_a_file_in_ram_is_a_target_in_ram(tmp_path, loops):
+    """No fio: what the run records of the target (fleet.local.target_facts)."""
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm here")
+    with tempfile.NamedTemporaryFile(dir="/dev/shm", prefix="iofleet-test-") as f:
+        f.truncate(4 * MiB)
+        dev = loops._attach(f.name, [])
+        loops.devices[dev] = Path(f.name)
+        name = Path(dev).name
+        facts = target_facts(Path(dev))
+        assert facts["memory"] == f"{name}, a loop device over a file on tmpfs"
+        assert (facts["kind"], facts["device"], facts["rotational"]) == ("device", name, None)
+        assert target_facts(Path(loops.make(4)))["memory"] is None  # over a file on disk
+        loops.close()
+        loops.devices.clear()
 
 
 def _free_port() -> int:

@@ -41,6 +41,13 @@ def test_import_client_server_output_keeps_hosts_and_merges_bins(data_dir):
     assert len(test["hosts"]) == 2
     assert test["all"]["lat_p99_us"] is not None
     assert test["all"]["iops"] == sum(h["all"]["iops"] for h in test["hosts"].values())
+    (listed,) = json.loads(iofleet("results", "list", "--format", "json", data_dir=data_dir).stdout)
+    assert listed == {"id": 1, "plan": run["plan_name"], "label": "cs", "source": "import", "status": "complete",
+                      "created_at": run["created_at"], "ended_at": run["ended_at"], "tests_planned": 1,
+                      "tests_ok": 1, "tests_by_status": {"ok": 1, "failed": 0, "interrupted": 0, "partial": 0}}
+    md = data_dir / "r.md"
+    err = iofleet("report", "1", "--format", "md", "-o", md, data_dir=data_dir).stderr
+    assert md.stat().st_size < 1000 and err.strip() == f"Wrote {md} ({md.stat().st_size} bytes)"  # not "0.0 MB"
 
 
 def test_import_plain_json_marks_merged_percentiles_unavailable(data_dir):

@@ -4,6 +4,7 @@ through the real CLI."""
 import csv
 import io
 import json
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -56,14 +57,14 @@ def test_json_reproduces_the_change_computed_by_hand(data):
 def test_one_run_against_repeats_is_not_enough(data):
     out = iofleet("compare", "3", "--baseline", "aio", data_dir=data).stdout
     assert "run 3" in out and "not enough repeats" in out
-    assert "Winners per test and metric" in out
+    assert " winner " in out and "Winners per test" not in out and "Rankings" not in out
 
 
 def test_markdown_and_csv_files(data, tmp_path):
     md, table = tmp_path / "c.md", tmp_path / "c.csv"
     iofleet("compare", "aio", "sync", "3", "--baseline", "aio", "--format", "md", "-o", md, data_dir=data)
     text = md.read_text()
-    assert text.startswith("# Comparison against aio") and "| test |" in text and "## Rankings" in text
+    assert text.startswith("# Comparison against aio") and "| test |" in text and "| winner |" in text
     iofleet("compare", "sync", "-b", "aio", "--format", "csv", "-o", table, "--noise", "5", data_dir=data)
     rows = list(csv.DictReader(io.StringIO(table.read_text())))
     assert {r["config"] for r in rows} == {"aio", "sync"}
@@ -74,10 +75,38 @@ def test_markdown_and_csv_files(data, tmp_path):
 def test_html_page_beside_the_table(data, tmp_path):
     page = tmp_path / "c.html"
     proc = iofleet("compare", "sync", "-b", "aio", "--html", page, data_dir=data)
-    assert f"Wrote {page}" in proc.stderr and "Winners per test and metric" in proc.stdout
+    assert f"Wrote {page}" in proc.stderr and " winner " in proc.stdout
     html = page.read_text()
     assert "<title>Comparison against aio</title>" in html and "Plotly.newPlot" in html
     assert 'data-chart="metric-1-2"' in html  # IOPS: values and % change
+
+
+def test_regression_gate_exit_code_and_junit(data, tmp_path):
+    """Exit 3 exactly when a figure of sync is worse than aio's by more than 5 % beyond noise, as the
+    JSON comparison of the same runs says; the JUnit file names the same failures."""
+    report = tmp_path / "gate.xml"
+    proc = iofleet("compare", "sync", "aio", "--fail-above", "5", "--junit", report, "--format", "json",
+                   data_dir=data, check_rc=None)
+    doc = json.loads(proc.stdout)
+    assert doc["baseline"] == "sync"  # the first configuration named
+    labels = {m["name"]: m["label"] for m in doc["metrics"]}
+    worse = {f"{t['label']} {labels[r['metric']]}" for t in doc["tests"] for r in t["rows"] for c in r["cells"]
+             if c["verdict"] == "worse" and abs(c["pct_change"]) > 5}
+    assert proc.returncode == (3 if worse else 0), proc.stderr
+    assert "FAILED --fail-above 5" in proc.stderr if worse else "passed --fail-above 5" in proc.stderr
+    assert all(f"aio, {name.replace(' ', ', ', 1)}:" in proc.stderr for name in worse)
+    cases = ET.parse(report).getroot().findall("testsuite/testcase")
+    assert {c.get("name") for c in cases if c.find("failure") is not None} == worse
+    assert len(cases) == sum(len(t["rows"]) for t in doc["tests"])
+    easy = iofleet("compare", "aio", "-b", "sync", "--fail-above", "100000", data_dir=data)
+    assert easy.returncode == 0 and "passed --fail-above 100000: none of" in easy.stderr
+
+
+def test_no_matched_test_is_an_error_that_says_which_match_pairs_them(data):
+    proc = iofleet("compare", "aio", "sync", "--match", "bs,read_pct,engine", data_dir=data, check_rc=2)
+    assert proc.stderr == ("error: no test is in every configuration: they differ in engine (libaio in aio, psync "
+                           "in sync); to compare them, pair tests with --match bs,read_pct\n")
+    assert proc.stdout == ""
 
 
 @pytest.mark.parametrize("args, message", [
@@ -87,6 +116,8 @@ def test_html_page_beside_the_table(data, tmp_path):
     (["sync", "--baseline", "aio", "--format", "xml"], "--format 'xml': use table, md, csv, json"),
     (["sync", "--baseline", "aio", "--noise", "-1"], "--noise -1: give a share from 0 to 100 %"),
     (["aio", "--baseline", "aio"], "compare needs at least two configurations"),
+    (["aio"], "compare needs at least two configurations"),
+    (["aio", "sync", "--junit", "x.xml"], "--junit: give --fail-above PCT too"),
     (["sync", "sync", "--baseline", "aio"], "CONFIG sync: given twice"),
 ])
 def test_bad_arguments_are_one_line_errors(data, args, message):

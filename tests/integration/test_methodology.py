@@ -1,7 +1,9 @@
 """Methodology with real fio: preparation, early stop at steady state,
 cache clearing and cache vs capacity tests."""
 
+import contextlib
 import os
+import subprocess
 
 import pytest
 
@@ -83,12 +85,33 @@ def test_zero_preparation_and_unprepared_reads_are_said(tmp_path, disk_dir, data
     iofleet("run", plan, "--target", disk_dir, data_dir=data_dir)
     assert all(not any(b) for b in _blocks(disk_dir / "iofleet" / "iofleet-data.0.0"))
 
+    # This run's target is a tmpfs mount (as root): said at the start and in the diagnostics.
     plan = write_plan(tmp_path / "n.yaml", name="none", prepare="none",
                       defaults={"size": "4m", "ramp": "0s", "runtime": "1s", "read_pct": 100},
                       workloads=[{"name": "rr"}])
-    out = iofleet("run", plan, "--target", disk_dir, data_dir=data_dir).stdout
+    with tmpfs(tmp_path / "ram") as ram:
+        out = iofleet("run", plan, "--target", ram or disk_dir, data_dir=data_dir).stdout
     assert "Preparation: none (prepare: none)" in out
-    assert "[critical] 4k-r100-rand-j1-qd1: unprepared reads" in " ".join(out.split())
+    said = " ".join(out.split())
+    assert "[critical] 4k-r100-rand-j1-qd1: unprepared reads" in said
+    if ram:
+        assert (f"warning: target {ram} is on tmpfs (RAM): the figures will be memory speed, not storage; use a "
+                f"directory on the storage under test") in out
+        assert f"[critical] run: target in RAM — target {ram} is on tmpfs (RAM): the figures are memory speed" in said
+
+
+@contextlib.contextmanager
+def tmpfs(point):
+    """A small tmpfs mounted at `point` (root only; else None)."""
+    if os.geteuid() != 0:
+        yield None
+        return
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(point)], check=True)
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=True)
 
 
 def test_caches_and_cache_or_capacity_test_are_stated(tmp_path, disk_dir, data_dir):

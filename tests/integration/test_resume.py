@@ -1,6 +1,7 @@
 """Crash and resume with the real fio: `kill -9` of `iofleet run` mid-plan,
 then `iofleet run --resume RUN` runs only the tests that did not finish."""
 
+import re
 import sqlite3
 import time
 from datetime import datetime
@@ -80,6 +81,8 @@ def test_kill_9_mid_plan_then_resume_runs_only_the_rest(tmp_path, disk_dir, data
     assert f"ok      3/4 {ids[2]}" in resumed.stdout and f"ok      4/4 {ids[3]}" in resumed.stdout
     assert "Run 1 complete: 4 of 4 tests ok." in resumed.stdout
     assert "Run 1 · resume-me · complete" in resumed.stdout  # the summary of the whole run
+    assert re.search(rf"^Resumed at \S+: ran {ids[2]}, {ids[3]}\.( The data files were written again first "
+                     rf"\(\d+\.\d s\)\.)?$", resumed.stdout, re.M), resumed.stdout
     after = stored_tests(db)
     assert [(seq, test, status) for seq, test, status, _ in after] == [(i, ids[i], "ok") for i in range(4)]
     assert after[:2] == before  # the finished tests are untouched

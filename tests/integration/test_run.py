@@ -1,5 +1,6 @@
 """End to end with the real fio: plan → fio → parse → aggregate → store → summary."""
 
+import re
 import signal
 import sqlite3
 import time
@@ -87,11 +88,12 @@ def test_run_stores_exact_results_and_prints_summary(tmp_path, disk_dir, data_di
     assert "matches these filters" in iofleet("results", "list", "--status", "failed", data_dir=data_dir).stdout
 
 
-def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir, data_dir, spawn):
+def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir, data_dir, spawn, monkeypatch):
     plan = write_plan(tmp_path / "p.yaml", name="stopme",
                       defaults={"size": "8m", "ramp": "0s", "iodepth": 2},
                       workloads=[{"name": "first", "runtime": "2s"},
                                  {"name": "long", "runtime": "60s", "read_pct": 0}])
+    monkeypatch.setenv("IOFLEET_PROGRESS_EVERY", "0.5")  # piped output: a progress line every 0.5 s, not 30 s
     proc = spawn("run", plan, "--target", disk_dir, data_dir=data_dir)
     # Wait until the second (long) test is running.
     db = data_dir / "results.db"
@@ -114,6 +116,10 @@ def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir,
     assert time.monotonic() - sent < 10, "fio did not stop within a few seconds"
     assert proc.returncode == 130, out + err
     assert "Traceback" not in err
+    # The log said the long test was alive, then how to finish the run ($IOFLEET_DATA: no --data-dir).
+    assert re.search(r"^  test 2/2 4k-r0-rand-j1-qd2-rt1m00s: measuring, 0:00:\d\d of 0:01:00, "
+                     r"([\d,]+ IOPS|no IOPS reported yet)$", out, re.M), out
+    assert out.rstrip().endswith("Run its unfinished tests with: iofleet run --resume 1")
     run = show_json(1, data_dir)
     assert run["status"] == "interrupted"
     assert [t["status"] for t in run["tests"]] == ["ok", "interrupted"]

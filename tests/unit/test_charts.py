@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from iofleet.report import charts
+from iofleet.report.saturation import sweep_of_run
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
@@ -16,23 +17,83 @@ def load(name: str) -> dict:
     return json.loads((RUNS / f"{name}.json").read_text())
 
 
-def test_block_size_charts_have_one_chart_per_read_mix_and_the_tests_figures():
-    doc = load("big-blocks")
-    figures = charts.block_size_charts(doc)
-    mixes = {(t["params"]["read_pct"], t["params"]["random_pct"]) for t in doc["tests"] if t["status"] == "ok"}
-    assert len(figures) == len(mixes)
-    for fig in figures:
-        iops_bars = [tr for tr in fig.data if tr.xaxis == "x"]
-        mb_bars = [tr for tr in fig.data if tr.xaxis == "x2"]
-        assert iops_bars and len(iops_bars) == len(mb_bars)
-        for tr in iops_bars:
-            for x, y in zip(tr.x, tr.y):
-                assert x.endswith("k") or x.endswith("m")
-                assert y > 0
-    # Every ok test's IOPS appears in exactly one chart, at its block size.
-    drawn = sorted(round(y, 3) for fig in figures for tr in fig.data if tr.xaxis == "x" for y in tr.y)
-    assert drawn == sorted(round(t["all"]["iops"], 3) for t in doc["tests"] if t["status"] == "ok")
-    assert all(fig.layout.yaxis.title.text == "IOPS" and "MB/s" in fig.layout.yaxis2.title.text for fig in figures)
+def test_block_size_charts_have_one_chart_per_read_mix_and_one_series_per_load():
+    doc = load("qd-sweep")  # one read mix, 16 loads (jobs × iodepth) of one block size
+    [fig] = charts.block_size_charts(doc)
+    assert fig.layout.title.text == "IOPS and MB/s by block size · 100% read, random"
+    iops_bars = [tr for tr in fig.data if tr.xaxis == "x"]
+    mb_bars = [tr for tr in fig.data if tr.xaxis == "x2"]
+    assert len(iops_bars) == len(mb_bars) == 16
+    assert iops_bars[0].name == "1 job × qd 1" and iops_bars[-1].name == "2 jobs × qd 128"
+    # Every test's IOPS appears once, at its block size.
+    drawn = sorted(round(y, 3) for tr in iops_bars for y in tr.y)
+    assert drawn == sorted(round(t["all"]["iops"], 3) for t in doc["tests"])
+    assert all(list(tr.x) == ["4k"] for tr in iops_bars)
+    assert fig.layout.yaxis.title.text == "IOPS" and fig.layout.yaxis2.title.text == "MB/s (10^6 bytes/s)"
+    # 16 series, 12 colours: no two series look alike (colour and bar pattern together).
+    looks = {(tr.marker.color, tr.marker.pattern.shape) for tr in iops_bars}
+    assert len(looks) == 16 and len({tr.marker.color for tr in iops_bars}) == len(charts.PALETTE)
+
+
+def test_read_mixes_of_one_bar_each_fold_into_one_overview_chart():
+    doc = load("big-blocks")  # 1m random read and 1m random write: two read mixes of one bar each
+    [fig] = charts.block_size_charts(doc)
+    assert fig.layout.title.text == "IOPS and MB/s per test"
+    iops, mb = fig.data
+    assert list(iops.x) == list(mb.x) == [t["id"] for t in doc["tests"]]
+    assert list(iops.y) == [t["all"]["iops"] for t in doc["tests"]]
+    assert list(mb.y) == [t["all"]["bw_mb_s"] for t in doc["tests"]]
+    assert iops.error_y.array is None  # one run each: no spread to draw
+    assert fig.layout.yaxis.title.text == "IOPS"
+
+
+def test_tests_differing_beyond_block_size_mix_and_load_are_separate_bars_not_repeats():
+    doc = load("buffered")  # four 4k random read tests at jobs 1, qd 1 of different sizes and runtimes
+    [fig] = charts.block_size_charts(doc)
+    names = [tr.name for tr in fig.data if tr.xaxis == "x"]
+    assert names == ["1 job × qd 1 · sz128m rt6s ramp0s", "1 job × qd 1 · sz256m rt6s ramp0s",
+                     "1 job × qd 1 · sz512m rt6s ramp0s", "1 job × qd 1 · sz16m rt2s ramp1s"]  # the run's order
+    assert all(len(tr.y) == 1 and tr.error_y.array is None for tr in fig.data)
+
+
+def test_a_repeated_test_is_one_bar_at_the_mean_with_its_lowest_and_highest_run():
+    doc = json.loads((RUNS.parent / "compare" / "run10.json").read_text())  # three tests, each repeat: 3
+    [fig] = charts.block_size_charts(doc)
+    iops = fig.data[0]
+    ids = list(dict.fromkeys(t["id"] for t in doc["tests"]))
+    assert list(iops.x) == ids
+    runs = [[t["all"]["iops"] for t in doc["tests"] if t["id"] == i] for i in ids]
+    assert all(len(r) == 3 for r in runs)
+    assert list(iops.y) == pytest.approx([statistics.fmean(r) for r in runs])
+    assert round(iops.y[0], 1) == 57_619.9  # tests/fixtures/compare/README.md: 62,069.5 · 58,121.4 · 52,668.7
+    assert list(iops.error_y.array) == pytest.approx([max(r) - statistics.fmean(r) for r in runs])
+    assert list(iops.error_y.arrayminus) == pytest.approx([statistics.fmean(r) - min(r) for r in runs])
+    assert iops.customdata[0] == "57,620 IOPS: mean of 3 runs, bar from 52,669 to 62,069 (lowest to highest)"
+    assert fig.layout.yaxis.title.text == "IOPS · mean; bar: min–max of the runs"
+    # The latency chart too: one group per test, not one bar per run.
+    latency = charts.latency_chart(doc)
+    read_mean = next(tr for tr in latency.data if tr.name == "read mean")
+    assert list(read_mean.x) == ids
+    means = [statistics.fmean(t["read"]["lat_mean_us"] / 1000 for t in doc["tests"] if t["id"] == i) for i in ids
+             if any(t["read"]["ios"] for t in doc["tests"] if t["id"] == i)]
+    assert [y for y in read_mean.y if y is not None] == pytest.approx(means)
+    assert latency.layout.yaxis.title.text == "latency, ms · mean; bar: min–max of the runs"
+
+
+def test_ten_saturation_rows_have_ten_distinct_looks():
+    doc = json.loads((RUNS.parent / "saturate" / "matrix-4k-randread.json").read_text())
+    doc["methodology"]["saturate"] = {}
+    # The recorded 1-job row as rows of 1…10 jobs (ids made distinct): the chart's ten lines.
+    one_job = [t for t in doc["tests"] if t["params"]["jobs"] == 1]
+    doc["tests"] = [dict(t, id=f"{t['id']}-{jobs}", params=dict(t["params"], jobs=jobs))
+                    for jobs in range(1, 11) for t in one_job]
+    sat, _ = sweep_of_run(doc)
+    fig = charts.saturation_chart(sat)
+    rows = [tr for tr in fig.data if tr.xaxis == "x" and tr.name.endswith(("job", "jobs"))]
+    assert len(rows) == 10
+    assert len({tr.line.color for tr in rows}) == 10  # more than Okabe-Ito's eight
+    assert len({(tr.line.dash, tr.marker.symbol) for tr in rows}) == 10  # and told apart without colour
+    assert len({tuple(charts.series_style(i).values()) for i in range(420)}) == 420
 
 
 def test_latency_chart_shows_the_runs_tail_percentile_in_ms():

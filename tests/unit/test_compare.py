@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from iofleet.analysis.compare import (BASELINE, BETTER, NOT_ENOUGH, WITHIN_NOISE, WORSE, Config, compare,
-                                      default_metrics, judge)
+from iofleet.analysis.compare import (BASELINE, BETTER, NOT_ENOUGH, NOT_JUDGED, PASSED, REGRESSION, WITHIN_NOISE,
+                                      WORSE, Config, NothingMatched, compare, default_metrics, gate, judge)
 from iofleet.errors import IofleetError
 from iofleet.report.compare import (comparison_csv, comparison_json, comparison_markdown, comparison_report,
-                                    fmt_change)
+                                    fmt_change, gate_lines)
+from iofleet.report.junit import junit_xml
 from iofleet.results.store import Store
 from iofleet.studies.compare import load_configs, resolve
 
@@ -248,9 +249,151 @@ def test_renderings(cmp):
     psync = next(r for r in rows if r["test"] == READ and r["metric"] == "iops" and r["config"] == "psync")
     assert float(psync["pct_change"]) == cell.pct_change and psync["verdict"] == WORSE and psync["rank"] == "3"
     md = comparison_markdown(cmp)
-    assert "## IOPS (higher is better)" in md and "## Winners per test and metric" in md
+    assert "## IOPS (higher is better)" in md and "| winner |" in md
+    assert "Winners per test" not in md and "## Rankings" not in md  # one view: the winner column
+    assert "| 4k-r100-rand-j1-qd4 | 56,235 | 18,066 | 57,144 |" in md
+    assert md.count("libaio-qd4-again = libaio-qd4 |") == 4  # IOPS and MB/s of both tests: a tie, psync last
+    assert "## Tests won per metric" in md
     from rich.console import Console
     console = Console(file=io.StringIO(), width=200, record=True)
     console.print(comparison_report(cmp))
     out = console.export_text()
-    assert "psync vs libaio-qd4" in out and text in out
+    change, interval = text.removesuffix(" worse").split(" [")
+    # The terminal shows a change over its interval and p-value, the verdict beside the change.
+    assert "psync vs libaio-qd4" in out and f"{change} worse" in out and f"[{interval}" in out
+    assert "| 4k-r100-rand-j1-qd4 | 56,235 | 18,066 | 57,144 |" in md and "| libaio-qd4 (n=3) |" in md
+
+
+def _depth(doc: dict, iodepth: int) -> dict:
+    """A variant of a recorded run as if its plan had asked for another queue depth."""
+    doc = copy.deepcopy(doc)
+    for t in doc["tests"]:
+        t["params"]["iodepth"], t["id"] = iodepth, t["id"].replace("-qd4", f"-qd{iodepth}")
+    return doc
+
+
+def test_nothing_matched_names_what_differs_and_the_match_that_pairs():
+    before, qd16 = config("libaio-qd4"), Config("qd16", [_depth(run(i), 16) for i in RUNS["psync"]])
+    with pytest.raises(NothingMatched) as exc:
+        compare([before, qd16], "libaio-qd4")
+    assert str(exc.value) == ("no test is in every configuration: they differ in iodepth (4 in libaio-qd4, 16 in "
+                              "qd16); to compare them, pair tests with --match bs,read_pct,random_pct,jobs")
+    assert exc.value.differ == ["iodepth"] and exc.value.exit_code != 0
+    c = compare([before, qd16], "libaio-qd4", match=exc.value.suggestion)
+    assert [t.label for t in c.tests] == [READ, WRITE] and c.unmatched == []
+    base, other = figures("libaio-qd4", READ, iops), figures("psync", READ, iops)
+    assert c.tests[0].row("iops").cell("qd16").pct_change == pytest.approx(100 * (mean(other) - mean(base)) / mean(base))
+
+
+def test_nothing_matched_without_a_match_that_pairs():
+    # Variant: read_pct 50/60 and iodepth 16: without those two keys, run 1 could not tell its tests apart.
+    doc = _depth(run(2), 16)
+    for t in doc["tests"]:
+        t["params"]["read_pct"] = {100: 50, 0: 60}[t["params"]["read_pct"]]
+    with pytest.raises(NothingMatched) as exc:
+        compare([Config("run 1", [run(1)]), Config("run 2", [doc])], "run 1")
+    assert str(exc.value) == ("no test is in every configuration: they differ in read_pct (0/100 in run 1, 50/60 in "
+                              "run 2), iodepth (4 in run 1, 16 in run 2); no --match pairs them one to one: "
+                              "compare configurations that ran the same tests")
+    assert exc.value.suggestion is None and "\n" not in str(exc.value)
+
+
+def test_nothing_ok_to_compare():
+    failed = copy.deepcopy(run(2))
+    for t in failed["tests"]:
+        t["status"] = "failed"
+    with pytest.raises(IofleetError, match=r"^no test is in every configuration"):
+        compare([Config("run 1", [run(1)]), Config("run 2", [failed])], "run 1")
+    with pytest.raises(IofleetError, match=r"^nothing to compare: no test of run 2, run 1 ended ok \(4 excluded\)"):
+        compare([Config("run 2", [failed]), Config("run 1", [failed | {"id": 1}])], "run 2")
+
+
+def test_gate_fails_what_is_worse_beyond_noise_and_the_threshold(cmp):
+    checks = gate(cmp, 5)
+    assert len(checks) == 2 * 12  # two configurations × (2 tests × 6 metrics with data)
+    failed = {(c.config, c.test, c.metric.name) for c in checks if c.outcome == REGRESSION}
+    # psync: IOPS and MB/s 65-68 % lower with p = 0.005 (README); its lower latencies are better, not failures.
+    assert failed == {("psync", t, m) for t in (READ, WRITE) for m in ("iops", "mb_s")}
+    by_hand = {(c.config, c.test, c.metric.name) for c in checks if c.cell.verdict == WORSE
+               and 100 * (c.cell.mean - cmp.tests[0 if c.test == READ else 1].row(c.metric.name).cell(
+                   "libaio-qd4").mean) / cmp.tests[0 if c.test == READ else 1].row(c.metric.name).cell(
+                   "libaio-qd4").mean < -5}
+    assert failed == by_hand
+    # Worse but within noise passes: the baseline's plan again, write p95 +0.5 %, even with a 0 % threshold.
+    again = next(c for c in gate(cmp, 0) if c.config == "libaio-qd4-again" and c.metric.name == "write_p95")
+    assert again.cell.pct_change > 0 and again.cell.verdict == WITHIN_NOISE and again.outcome == PASSED
+    assert all(c.outcome == PASSED for c in gate(cmp, 0) if c.config == "libaio-qd4-again")
+    # A threshold above the worst change: psync's read test (-67.9 %) fails at 65 %, none at 70 %.
+    assert {c.test for c in gate(cmp, 65) if c.outcome == REGRESSION} == {READ}
+    assert not any(c.outcome == REGRESSION for c in gate(cmp, 70))
+    lines = gate_lines(cmp, checks, 5)
+    assert lines[0] == "FAILED --fail-above 5: 4 of 24 figures worse than libaio-qd4 by more than 5 % beyond noise:"
+    assert lines[1].startswith(f"  psync, {READ}, IOPS: -67.9 % [") and lines[1].endswith(" worse")
+    assert gate_lines(cmp, gate(cmp, 70), 70) == [
+        "passed --fail-above 70: none of 24 figures is worse than libaio-qd4 by more than 70 % beyond noise"]
+
+
+def test_gate_better_passes_and_too_few_repeats_are_not_judged():
+    sync_base = compare([config("psync"), config("libaio-qd4")], "psync")
+    iops_checks = [c for c in gate(sync_base, 5) if c.metric.name == "iops"]
+    assert [c.outcome for c in iops_checks] == [PASSED, PASSED] and all(c.cell.verdict == BETTER for c in iops_checks)
+    one = compare([Config("run 1", [run(1)]), Config("run 2", [run(2)])], "run 1")
+    checks = gate(one, 5)
+    assert not any(c.outcome == REGRESSION for c in checks)
+    unsure = [c for c in checks if c.outcome == NOT_JUDGED]
+    assert {c.metric.name for c in unsure} >= {"iops", "mb_s"} and all(c.cell.verdict == NOT_ENOUGH for c in unsure)
+    assert gate_lines(one, checks, 5)[1].startswith(f"not judged: {len(unsure)} figures worse by more than 5 %")
+    with pytest.raises(IofleetError, match=r"^--fail-above -1: give a share of 0 % or more"):
+        gate(one, -1)
+
+
+# Elements and attributes of the JUnit schema Jenkins' xunit plugin ships (junit-10.xsd), that GitLab also reads.
+JUNIT_ATTRIBUTES = {
+    "testsuites": {"name", "time", "tests", "failures", "errors"},
+    "testsuite": {"name", "tests", "failures", "errors", "group", "time", "skipped", "timestamp", "hostname", "id",
+                  "package", "file", "log", "url"},
+    "properties": set(), "property": {"name", "value"},
+    "testcase": {"name", "time", "classname", "group"},
+    "failure": {"type", "message"}, "error": {"type", "message"}, "skipped": {"type", "message"}}
+JUNIT_REQUIRED = {"testsuite": {"name", "tests", "failures", "errors"}, "property": {"name", "value"},
+                  "testcase": {"name"}}
+JUNIT_CHILDREN = {"testsuites": ("testsuite",), "testsuite": ("testsuite", "properties", "testcase"),
+                  "properties": ("property",), "testcase": ("skipped", "error", "failure")}
+
+
+def test_junit_xml_parses_back_with_one_case_per_test_and_metric(cmp):
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(junit_xml(cmp, gate(cmp, 5), 5))
+    assert root.tag == "testsuites" and (root.get("tests"), root.get("failures"), root.get("errors")) == ("24", "4", "0")
+    for element in root.iter():  # only what the common schema (Jenkins junit-10.xsd) allows
+        assert set(element.attrib) <= JUNIT_ATTRIBUTES[element.tag], element.tag
+        assert JUNIT_REQUIRED.get(element.tag, set()) <= set(element.attrib), element.tag
+        assert all(c.tag in JUNIT_CHILDREN.get(element.tag, ()) for c in element), element.tag
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    assert set(suites) == {"psync vs libaio-qd4", "libaio-qd4-again vs libaio-qd4"}
+    psync = suites["psync vs libaio-qd4"]
+    cases = psync.findall("testcase")
+    assert len(cases) == int(psync.get("tests")) == 12 and psync.get("failures") == "4"
+    assert all(c.get("classname") == "psync" for c in cases)
+    failed = {c.get("name"): c.find("failure") for c in cases if c.find("failure") is not None}
+    assert set(failed) == {f"{t} {m}" for t in (READ, WRITE) for m in ("IOPS", "MB/s")}
+    assert failed[f"{READ} IOPS"].get("message").startswith("IOPS -67.9 % [")
+    assert failed[f"{READ} IOPS"].get("type") == "regression"
+    assert suites["libaio-qd4-again vs libaio-qd4"].find("testcase/failure") is None
+    props = {p.get("name"): p.get("value") for p in psync.findall("properties/property")}
+    assert props["baseline"] == "libaio-qd4" and props["fail_above_pct"] == "5"
+
+
+def test_junit_xml_escapes_names():
+    hostile = "<a href='x'>&\"]]>\x01"
+    one = compare([Config("run 1", [run(1)]), Config(hostile, [run(2)])], "run 1")
+    raw = junit_xml(one, gate(one, 5), 5)
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(raw)
+    assert raw.startswith(b"<?xml version='1.0' encoding='utf-8'?>")
+    suite = root.find("testsuite")
+    assert suite.get("name") == "<a href='x'>&\"]]>\ufffd vs run 1"
+    assert suite.find("testcase").get("classname") == "<a href='x'>&\"]]>\ufffd"
+    assert int(suite.get("skipped")) == len(suite.findall("testcase/skipped")) > 0  # single runs: not judged

@@ -13,7 +13,9 @@ import pytest
 from iofleet.errors import DeviceError, FioError, PlanError
 from iofleet.fio.jobfile import Device, render_device_check, render_prepare, render_probe, render_test
 from iofleet.fleet.devices import (Backing, BlockLayer, LocalDevice, RemoteDevice, exporter_mounts, fit_regions,
-                                   in_use, loop_backings, mounts_of, signature_of, swaps_of, where, write_locks)
+                                   in_use, local_device, loop_backings, memory_backing, mounts_of, signature_of,
+                                   spinning, swaps_of, where, write_locks)
+from iofleet.fleet.local import _mount_of, target_facts
 from iofleet.fleet.inventory import Inventory
 from iofleet.plan import expand, parse_plan
 
@@ -312,3 +314,52 @@ def test_plan_and_inventory_take_one_device_alone_and_destroy_data():
             parse_plan({"name": "p", "workloads": [{"name": "w"}]} | bad)
     with pytest.raises(ValueError, match="a device target is tested alone"):
         Inventory.model_validate({"hosts": [{"address": "10.0.0.1", "targets": ["/dev/sdb", "/dev/sdc"]}]})
+
+
+# ------------------------------------------------------------ what a target is
+
+
+@pytest.mark.parametrize("disk, flag, spins", [
+    ("sda", "1", True), ("sda", "0", False), ("sda", None, None),
+    ("nvme0n1", "1", False), ("nvme1n1", None, False),         # NVMe never spins
+    ("vda", "1", None), ("xvdb", "1", None), ("vdb", "0", False),  # a virtual disk's 1 says nothing
+    ("loop0", "1", None), ("zram0", "0", None), ("ram3", "0", None), ("nbd0", "1", None),  # no disk of their own
+    ("dm-0", "0", False), ("md0", "1", True), (None, "1", True), ("sdb", " 1\n", True),
+])
+def test_spinning_rule(disk, flag, spins):
+    assert spinning(disk, flag) is spins
+
+
+def test_memory_backing():
+    assert memory_backing("tmpfs", None) == "tmpfs" and memory_backing("ramfs", None) == "ramfs"
+    assert memory_backing(None, "zram0") == "zram0, a compressed RAM disk"
+    assert memory_backing("ext4", "ram1") == "ram1, a RAM disk (brd)"
+    assert memory_backing("ext4", "vda") is None and memory_backing(None, None) is None
+    assert memory_backing("xfs", "ramdisk") is None and memory_backing("ext4", "nvme0n1") is None
+
+
+def test_mount_of_takes_the_mount_on_top():
+    shm = "25 24 0:23 / /dev/shm rw - tmpfs tmpfs rw\n30 25 0:27 / /dev/shm rw - tmpfs shm rw\n"
+    assert _mount_of("254:0", MOUNTINFO) == ("ext4", "/dev/vda")
+    assert _mount_of("0:27", shm) == ("tmpfs", "shm") and _mount_of("9:9", shm) == (None, None)
+
+
+def test_target_facts_of_this_host():
+    """Real: /dev/shm is tmpfs on this VM; the repository is on a disk."""
+    shm = target_facts(Path("/dev/shm"))
+    assert (shm["kind"], shm["filesystem"], shm["memory"], shm["rotational"]) == ("directory", "tmpfs", "tmpfs", None)
+    repo = target_facts(Path(__file__).parent)
+    assert repo["kind"] == "directory" and repo["memory"] is None and repo["filesystem"] not in (None, "tmpfs")
+    assert target_facts(Path("/nonexistent/x")) == {"kind": "missing", "memory": None}
+    if Path("/sys/block/zram0").exists():
+        assert target_facts(Path("/dev/zram0"))["memory"] == "zram0, a compressed RAM disk"
+
+
+def test_a_directory_under_dev_is_no_target(tmp_path):
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm here")
+    with pytest.raises(DeviceError) as exc:
+        local_device("/dev/shm")
+    assert str(exc.value) == ("target /dev/shm is a directory under /dev, where a target is a device (and /dev/shm is "
+                              "tmpfs: RAM, not storage); give a block device such as /dev/sdb, or a directory on the "
+                              "storage under test")

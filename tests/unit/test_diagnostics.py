@@ -12,14 +12,17 @@ from pathlib import Path
 import pytest
 
 from iofleet.analysis.diagnostics import RULES, SEVERITIES, Finding, Thresholds, diagnose
+from iofleet.analysis.diagnostics.targets import setup_warnings
 from iofleet.analysis.little import outstanding_io
 from iofleet.analysis.stragglers import stragglers
 from iofleet.errors import IofleetError
+from iofleet.fleet.control import parse_facts
 from iofleet.report.summary import diagnostics_lines
 
 ROOT = Path(__file__).parents[2]
 RUNS = ROOT / "tests" / "fixtures" / "runs"
 DOC = ROOT / "docs" / "diagnostics.md"
+CONTROL_TARGETS = ["/tmp/ctl-t", "/dev/vda", "/dev/shm", "/nonexistent dir$(x)", "/proc", "/dev/loop0"]  # its README
 
 
 def load(name: str) -> dict:
@@ -340,6 +343,46 @@ def test_runtime_too_short_not_with_enough_ios():
     assert found(run, "runtime_too_short", Thresholds().with_overrides(["tail_ios=200"]))
 
 
+# ------------------------------------------------------------ ram_target
+
+
+def test_ram_target_on_a_real_tmpfs_run():
+    (f,) = found(load("tmpfs"), "ram_target")
+    assert (f.severity, f.test, f.host) == ("critical", None, None)
+    assert f.evidence == ("target /mnt/ram is on tmpfs (RAM): the figures are memory speed, not storage (best: "
+                          "83,719 IOPS, 342.9 MB/s, mean latency 0.012 ms in 4k-r100-rand-j1-qd1)")
+    assert f.change == "use a directory on the storage under test"
+    assert diagnose(load("tmpfs"))[0] == f  # run-wide: before every test's findings
+
+
+def test_ram_target_not_on_a_disk_nor_without_target_facts():
+    assert found(load("buffered"), "ram_target") == []  # ext4 on vda, recorded before target_facts existed
+    run = load("tmpfs")
+    run["host_facts"]["target_facts"]["/mnt/ram"] |= {"filesystem": "ext4", "memory": None, "device": "vda"}
+    assert found(run, "ram_target") == []
+
+
+def test_ram_target_on_a_fleet_host_from_its_ssh_facts():
+    """The facts script's real output on this VM (tests/fixtures/control)
+    lists /dev/shm (tmpfs) among its targets; tmpfs.json's host_facts
+    swapped for a fleet host carrying those facts."""
+    facts = parse_facts((ROOT / "tests/fixtures/control/facts-vm.txt").read_text(), CONTROL_TARGETS)
+    run = load("tmpfs")
+    run["host_facts"] = {"hosts": [{"name": "h1", "targets": ["/dev/shm"], "facts": facts}]}
+    (f,) = found(run, "ram_target")
+    assert f.host == "h1" and f.evidence.startswith("target /dev/shm is on tmpfs (RAM): ")
+    assert setup_warnings(run["host_facts"]) == [
+        "h1: target /dev/shm is on tmpfs (RAM): the figures will be memory speed, not storage; use a directory on "
+        "the storage under test"]
+
+
+def test_setup_warnings_of_a_local_run_and_of_none():
+    assert setup_warnings(load("tmpfs")["host_facts"]) == [
+        "target /mnt/ram is on tmpfs (RAM): the figures will be memory speed, not storage; use a directory on the "
+        "storage under test"]
+    assert setup_warnings(load("buffered")["host_facts"]) == setup_warnings({}) == []
+
+
 # ------------------------------------------------------------ the engine
 
 
@@ -399,7 +442,7 @@ def test_bad_threshold_overrides_are_one_line_errors(item, message):
 
 def test_the_rule_table():
     names = [r.name for r in RULES]
-    assert len(set(names)) == len(names) == 11
+    assert len(set(names)) == len(names) == 12
     assert all(r.severity in SEVERITIES for r in RULES)
     assert "15 ms" in next(r for r in RULES if r.name == "latency_limit").describe()
 

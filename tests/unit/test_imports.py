@@ -6,6 +6,7 @@ the way people write fio job files; the assertions are on the *expanded
 tests*, i.e. what would actually run.
 """
 
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -63,6 +64,16 @@ def test_hcibench_vdbench_file_becomes_the_same_test():
     assert all(n.startswith(f"{HCIBENCH_VDB}: ") and "\n" not in n for n in r.notes)
     # debug= and data_errors= are documented as irrelevant: not mentioned.
     assert "debug" not in text and "data_errors" not in text
+
+
+def test_the_readme_import_example_imports_the_sample_in_examples():
+    """README's `iofleet import examples/...` names a file a user has: the
+    HCIBench sample in examples/, which imports as the recorded one does."""
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    (name,) = re.findall(r"^iofleet import (examples/\S+)", readme, re.M)
+    sample = import_file(EXAMPLES.parent / name)
+    assert sample.kind == "vdbench" and sample.plan == import_file(HCIBENCH_VDB).plan
+    assert [s.id for s in specs_of(sample)] == ["4k-r70-rand-j8-qd4"]
 
 
 def test_vdbench_for_loops_become_a_matrix():

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from iofleet.plan.load import parse_plan
-from iofleet.web.plan_form import (FIELDS, NEW_PLAN, disabled, field_of, form_values, has_comments, merge,
+from iofleet.web.plan_form import (FIELDS, NEW_PLAN, act, disabled, field_of, form_values, has_comments, merge,
                                    parse_list, place_problems, to_yaml, unshown)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -87,14 +87,35 @@ def test_a_value_moves_between_defaults_and_the_matrix():
     assert "size" not in cleared["defaults"]
 
 
-def test_several_workloads_are_edited_in_the_yaml():
+def test_several_workloads_are_each_on_the_form():
     data = example("quick.yaml")
-    assert {f.name for f in FIELDS.values() if f.param} | {"workload"} <= disabled(data)
-    assert any(u.startswith("workloads (4 workloads") for u in unshown(data))
-    # The plan's own settings still merge; the workloads are untouched even if sent.
-    changed = merge(data, {"description": "changed", "bs": "1m", "workload": "x"})
-    assert changed["description"] == "changed" and changed["workloads"] == data["workloads"]
-    assert changed["defaults"] == data["defaults"]
+    values = form_values(data)
+    assert (values["workload"], values["bs"], values["iodepth"]) == ("rand-read", "4k", "8")
+    assert (values["w3-workload"], values["w3-bs"], values["w3-random_pct"], values["w3-iodepth"]) == \
+        ("seq-read", "128k", "0", "4")  # its own iodepth over the shared default
+    assert disabled(data) == set() and unshown(data) == []
+    # A workload's own value and a shared default changed in one workload: only that workload changes.
+    changed = merge(data, {**values, "w2-bs": "16k", "w1-runtime": "9s", "w3-read_pct": "100, 70"})
+    assert changed["workloads"][2]["bs"] == "16k" and changed["workloads"][1]["runtime"] == "9s"
+    assert changed["workloads"][3]["matrix"] == {"read_pct": [100, 70]} and "read_pct" not in changed["workloads"][3]
+    assert changed["defaults"] == data["defaults"] and changed["workloads"][0] == data["workloads"][0]
+    assert len(parse_plan(changed, "form").workloads) == 4
+    assert field_of("workloads[2].bs") == "w2-bs" and field_of("workloads[3].matrix.read_pct[1]") == "w3-read_pct"
+    assert field_of("workloads[1].name") == "w1-workload"
+
+
+def test_workloads_are_added_and_removed():
+    data = example("quick.yaml")
+    assert act(data, "add") and data["workloads"][-1] == {"name": "workload5"}
+    assert act(data, "remove-0") and [w["name"] for w in data["workloads"]] == \
+        ["rand-write", "oltp-mix", "seq-read", "workload5"]
+    one = {"name": "p", "workloads": [{"name": "main"}]}
+    assert not act(one, "remove-0") and not act(one, "remove-7") and not act(one, "drop")
+    assert act(one, "add") and [w["name"] for w in one["workloads"]] == ["main", "workload2"]
+    mixed = {"name": "m", "mixed": True, "workloads": [{"name": "a"}, {"name": "b"}]}
+    assert not act(mixed, "add")
+    assert {f.name for f in FIELDS.values() if f.param} | {"workload"} <= disabled(mixed)
+    assert any(u.startswith("workloads (2 workloads, mixed") for u in unshown(mixed))
 
 
 def test_a_select_the_matrix_varies_is_edited_in_the_yaml():
@@ -116,7 +137,7 @@ def test_new_plan_is_valid():
 @pytest.mark.parametrize("path,field", [
     ("name", "name"), ("targets[1]", "targets"), ("label", "label"), ("defaults.runtime", "runtime"),
     ("workloads[0].matrix.bs[1]", "bs"), ("workloads[0].iodepth", "iodepth"), ("workloads[0].name", "workload"),
-    ("workloads[1].bs", None), ("defaults.compress_pct", "compress_pct"), ("workloads", None), ("", None),
+    ("workloads[1].bs", "w1-bs"), ("defaults.compress_pct", "compress_pct"), ("workloads", None), ("", None),
     ("keep_files", None), ("workloads[0].matrix.engine[0]", "engine"),
 ])
 def test_problem_paths_belong_to_form_fields(path, field):

@@ -67,11 +67,10 @@ def test_a_repeated_test_is_one_row_with_the_mean_and_spread_of_its_runs(tmp_pat
     assert list(repeated)[:3] == ["test", "status", "runs"]
     assert repeated == {"test": ID, "status": "ok", "runs": "3", "IOPS": "1,000 ± 10.0 %", "MB/s": "4.1 ± 10.0 %",
                         "read ms": "1.200 ± 16.7 %", "write ms": "n/a", "p95 ms": "2.400 ± 16.7 %",
-                        "p99 ms": "3.600 ± 16.7 %", "CPU % avg/max": "50/70", "steady (IOPS)": "n/a"}
+                        "p99 ms": "3.600 ± 16.7 %", "CPU % avg/max": "50/70"}  # no steady column: no `until`
     # A test that ran once keeps its plain figures.
     assert once == {"test": ONCE, "status": "ok", "runs": "1", "IOPS": "500", "MB/s": "2.0", "read ms": "2.000",
-                    "write ms": "n/a", "p95 ms": "4.000", "p99 ms": "6.000", "CPU % avg/max": "30/50",
-                    "steady (IOPS)": "n/a"}
+                    "write ms": "n/a", "p95 ms": "4.000", "p99 ms": "6.000", "CPU % avg/max": "30/50"}
     assert summary_caption(run).startswith(SUMMARY_CAPTION)
     assert "± = standard deviation of the runs, as % of the mean" in summary_caption(run)
 

@@ -142,7 +142,7 @@ def test_typed_markup_stays_text(server):
     assert seen.errors == [] and dialogs == []
 
 
-def test_plans_list_and_a_plan_the_form_cannot_show(server):
+def test_plans_list_and_a_plan_of_several_workloads(server):
     client = server.client()
     assert client.post("/api/plans", json={"yaml": MULTI}).json()["tests"] == 3
     (server.data_dir / "plans" / "broken.yaml").write_text("name: broken\nworkloads: []\n")
@@ -159,15 +159,28 @@ def test_plans_list_and_a_plan_the_form_cannot_show(server):
         page.click("text=three-ways")
         expect(page.locator("#f-name")).to_have_value("three-ways")
         expect(page.locator("#edit-in-yaml")).to_contain_text("keep_files")
-        expect(page.locator("#edit-in-yaml")).to_contain_text("3 workloads")
-        expect(page.locator("#f-bs")).to_have_count(0)  # the workloads are edited in the YAML
         expect(page.locator("#yaml-problems")).to_contain_text("comments")
+        # Each workload is on the form; one becomes a matrix, one is added, one removed.
+        expect(page.locator("#f-w2-workload")).to_have_value("seq-read")
+        expect(page.locator("#f-w2-bs")).to_have_value("128k")
+        page.fill("#f-w1-bs", "4k, 8k")
+        expect(yaml_view(page)).to_have_value(re.compile(r"name: rand-write\n(.*\n)*?    matrix:\n      bs: \[4k, 8k\]"))
+        expect(page.locator("#test-summary")).to_contain_text("4 tests")
+        page.click("#add-workload")
+        expect(page.locator("#f-w3-workload")).to_have_value("workload4")
+        expect(page.locator("#test-summary")).to_contain_text("5 tests")
+        screenshot(page, "web-plan-workloads.png")
+        page.click("#workload-0 .remove-workload")
+        expect(page.locator("#f-workload")).to_have_value("rand-write")
+        expect(page.locator("#f-w3-workload")).to_have_count(0)
+        expect(page.locator("#test-summary")).to_contain_text("4 tests")
+        assert "rand-read" not in yaml_view(page).input_value()
         page.fill("#f-label", "baseline")
         expect(yaml_view(page)).to_have_value(re.compile("label: baseline"))
         text = yaml_view(page).input_value()
         for kept in ("keep_files: true", "name: seq-read", "random_pct: 0", "read_pct: 0"):
             assert kept in text
-        expect(page.locator("#test-summary")).to_contain_text("3 tests")
+        expect(page.locator("#test-summary")).to_contain_text("4 tests")
     assert seen.errors == [] and dialogs == []
     missing = client.get("/plans/no-such-plan")
     assert missing.status_code == 404 and "No saved plan named <code>no-such-plan</code>" in missing.text

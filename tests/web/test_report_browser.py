@@ -39,6 +39,8 @@ def test_report_opens_offline_with_every_chart_drawn(stored_run):
     out = tmp / "report.html"
     proc = iofleet("report", "1", "-o", out, data_dir=data)
     assert f"Wrote {out}" in proc.stderr
+    # plotly.js (4.8 MB as text) is embedded gzip-compressed; it was 5 MB for any run.
+    assert out.stat().st_size < 2_500_000
     run = show_json(1, data)
     seen = open_page(out, "report-run.png", evaluate={"pwned": "window.pwned === undefined ? null : window.pwned"})
 

@@ -95,6 +95,9 @@ def test_stop_button_stops_fio_and_keeps_the_run(server, disk):
         page.click("#stop")
         page.wait_for_function("() => !document.querySelector('#run-message').hidden", timeout=30_000)
         assert page.inner_text("#run-message") == "Run 1 interrupted."
+        # The bar shows what ran (1 of 2 tests), not 100 %.
+        assert page.get_attribute("#run-progress", "data-share") == "0.5"
+        assert page.inner_text("#run-test") == "1 of 2 ran"
         screenshot(page, "web-run-stopped.png")
     assert seen.errors == []
     status = server.wait_run(client, timeout=30)

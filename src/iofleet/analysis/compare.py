@@ -38,8 +38,8 @@ METHOD = (
     "relative change ({resamples} resamples, each side resampled independently with replacement, seed {seed}) "
     "and a Welch t-test (unequal variances) p-value. A difference is real when p < {alpha:g} and the "
     "interval lies entirely outside ±{noise:g} %; otherwise it is within noise. With fewer samples: "
-    "not enough repeats. Rankings order by mean, best first (lower is better for latency and CPU); a "
-    "configuration within noise of the best of a place shares that place."
+    "not enough repeats. The winner has the best mean (lower is better for latency and CPU); a "
+    "configuration within noise of it wins too."
 )
 
 
@@ -231,6 +231,7 @@ class Comparison:
     tests: list[MatchedTest]
     unmatched: list[dict] = field(default_factory=list)  # {key, label, configs: [names having it]}
     excluded: list[dict] = field(default_factory=list)  # tests not ok: {config, run, test, repeat, status}
+    baseline_named: bool = True  # False: the baseline is the first configuration, by default
 
     @property
     def method(self) -> str:
@@ -256,9 +257,12 @@ class Comparison:
         return out
 
     def wins(self) -> dict[str, dict[str, int]]:
-        """Per metric: how many matched tests each configuration leads (alone or tied)."""
+        """Per metric: how many matched tests each configuration leads, alone or
+        tied with others (a test where all tie has no winner)."""
         out: dict[str, dict[str, int]] = {m.name: {c.name: 0 for c in self.configs} for m in self.metrics}
         for w in self.winners():
+            if len(w["places"][0]["configs"]) == len(self.configs):
+                continue
             for name in w["places"][0]["configs"]:
                 out[w["metric"]][name] += 1
         return out
@@ -308,6 +312,43 @@ def _group(config: Config, match: tuple[str, ...], excluded: list[dict]) -> dict
                     f"with {_label(key, match)} ({', '.join(sorted(ids))}); add parameters to --match "
                     f"so each test is told apart")
     return out
+
+
+class NothingMatched(IofleetError):
+    """No test is in every configuration. `differ`: the --match parameters
+    whose values differ between configurations; `suggestion`: the --match
+    that pairs the tests one to one, or None when no subset does."""
+
+    def __init__(self, message: str, differ: list[str], suggestion: tuple[str, ...] | None):
+        super().__init__(message)
+        self.differ, self.suggestion = differ, suggestion
+
+
+def _pairs(configs: list[Config], match: tuple[str, ...]) -> bool:
+    """Whether `match` pairs at least one test across every configuration,
+    each run's tests told apart."""
+    try:
+        grouped = [_group(c, match, []) for c in configs]
+    except IofleetError:
+        return False
+    return bool(set.intersection(*(set(g) for g in grouped)))
+
+
+def nothing_matched(configs: list[Config], match: tuple[str, ...]) -> NothingMatched:
+    """The error for comparisons with no test in common: which parameters
+    differ, with each configuration's values, and the --match that would pair them."""
+    values = {c.name: {k: sorted({str((t.get("params") or {}).get(k)) for r in c.runs for t in r.get("tests", [])
+                                  if t.get("status") == "ok"}) for k in match} for c in configs}
+    differ = [k for k in match if len({tuple(v[k]) for v in values.values()}) > 1]
+    shown = ", ".join(f"{k} (" + ", ".join(f"{'/'.join(v[k])} in {name}" for name, v in values.items()) + ")"
+                      for k in differ)
+    head = (f"no test is in every configuration: they differ in {shown}" if differ else
+            f"no test is in every configuration: each ran other combinations of {', '.join(match)}")
+    keep = tuple(k for k in match if k not in differ)
+    if keep and differ and _pairs(configs, keep):
+        return NothingMatched(f"{head}; to compare them, pair tests with --match {','.join(keep)}", differ, keep)
+    return NothingMatched(f"{head}; no --match pairs them one to one: compare configurations that ran "
+                          f"the same tests", differ, None)
 
 
 def _ranking(cells: list[Cell], metric: Metric, noise_pct: float, resamples: int, seed: int) -> list[Place]:
@@ -368,6 +409,9 @@ def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | 
     for c in configs:  # the baseline's test order first
         keys += [k for k in grouped[c.name] if k not in keys]
 
+    if not any(grouped.values()):
+        raise IofleetError(f"nothing to compare: no test of {', '.join(names)} ended ok "
+                           f"({len(excluded)} excluded); compare runs with ok tests")
     tests, unmatched = [], []
     for key in keys:
         having = [c.name for c in configs if key in grouped[c.name]]
@@ -399,5 +443,60 @@ def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | 
             rows.append(MetricRow(m.name, cells, _ranking(cells, m, noise_pct, resamples, seed)))
         ids = {c.name: sorted({t["id"] for t in grouped[c.name][key]}) for c in configs}
         tests.append(MatchedTest(dict(zip(match, key)), grouped[baseline][key][0]["id"], ids, rows))
+    if not tests:
+        raise nothing_matched(configs, match)
     return Comparison(configs, baseline, match, noise_pct, resamples, seed, tuple(metrics), tests,
                       unmatched, excluded)
+
+
+# Regression gate (`--fail-above PCT`): what each compared figure did.
+REGRESSION = "regression"
+PASSED = "passed"
+NOT_JUDGED = "not judged"
+
+
+@dataclass
+class GateCheck:
+    """One configuration's figure for one matched test and metric, against the baseline."""
+
+    test: str
+    config: str
+    metric: Metric
+    cell: Cell
+    outcome: str  # REGRESSION, PASSED or NOT_JUDGED
+    reason: str
+
+
+def _worse_by(cell: Cell, metric: Metric) -> float:
+    """How much worse than the baseline, in % (negative: better)."""
+    return -cell.pct_change if metric.higher_is_better else cell.pct_change
+
+
+def gate(cmp: Comparison, fail_above: float) -> list[GateCheck]:
+    """Every compared figure judged by the gate: a regression when it is
+    worse than the baseline by more than `fail_above` % and the comparison
+    calls it worse (beyond noise); not judged when it has no figure, or is
+    worse by more than that with too few repeats to tell it from noise."""
+    if not fail_above >= 0:
+        raise IofleetError(f"--fail-above {fail_above:g}: give a share of 0 % or more, e.g. 5")
+    metrics = {m.name: m for m in cmp.metrics}
+    out = []
+    for t in cmp.tests:
+        for row in t.rows:
+            m = metrics[row.metric]
+            for cell in row.cells:
+                if cell.config == cmp.baseline:
+                    continue
+                if cell.pct_change is None:
+                    outcome, reason = NOT_JUDGED, "no figure on one side"
+                elif _worse_by(cell, m) <= fail_above:
+                    outcome, reason = PASSED, f"not worse by more than {fail_above:g} %"
+                elif cell.verdict == WORSE:
+                    outcome, reason = REGRESSION, f"worse by more than {fail_above:g} %, beyond noise"
+                elif cell.verdict == NOT_ENOUGH:
+                    outcome, reason = NOT_JUDGED, (f"worse by more than {fail_above:g} %, but fewer than "
+                                                   f"{MIN_REPEATS} samples a side cannot tell it from noise")
+                else:
+                    outcome, reason = PASSED, "within noise"
+                out.append(GateCheck(t.label, cell.config, m, cell, outcome, reason))
+    return out

@@ -17,17 +17,15 @@ def test_totals(series: list[Series], phase: str = "measured") -> dict[str, list
     """The test's per-second totals over every job and host of the measured
     part (or of the warm-up, for plots): IOPS and bytes/s summed, mean
     latency weighted by IOPS. `t_ms` is each second's end from the start of
-    the part, `origin_ms` that start in the logs' clock. A fleet test is cut
-    where its first host stopped (with until: steady hosts stop on their
-    own), so every second holds every host."""
+    the part, `origin_ms` that start in the logs' clock. Only seconds in
+    which every job of every host logged IOPS are kept: jobs end a few ms
+    apart and one may log a last second the others do not (a sum over half
+    the jobs would show a drop that never happened); a fleet test so ends
+    where its first host stopped."""
     measured = [s for s in series if s.phase == phase and s.t_ms]
     if not measured:
         return {"t_ms": [], "iops": [], "bw_bytes_s": [], "lat_mean_ns": [], "origin_ms": None}
     origin = min(s.t_ms[0] for s in measured) - LOG_INTERVAL_MS
-    last = {}
-    for s in measured:
-        last[s.host] = max(last.get(s.host, 0), s.t_ms[-1])
-    end = min(last.values()) - origin
     # With numpy, series by series in the same order as a loop over the
     # samples would add them (np.bincount adds in array order), so every
     # sum is the same to the last bit; 64 hosts × 600 s are millions of samples.
@@ -37,19 +35,20 @@ def test_totals(series: list[Series], phase: str = "measured") -> dict[str, list
     for key, s in by_key.items():
         n = min(len(s.t_ms), len(s.values))
         arrays[key] = _floats(s.t_ms, n), _floats(s.values, n)
+    second_of = {key: np.rint((t - origin) / 1000) for key, (t, _) in arrays.items()}  # half to even, as round()
+    seconds = _complete_seconds({key: s for key, s in second_of.items() if key[3] == "iops"})
     for (host, job, direction, metric), (t, values) in arrays.items():
-        second = np.rint((t - origin) / 1000)  # round half to even, as round()
-        kept = second * 1000 <= end + 500
+        second = second_of[host, job, direction, metric]
         if metric in ("iops", "bw_bytes_s"):
-            parts[metric].append((second[kept], values[kept]))
+            parts[metric].append((second, values))
         if metric == "lat_ns":
             ios = arrays.get((host, job, direction, "iops"))
-            weight = _weights(*ios, t) if ios and len(ios[0]) else np.zeros(len(t))
-            kept &= weight > 0
+            weight = (_weights(second_of[host, job, direction, "iops"], ios[1], second) if ios and len(ios[0])
+                      else np.zeros(len(t)))
+            kept = weight > 0
             w = weight[kept]
             parts["lat"].append((second[kept], values[kept] * w))
             parts["lat_ios"].append((second[kept], w))
-    seconds = np.unique(np.concatenate([x for x, _ in parts["iops"]] or [np.zeros(0)])).astype(np.int64)
     iops, bw, lat_weighted, lat_ios = (_sum_by_second(parts[k], seconds) for k in ("iops", "bw_bytes_s", "lat", "lat_ios"))
     return {
         "t_ms": [k * 1000 for k in seconds.tolist()],
@@ -60,9 +59,24 @@ def test_totals(series: list[Series], phase: str = "measured") -> dict[str, list
     }
 
 
+def _complete_seconds(iops_seconds: dict[tuple, np.ndarray]) -> np.ndarray:
+    """The seconds (sorted) in which every job of every host has an IOPS
+    sample, from each (host, job, direction, "iops") series' seconds."""
+    by_job: dict[tuple, list[np.ndarray]] = {}
+    for (host, job, _, _), second in iops_seconds.items():
+        by_job.setdefault((host, job), []).append(second)
+    if not by_job:
+        return np.zeros(0, dtype=np.int64)
+    each = [np.unique(np.concatenate(parts)) for parts in by_job.values()]
+    seconds, jobs = np.unique(np.concatenate(each), return_counts=True)
+    return seconds[jobs == len(by_job)].astype(np.int64)
+
+
 def _weights(ios_t: np.ndarray, ios: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """The IOPS sample (`ios` at times `ios_t`) at each time of `t` (the last
-    one where fio logged a time twice), 0 where there is none."""
+    """The IOPS sample (`ios` at seconds `ios_t`) at each second of `t` (the
+    last one where fio logged a second twice), 0 where there is none. By
+    second, not ms: fio stamps a job's lat and iops samples up to a few ms
+    apart (1011 and 1012)."""
     times, first = np.unique(ios_t[::-1], return_index=True)  # first in reverse: the last logged
     values = ios[::-1][first]
     at = np.minimum(np.searchsorted(times, t), len(times) - 1)

@@ -4,6 +4,7 @@ iofleet's own errors as one line, loading a plan, and stopping on Ctrl-C."""
 
 import contextlib
 import functools
+import os
 import signal
 import threading
 from pathlib import Path
@@ -17,13 +18,16 @@ from ..errors import IofleetError
 from ..importers import load_plan_source
 from ..plan.load import check_targets, with_destroy_data, with_targets
 from ..plan.model import check_name
+from ..report.fit import print_wide
 
 console = Console()
-if not console.is_terminal:
-    console = Console(width=200)  # logs and pipes: never wrap a table row
+if not console.is_terminal and "COLUMNS" not in os.environ:
+    console = Console(width=200)  # logs and pipes: wide rows, unless COLUMNS says otherwise
 err_console = Console(stderr=True)
 
 DataDir = typer.Option(None, "--data-dir", help="Results directory (default: $IOFLEET_DATA or ./iofleet-data).")
+WideOpt = typer.Option(False, "--wide", help="Show every column in full (the table may wrap); by default a table "
+                                             "narrower than the terminal leaves out what does not fit and says so.")
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
 # parser=str: typer's Path('') would be '.', the current directory; the text is checked as a plan's targets.
@@ -32,6 +36,16 @@ TargetOpt = typer.Option(None, "--target", "-t", parser=str, metavar="PATH", hel
 DestroyOpt = typer.Option(None, "--destroy-data", metavar="/dev/X",
                           help="A device target whose data may be destroyed (repeatable): allows one that holds a "
                                "filesystem, partition table or other signature; never a mounted or in-use one.")
+
+
+def table_width(wide: bool) -> int | None:
+    """The width tables fit (report.fit): the terminal's, or None with --wide."""
+    return None if wide else console.width
+
+
+def print_table(renderable, wide: bool) -> None:
+    """Print a fitted table, or with --wide every table at its full width."""
+    print_wide(console, renderable) if wide else console.print(renderable)
 
 
 def user_errors(fn):

@@ -10,23 +10,26 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT
+from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT, REGRESSION, gate
 from ..errors import IofleetError
 from ..report.html import compare_page
-from ..report.compare import comparison_csv, comparison_json, comparison_markdown, comparison_report
+from ..report.compare import comparison_csv, comparison_json, comparison_markdown, comparison_report, gate_lines
+from ..report.junit import junit_xml
 from ..results.store import Store, default_data_dir
 from ..studies.compare import run_compare
 from .output import write_output
-from .common import DataDir
+from .common import DataDir, err_console
 
 FORMATS = ("table", "md", "csv", "json")
+EXIT_REGRESSION = 3  # --fail-above: a figure is worse than the baseline beyond the threshold and noise
 
 
 def compare_command(
     configs: List[str] = typer.Argument(..., metavar="CONFIG",
                                         help="Run ids or labels (a label = every run with it)."),
-    baseline: str = typer.Option(..., "--baseline", "-b",
-                                 help="Run id or label to compare against (added if not among CONFIG)."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", show_default=False,
+                                           help="Run id or label to compare against (default: the first "
+                                                "CONFIG; added if not among CONFIG)."),
     match: str = typer.Option(",".join(DEFAULT_MATCH), "--match",
                               help="Test parameters that must be equal for tests to be compared."),
     noise: float = typer.Option(DEFAULT_NOISE_PCT, "--noise",
@@ -34,13 +37,22 @@ def compare_command(
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the comparison as an HTML page."),
+    fail_above: Optional[float] = typer.Option(
+        None, "--fail-above", metavar="PCT", show_default=False,
+        help=f"Exit {EXIT_REGRESSION} when a figure is worse than the baseline by more than PCT % and beyond noise."),
+    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", show_default=False,
+                                         help="With --fail-above: write the gate's verdicts as JUnit XML."),
     data_dir: Optional[str] = DataDir,
 ):
     """Compare configurations test by test: % change against the baseline,
     95 % bootstrap interval and Welch p-value where there are ≥ 3 repeats,
-    rankings and winners (see docs/compare.md)."""
+    the winner of each test (see docs/compare.md)."""
     if fmt not in FORMATS:
         raise IofleetError(f"--format {fmt!r}: use {', '.join(FORMATS)}")
+    if junit is not None and fail_above is None:
+        raise IofleetError("--junit: give --fail-above PCT too, the threshold its failures are judged by")
+    if fail_above is not None and not fail_above >= 0:
+        raise IofleetError(f"--fail-above {fail_above:g}: give a share of 0 % or more, e.g. 5")
     keys = tuple(k.strip() for k in match.split(",") if k.strip())
     if not 0 <= noise < 100:
         raise IofleetError(f"--noise {noise:g}: give a share from 0 to 100 %, e.g. 1")
@@ -49,6 +61,20 @@ def compare_command(
     if html is not None:
         write_output(html, compare_page(cmp), "--html")
         typer.echo(f"Wrote {html}", err=True)
+    _print_comparison(cmp, fmt, output)
+    if fail_above is not None:
+        checks = gate(cmp, fail_above)
+        if junit is not None:
+            write_output(junit, junit_xml(cmp, checks, fail_above), "--junit")
+            typer.echo(f"Wrote {junit}", err=True)
+        lines = gate_lines(cmp, checks, fail_above)
+        err_console.print("\n".join(lines), style="red" if lines[0].startswith("FAILED") else None, highlight=False,
+                          soft_wrap=True)
+        if any(c.outcome == REGRESSION for c in checks):
+            raise typer.Exit(EXIT_REGRESSION)
+
+
+def _print_comparison(cmp, fmt: str, output: Optional[Path]) -> None:
     if fmt == "table" and output is None:
         Console().print(comparison_report(cmp))
         return

@@ -24,7 +24,7 @@ def import_command(
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="Write the plan to this file instead of printing it."),
 ):
-    """Convert HCIBench/vdbench parameter files and fio job files into one plan.
+    """Convert HCIBench/vdbench and fio job files into one plan.
 
     Every workload of every file becomes a workload of the plan; what could not
     be carried over, and what was assumed, is printed as `note:` lines on stderr

@@ -6,6 +6,7 @@ with a non-zero exit code.
 """
 
 import typer
+from typer.core import TyperOption
 
 from .common import user_errors
 from .compare import compare_command
@@ -18,6 +19,16 @@ from .run import easy_run_command, run
 from .serve import serve_command
 from .studies import saturate, scale
 
+_value_type = TyperOption.display_type_rich
+
+
+def _flag_type(self, ctx):
+    """typer 0.29 labels flags, which take no value, "<bool>" in --help."""
+    return None if self.is_flag else _value_type(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_type
+
 app = typer.Typer(
     help="iofleet: how fast is this storage, really, and why? (fio-based benchmarking)",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -29,11 +40,12 @@ app.add_typer(hosts_app, name="hosts")
 app.command("validate")(validate)
 app.command("run")(run)
 app.command("easy-run")(easy_run_command)
-app.command("server")(server)
+app.command("server", short_help="Start `fio --server` as iofleet expects it, on a fleet host.")(server)
 app.command("import")(user_errors(import_command))
 app.command("model")(user_errors(model_command))
-app.command("compare")(user_errors(compare_command))
-app.command("serve")(user_errors(serve_command))
+app.command("compare", short_help="Compare runs or labels test by test, with significance.")(
+    user_errors(compare_command))
+app.command("serve", short_help="Serve the web UI and its REST API (docs at /api/docs).")(user_errors(serve_command))
 app.command("params")(params)
 app.command("report")(report_command)
 app.command("scale")(scale)

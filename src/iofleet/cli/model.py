@@ -8,6 +8,7 @@ import cli.main: main imports it).
 """
 
 import io
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -21,9 +22,13 @@ from ..plan.hardware import load_model
 from ..report.theoretical import RENDERERS, model_data, terminal_report
 from ..results.store import Store, default_data_dir
 from .output import write_output
-from .common import DataDir
+from ..report.fit import fit_group, print_wide
+from .common import DataDir, WideOpt
 
 FORMATS = ("table", "md", "json", "csv")
+# A narrow terminal keeps what each workload (test) should and did deliver, and what bounds it.
+MODEL_KEEP = ("workload", "test", "expected IOPS", "expected MB/s", "measured IOPS", "achieved", "bound")
+MODEL_DROP = ("write penalty", "as", "measured MB/s", "devices IOPS", "network IOPS")
 
 
 def model_command(
@@ -32,8 +37,11 @@ def model_command(
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, json or csv."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="File to write (default: stdout)."),
     data_dir: Optional[str] = DataDir,
+    wide: bool = WideOpt,
 ):
-    """Theoretical IOPS and MB/s of a storage system from its device figures,
+    """Compute what the hardware should deliver (and a run's share).
+
+    Theoretical IOPS and MB/s of a storage system from its device figures,
     layout and NICs, with the bound that applies; with --run, each test's
     measured share of it. Formulas: docs/model.md."""
     if fmt not in FORMATS:
@@ -49,9 +57,10 @@ def model_command(
     data = model_data(model, device, model_table(model, device), comparison, run_id)
     if fmt == "table":
         console = Console(file=io.StringIO() if output else None)
-        if output or not console.is_terminal:
-            console.width = 200  # files and pipes: never wrap a table row
-        console.print(terminal_report(data))
+        if output or (not console.is_terminal and "COLUMNS" not in os.environ):
+            console.width = 200  # files and pipes: wide rows, unless COLUMNS says otherwise
+        report = fit_group(terminal_report(data), None if wide else console.width, MODEL_KEEP, MODEL_DROP)
+        print_wide(console, report) if wide else console.print(report)
         if output is None:
             return
         text = console.file.getvalue()

@@ -11,7 +11,8 @@ from ..plan.params import AUTO_ENGINES, PARAMS
 from ..plan.units import format_bytes, format_duration
 from ..studies.jobfiles import write_jobfiles
 from ..studies.preview import PlanPreview, preview_plan
-from .common import TargetOpt, console, plan_with_targets, user_errors
+from ..report.fit import fit_table, left_out_line
+from .common import TargetOpt, WideOpt, console, plan_with_targets, print_table, table_width, user_errors
 
 
 @user_errors
@@ -20,6 +21,7 @@ def validate(
     target: Optional[List[Path]] = TargetOpt,
     jobfiles: Optional[Path] = typer.Option(None, "--jobfiles", metavar="DIR",
                                             help="Write the fio job file of each test, as it would run, to DIR."),
+    wide: bool = WideOpt,
 ):
     """Check a plan and list the tests it expands into."""
     plan, _ = plan_with_targets(plan_path, target)
@@ -31,7 +33,13 @@ def validate(
         table.add_column(PARAMS[name].label, justify="left" if PARAMS[name].kind == "choice" else "right")
     for i, row in enumerate(preview.rows, 1):
         table.add_row(str(i), row["id"], *(row[name] for name in preview.columns))
-    console.print(table)
+    width = table_width(wide)
+    # The test id spells the parameters: those columns go first when the terminal is narrow.
+    dropped, shortened = fit_table(table, width, ("#", "test"))
+    print_table(table, wide)
+    left_out = left_out_line(dropped, shortened, width) if width else None
+    if left_out:
+        console.print(left_out, style="dim", highlight=False)
     _print_costs(preview)
     if jobfiles is not None:
         written = write_jobfiles(plan, jobfiles)
@@ -71,8 +79,8 @@ def params():
     """List the parameters a plan may set, with defaults and fio options."""
     for title, where, table_params in reference.TABLES:
         table = Table(title=f"{title} ({where})", title_justify="left")
-        for col in reference.COLUMNS:
-            table.add_column(col)
+        for col in reference.COLUMNS:  # a name is kept whole; long option names fold, never end in "…"
+            table.add_column(col, no_wrap=col == "parameter", overflow="fold")
         for p in table_params.values():
             table.add_row(*reference.row(p))
         console.print(table)

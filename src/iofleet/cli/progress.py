@@ -3,12 +3,16 @@ ETA for the test and the plan, current IOPS, MB/s and latency. All of it is
 read from the run's one progress model (studies.progress); this module only
 draws it."""
 
+import os
+import threading
+
 from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
 from rich.text import Text
 
 
+from ..errors import IofleetError
 from ..plan.units import format_bytes
 from ..studies.progress import FinishedTest, HostFigures, RunProgress
 from ..studies.run import RunObserver
@@ -16,6 +20,41 @@ from ..units import format_value
 
 
 MAX_HOST_LINES = 12
+# Piped output (a nohup log) has no live display: a line this often during a
+# test says it is alive. IOFLEET_PROGRESS_EVERY (seconds) changes it.
+PIPE_PROGRESS_S = 30.0
+PROGRESS_EVERY_ENV = "IOFLEET_PROGRESS_EVERY"
+
+
+def pipe_interval() -> float:
+    """Seconds between progress lines in piped output."""
+    text = os.environ.get(PROGRESS_EVERY_ENV)
+    if text is None:
+        return PIPE_PROGRESS_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < 1e6:
+        raise IofleetError(f"{PROGRESS_EVERY_ENV}={text!r}: give the seconds between progress lines of piped "
+                           f"output, e.g. 30")
+    return seconds
+
+
+def pipe_line(m: RunProgress, nth: str) -> str | None:
+    """A running test's progress line for piped output: its name, elapsed of
+    planned time, phase and latest IOPS; None between tests."""
+    if m.state == "preparing" and m.preparing_data is not None:
+        p = m.preparing_data
+        done = f"{format_bytes(p.done_bytes)} of " if p.done_bytes is not None else ""
+        return f"  preparing data: {done}{format_bytes(p.total_bytes)}, {_hms(p.elapsed_s)} so far"
+    t = m.test
+    if t is None or m.running_test is None:
+        return None
+    now = m.clock()
+    iops = m.totals.iops if m.totals is not None else None
+    latest = f"{format_value(iops, 'IOPS')} IOPS" if iops is not None else "no IOPS reported yet"
+    return f"  test {nth} {t.id}: {m.phase}, {_hms(t.elapsed_s(now))} of {_hms(t.planned_s)}, {latest}"
 
 
 def host_lines(hosts: dict[str, HostFigures | None]) -> str:
@@ -110,9 +149,13 @@ def result_line(r: FinishedTest, nth: str) -> str:
 class TerminalProgress(RunObserver):
     """Feeds each event to the run's progress model, then draws the model."""
 
-    def __init__(self, console: Console, sweep: bool = False):
+    def __init__(self, console: Console, sweep: bool = False, every_s: float | None = None):
         self.console = console
         self.model = RunProgress(sweep=sweep)
+        # Piped: a line every `every_s` seconds from a thread (a test may send no event for long).
+        self.every_s = None if console.is_terminal else every_s or pipe_interval()
+        self.stopped = threading.Event()
+        self.ticker = None
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -129,10 +172,23 @@ class TerminalProgress(RunObserver):
 
     def __enter__(self):
         self.live.__enter__()
+        if self.every_s:
+            self.ticker = threading.Thread(target=self._tick, name="pipe-progress", daemon=True)
+            self.ticker.start()
         return self
 
     def __exit__(self, *exc):
+        self.stopped.set()
+        if self.ticker is not None:
+            self.ticker.join()
         self.live.__exit__(*exc)
+
+    def _tick(self):
+        while not self.stopped.wait(self.every_s):
+            index = self.model.test.index if self.model.test is not None else 0
+            line = pipe_line(self.model, self._nth(index))
+            if line:
+                self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def _nth(self, index: int) -> str:
         # A sweep runs part of its grid, and repeats some cells: no total to count to.
@@ -182,6 +238,9 @@ class TerminalProgress(RunObserver):
         m.test_finished(index, spec, result)
         self.progress.update(self.plan_task, completed=m.run_done_s())
         self.console.print(result_line(m.results[-1], self._nth(index)), highlight=False)
+
+    def warning(self, text):
+        self.console.print(f"warning: {text}", style="yellow", highlight=False, markup=False)
 
     def cleaning(self):
         self.model.cleaning()

@@ -22,8 +22,12 @@ from ..results.ingest import import_outputs
 from ..results.model import Run
 from ..results.recover import check_store, recover_store
 from ..results.store import RUN_STATUSES, RunFilter, Store, default_data_dir
-from .common import EXIT_FAILED, DataDir, check_label, console, err_console, user_errors
+from ..report.fit import fit_table, left_out_line
+from .common import (
+    EXIT_FAILED, DataDir, WideOpt, check_label, console, err_console, print_table, table_width, user_errors,
+)
 from .output import write_output
+from .studies import fitted_sweep
 
 results_app = typer.Typer(help="Browse, export and import stored results.", no_args_is_help=True)
 
@@ -50,13 +54,20 @@ def results_list(
     plan: str = typer.Option("", help="Only runs whose plan name contains this text (any case)."),
     status: str = typer.Option("", help=f"Only runs with this status: {', '.join(RUN_STATUSES)}."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", metavar="N", help="Only the newest N runs."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table or json (a list of runs, one object each)."),
+    wide: bool = WideOpt,
     data_dir: Optional[str] = DataDir,
 ):
     """List stored runs, newest first."""
+    if fmt not in ("table", "json"):
+        raise IofleetError(f"--format {fmt!r}: use table or json")
     where = RunFilter(label=label, plan=plan, status=status, limit=limit)
     with Store.open(default_data_dir(data_dir)) as store:
         runs = store.list_runs(where)
         path = store.path
+    if fmt == "json":  # an empty store or no match: []
+        sys.stdout.write(json.dumps([listed_run(r) for r in runs], indent=2) + "\n")
+        return
     if not runs and where != RunFilter():
         console.print(f"No run in {path} matches these filters; `iofleet results list` lists them all.")
         return
@@ -71,17 +82,35 @@ def results_list(
         if r.stale:  # its process is gone: a crash
             stale.append(str(r.id))
         table.add_row(str(r.id), str(r.created_at), r.plan_name, r.label or "", r.source,
-                      "running (stale)" if r.stale else r.status, f"{r.tests_by_status['ok']}/{r.tests_planned}")
-    console.print(table)
+                      _list_status(r), f"{r.tests_by_status['ok']}/{r.tests_planned}")
+    width = table_width(wide)
+    dropped, _ = fit_table(table, width, ("run", "plan", "label", "status", "tests ok/planned"),
+                           ("source", "created (UTC)"), name=None)
+    print_table(table, wide)
+    if dropped:
+        console.print(left_out_line(dropped, False, width), style="dim", highlight=False)
     if stale:
         console.print(f"running (stale): no process runs it any more (it crashed or was killed); "
                       f"`iofleet run --resume {stale[-1]}` runs its unfinished tests.", highlight=False)
 
 
+def _list_status(r) -> str:
+    return "running (stale)" if r.stale else r.status
+
+
+def listed_run(r) -> dict:
+    """One run of `results list --format json` (docs/results-format.md)."""
+    return {"id": r.id, "plan": r.plan_name, "label": r.label, "source": r.source, "status": _list_status(r),
+            "created_at": r.created_at, "ended_at": r.ended_at, "tests_planned": r.tests_planned,
+            "tests_ok": r.tests_by_status.get("ok", 0), "tests_by_status": dict(r.tests_by_status)}
+
+
 @results_app.command("check")
 @user_errors
 def results_check(data_dir: Optional[str] = DataDir):
-    """Check the results database for damage (SQLite's integrity check) and which runs still read."""
+    """Check the results database for damage and which runs read.
+
+    SQLite's integrity check, then each run read whole."""
     report = check_store(default_data_dir(data_dir))
     if report.ok:
         console.print(f"ok: {report.db} passed SQLite's integrity check; {len(report.readable)} runs read whole.",
@@ -112,7 +141,9 @@ def results_recover(
                                                "(default: DATA_DIR-recovered)."),
     data_dir: Optional[str] = DataDir,
 ):
-    """Copy every run of a damaged store that can still be read (tests, figures, files) into a new store."""
+    """Copy the runs of a damaged store that still read into a new one.
+
+    Every run that can still be read (tests, figures, files) is copied."""
     report = recover_store(default_data_dir(data_dir), output)
     for run_id, why in report.lost.items():
         console.print(f"lost: run {run_id}: {why}", highlight=False, markup=False)
@@ -129,6 +160,13 @@ def results_recover(
         raise typer.Exit(EXIT_FAILED)
 
 
+def file_size(n: int) -> str:
+    """A written file's size as people read it: 812 bytes, 14.2 kB, 5.0 MB (10^3, 10^6)."""
+    if n < 1000:
+        return f"{n} bytes"
+    return f"{n / 1e3:.1f} kB" if n < 1e6 else f"{n / 1e6:.1f} MB"
+
+
 def _load_run(store: Store, run_id: Optional[int]):
     if run_id is None:
         run_id = store.latest_run_id()
@@ -142,6 +180,7 @@ def _load_run(store: Store, run_id: Optional[int]):
 def results_show(
     run_id: Optional[int] = typer.Argument(None, metavar="RUN", help="Run number (default: latest)."),
     fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    wide: bool = WideOpt,
     data_dir: Optional[str] = DataDir,
 ):
     """Show a run's summary table, or every figure as JSON."""
@@ -152,15 +191,16 @@ def results_show(
     if fmt == "json":
         sys.stdout.write(json.dumps(run.to_dict(), indent=2) + "\n")
     else:
-        console.print(summary_table(run))
-        _print_saturation(run)
+        print_table(summary_table(run, table_width(wide)), wide)
+        _print_saturation(run, wide)
 
 
-def _print_saturation(run: Run) -> None:
+def _print_saturation(run: Run, wide: bool) -> None:
     """A saturate sweep's cells, grid and verdicts (other runs: nothing)."""
     sweep = sweep_of_run(run.to_dict())
     if sweep is not None:
-        console.print(saturation_report(*sweep, f"Saturation sweep of run {run.id}"))
+        report = saturation_report(*sweep, f"Saturation sweep of run {run.id}")
+        print_table(fitted_sweep(report, sweep[0], table_width(wide)), wide)
 
 
 @user_errors
@@ -171,7 +211,10 @@ def report_command(
     fmt: str = typer.Option("html", "--format", "-f", help="html (self-contained, with charts) or md (Markdown)."),
     data_dir: Optional[str] = DataDir,
 ):
-    """Write a run's report: one HTML file with the tables and charts (opens offline), or Markdown for tickets."""
+    """Write a run's report: self-contained HTML, or Markdown.
+
+    The HTML report is one file with the tables and charts (it opens offline);
+    Markdown is for tickets."""
     if fmt not in ("html", "md"):
         raise IofleetError(f"--format {fmt!r}: use html or md")
     with Store.open(default_data_dir(data_dir)) as store:
@@ -182,7 +225,7 @@ def report_command(
         return
     output = output or Path(f"report-{run.id}.html")
     write_output(output, text)
-    err_console.print(f"Wrote {output} ({len(text.encode()) / 1e6:.1f} MB)")
+    err_console.print(f"Wrote {output} ({file_size(len(text.encode()))})")
 
 
 @results_app.command("export")
@@ -195,7 +238,10 @@ def results_export(
                                           help="File to write (default: stdout; zip: iofleet-run-RUN.zip)."),
     data_dir: Optional[str] = DataDir,
 ):
-    """Export a run's figures as CSV (one row per test) or JSON, or everything as a zip bundle."""
+    """Export a run as CSV or JSON, or everything as a zip bundle.
+
+    CSV has one row per test; JSON every figure; the zip the report, tables,
+    raw fio outputs, job files and logs."""
     if fmt not in ("csv", "json", "zip"):
         raise IofleetError(f"--format {fmt!r}: use csv, json or zip")
     with Store.open(default_data_dir(data_dir)) as store:
@@ -204,7 +250,7 @@ def results_export(
             output = output or Path(f"iofleet-run-{run.id}.zip")
             data = run_bundle(store, run)
             write_output(output, data)
-            err_console.print(f"Wrote {output} ({len(data) / 1e6:.1f} MB)")
+            err_console.print(f"Wrote {output} ({file_size(len(data))})")
             return
     text = run_to_csv(run) if fmt == "csv" else json.dumps(run.to_dict(), indent=2) + "\n"
     if output:
@@ -219,13 +265,16 @@ def results_export(
 def results_import(
     files: List[Path] = typer.Argument(..., metavar="FIO_OUTPUT.json...", help="fio json or json+ output files."),
     label: Optional[str] = typer.Option(None, help="Label stored with the run."),
+    wide: bool = WideOpt,
     data_dir: Optional[str] = DataDir,
 ):
-    """Store existing fio JSON outputs (single host or client/server) as a run."""
+    """Store existing fio JSON outputs as a run.
+
+    Single-host outputs and fio client/server outputs both work."""
     with Store.open(default_data_dir(data_dir)) as store:
         run_id = import_outputs(store, files, label=label)
         run = store.get_run(run_id)
-        console.print(summary_table(run))
+        print_table(summary_table(run, table_width(wide)), wide)
         console.print(f"Imported {len(files)} file(s) as run {run_id} in {store.path}")
 
 
@@ -238,7 +287,9 @@ def diagnose_command(
     rules: bool = typer.Option(False, "--rules", help="List the rules and their thresholds, and exit."),
     data_dir: Optional[str] = DataDir,
 ):
-    """Say what is wrong with a run's set-up or results, with the numbers and what to change."""
+    """Say what is wrong with a run and what to change.
+
+    Each finding gives the rule, the numbers it saw and the change to make."""
     if fmt not in ("table", "json"):
         raise IofleetError(f"--format {fmt!r}: use table or json")
     limits = Thresholds().with_overrides(threshold or [])

@@ -1,6 +1,7 @@
 """`iofleet run` (and `run --resume`) and `iofleet easy-run`: running tests
 with a live progress display, then the summary and the exit code."""
 
+import shlex
 from pathlib import Path
 from typing import List, Optional
 
@@ -14,8 +15,8 @@ from ..studies.easy_run import easy_run, probe
 from ..studies.options import easy_run_options
 from ..studies.run import prepare_resume, resume_run, run_plan
 from .common import (
-    EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, check_label, checked_targets, console,
-    plan_with_targets, stop_on_signals, user_errors,
+    EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console,
+    plan_with_targets, print_table, stop_on_signals, table_width, user_errors,
 )
 from .progress import TerminalProgress
 
@@ -33,11 +34,16 @@ def run(
                                          help="Run the unfinished tests of a stopped or crashed run, with its "
                                               "stored plan and targets; PLAN, --target and --hosts are optional "
                                               "(checked against the run; --hosts where its inventory moved)."),
+    wide: bool = WideOpt,
 ):
-    """Run a plan's tests on this machine (or on a fleet with --hosts) and print the summary."""
+    """Run a plan's tests here or on a fleet, then print the summary.
+
+    The tests run on this machine, or on every host of an inventory at once
+    with --hosts. Ctrl-C stops the run and keeps the finished tests; `--resume
+    RUN` runs the rest."""
     check_label(label)
     if resume is not None:
-        return _resume(resume, plan_path, target, data_dir, label, hosts, destroy_data)
+        return _resume(resume, plan_path, target, data_dir, label, hosts, destroy_data, wide)
     if plan_path is None:
         raise IofleetError("give the PLAN to run (or --resume RUN to finish a stopped run)")
     plan, plan_text = plan_with_targets(plan_path, target, destroy_data)
@@ -46,12 +52,12 @@ def run(
         with TerminalProgress(console) as progress:
             outcome = run_plan(plan, plan_text, store, hosts=fleet, label=label,
                                observer=progress, stop=stop, inventory=hosts)
-        console.print(summary_table(store.get_run(outcome.run_id)))
+        print_table(summary_table(store.get_run(outcome.run_id), table_width(wide)), wide)
         db = store.path
-    finish(outcome, db, fleet)
+    finish(outcome, db, fleet, resumable=True)
 
 
-def _resume(run_id, plan_path, target, data_dir, label, hosts, destroy_data) -> None:
+def _resume(run_id, plan_path, target, data_dir, label, hosts, destroy_data, wide) -> None:
     """`run --resume RUN`: the study checks and holds the run, then runs what is left."""
     if label is not None:
         raise IofleetError(f"a resumed run keeps its label; change it with `iofleet results label {run_id} LABEL`")
@@ -62,13 +68,21 @@ def _resume(run_id, plan_path, target, data_dir, label, hosts, destroy_data) -> 
         console.print(todo.describe(), highlight=False, markup=False)
         with TerminalProgress(console) as progress:
             outcome = resume_run(store, todo, observer=progress, stop=stop)
-        console.print(summary_table(store.get_run(outcome.run_id)))
+        print_table(summary_table(store.get_run(outcome.run_id), table_width(wide)), wide)
         db = store.path
-    finish(outcome, db, todo.hosts)
+    finish(outcome, db, todo.hosts, resumable=True)
 
 
-def finish(outcome, db, fleet) -> None:
-    """The closing lines of a run and its exit code."""
+def resume_command(run_id: int, db: Path) -> str:
+    """The command that resumes a run, with --data-dir when its store is not the default one."""
+    data_dir = db.parent
+    same = data_dir.resolve() == default_data_dir(None).resolve()
+    return f"iofleet run --resume {run_id}" + ("" if same else f" --data-dir {shlex.quote(str(data_dir))}")
+
+
+def finish(outcome, db, fleet, resumable: bool = False) -> None:
+    """The closing lines of a run and its exit code; a resumable run that
+    stopped early says how to run the rest."""
     done = outcome.tests_ok
     console.print(
         f"Run {outcome.run_id} {outcome.status}: {done} of {outcome.tests_planned} tests ok. "
@@ -83,6 +97,9 @@ def finish(outcome, db, fleet) -> None:
     elif outcome.cleaned:
         what = "hosts" if fleet else "targets"
         console.print(f"Removed iofleet's data files from the {what}.")
+    if resumable and outcome.status in ("interrupted", "failed", "partial"):
+        console.print(f"Run its unfinished tests with: {resume_command(outcome.run_id, Path(db))}",
+                      highlight=False, markup=False, soft_wrap=True)
     if outcome.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
     if not outcome.ok:
@@ -103,8 +120,12 @@ def easy_run_command(
     destroy_data: Optional[List[str]] = DestroyOpt,
     no_probe: bool = typer.Option(False, "--no-probe", help="Guess jobs × iodepth from CPUs and device type instead "
                                                             "of measuring them (saves the probe's ~1–2 min)."),
+    wide: bool = WideOpt,
 ):
-    """Measure the storage with nothing else given: sized for the hosts, four standard profiles."""
+    """Measure the storage with no plan: four standard profiles.
+
+    Easy Run sizes the working set and the load (jobs × iodepth) for the
+    hosts, then measures each profile until steady."""
     check_label(label)
     durations, working_set = easy_run_options(runtime, max_runtime, ramp, round_, size)
     fleet = load_inventory(hosts).hosts if hosts else None
@@ -130,7 +151,7 @@ def easy_run_command(
             outcome = easy_run(store, targets=targets, hosts=fleet, durations=durations, working_set=working_set,
                                label=label, observer=progress, stop=stop, on_plan=on_plan,
                                destroy_data=destroy_data, load=load)
-        console.print(summary_table(store.get_run(outcome.run_id)))
+        print_table(summary_table(store.get_run(outcome.run_id), table_width(wide)), wide)
         db = store.path
-    finish(outcome, db, fleet)
+    finish(outcome, db, fleet, resumable=True)
 

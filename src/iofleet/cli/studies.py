@@ -12,6 +12,7 @@ from rich.text import Text
 from ..analysis.diagnostics import diagnose
 from ..fleet.inventory import load_inventory
 from ..plan.units import format_duration, format_size
+from ..report.fit import fit_group, fit_table, left_out_line
 from ..report.saturation import saturation_report
 from ..report.summary import diagnostics_lines, methodology_notes
 from ..results.store import Store, default_data_dir
@@ -21,8 +22,8 @@ from ..studies.saturate import Sweep, run_saturate
 from ..studies.scale import ScaleStep, parse_steps, run_scale
 from ..units import format_value
 from .common import (
-    EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, check_label, checked_targets, console,
-    plan_with_targets, stop_on_signals, user_errors,
+    EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console,
+    plan_with_targets, print_table, stop_on_signals, table_width, user_errors,
 )
 from .progress import TerminalProgress
 from .run import finish
@@ -84,8 +85,9 @@ def scale(
     steps: Optional[str] = typer.Option(None, "--steps", help="Host counts to run, e.g. 1,2,4,8 (default: 1, 2, … all)."),
     test: Optional[str] = typer.Option(None, "--test", help="The plan's test to run (an id from `iofleet validate`)."),
     data_dir: Optional[str] = DataDir,
+    wide: bool = WideOpt,
 ):
-    """Run one test on 1, 2, … hosts at once and find where the fleet's IOPS stop growing."""
+    """Run one test on 1, 2, … hosts to find where IOPS stop growing."""
     plan, plan_text = plan_with_targets(plan_path, None)
     fleet = load_inventory(hosts).select(plan.hosts)
     wanted = parse_steps(steps) if steps is not None else None
@@ -102,7 +104,7 @@ def scale(
         finally:
             progress.close()
         db = store.path
-    _print_scaling(outcome, plan.name)
+    _print_scaling(outcome, plan.name, wide)
     console.print(f"Results: {db} (each step is a run: `iofleet results show RUN`)")
     if outcome.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
@@ -110,7 +112,7 @@ def scale(
         raise typer.Exit(EXIT_FAILED)  # a step failed or lost a host
 
 
-def _print_scaling(outcome, plan_name: str) -> None:
+def _print_scaling(outcome, plan_name: str, wide: bool) -> None:
     """The steps' table, the verdict and why the study stopped."""
     result = outcome.scaling
     table = Table(title=f"Scaling of {outcome.test_id} ({plan_name}) on up to {outcome.available} hosts",
@@ -127,12 +129,23 @@ def _print_scaling(outcome, plan_name: str) -> None:
                       num(row.mb_s, ",.1f"), num(row.mean_ms, ".3f"), num(row.p99_ms, ".3f"),
                       num(row.growth_pct, "+.1f") + mark, num(row.iops_per_host, ",.0f"),
                       str(step.run_id) if step.run_id is not None else "-")
-    console.print(table)
+    width = table_width(wide)
+    dropped, _ = fit_table(table, width, ("hosts", "status", "IOPS", "MB/s", "p99 ms", "growth %"), name=None)
+    print_table(table, wide)
+    if dropped:
+        console.print(left_out_line(dropped, False, width), style="dim", highlight=False)
     console.print(result.verdict(), highlight=False)
     for note in outcome.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
     if outcome.stopped:
         console.print(f"[yellow]Study {outcome.status}:[/] {outcome.stopped}", highlight=False)
+
+
+def fitted_sweep(report, sat, width: int | None):
+    """A saturation report fitted to the terminal: its cells keep jobs,
+    iodepth, IOPS, MB/s, p99, the target's column and the marks."""
+    keep = ("jobs", "iodepth", "IOPS", "MB/s", "p99 ms", "") + ((sat.slo.text,) if sat.slo else ())
+    return fit_group(report, width, keep, ("Little", "runs", "OIO fleet", "OIO/host", "mean ms"), only_first=True)
 
 
 def _default(value) -> str:
@@ -176,8 +189,12 @@ def saturate(
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (default saturate)."),
     destroy_data: Optional[List[str]] = DestroyOpt,
+    wide: bool = WideOpt,
 ):
-    """Sweep outstanding IO (jobs × iodepth, doubling) to find the knee, the best configuration and the most IOPS under a latency target."""
+    """Sweep jobs × iodepth to find the knee and the most IOPS.
+
+    Outstanding IO doubles until IOPS stop growing; the sweep finds the knee,
+    the best configuration and the most IOPS under a latency target (--slo)."""
     check_label(label)
     sweep = sweep_from_options(
         slo, bs=bs, read_pct=read_pct, random_pct=random_pct, size=size, round=round_, max_runtime=max_runtime,
@@ -193,7 +210,8 @@ def saturate(
     title = (f"Run {outcome.run_id} · saturation of {format_size(sweep.bs)} {sweep.read_pct}% read "
              f"{'random' if sweep.random_pct == 100 else f'{sweep.random_pct}% random'}"
              + (f" on {outcome.hosts} hosts" if outcome.hosts > 1 else ""))
-    console.print(saturation_report(outcome.result, outcome.hosts, title))
+    print_table(fitted_sweep(saturation_report(outcome.result, outcome.hosts, title), outcome.result,
+                             table_width(wide)), wide)
     for line in outcome.stopped:
         console.print(f"  sweep: {line}", highlight=False, markup=False)
     for line, style in methodology_notes(run):

@@ -89,6 +89,48 @@ def needed_bytes(specs: list[TestSpec], stride: int) -> int:
     return max((s.jobs - 1) * stride + s.size for s in specs)
 
 
+# ------------------------------------------------------------ what a target is
+
+# Filesystems whose files live in RAM: a target there measures memory.
+_MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")
+# Block devices that are RAM, and block devices that are no disk of their own.
+_RAM_DISKS = ((re.compile(r"zram\d+"), "a compressed RAM disk"), (re.compile(r"ram\d+"), "a RAM disk (brd)"))
+_NOT_DISKS = re.compile(r"(loop|zram|ram|nbd)\d+")
+
+
+def memory_backing(filesystem: str | None, device: str | None) -> str | None:
+    """What makes a target RAM, in words ("tmpfs", "zram0, a compressed
+    RAM disk"), from its filesystem type and the kernel name of the block
+    device under it; None when neither is memory."""
+    if filesystem in _MEMORY_FILESYSTEMS:
+        return filesystem
+    for pattern, what in _RAM_DISKS:
+        if device and pattern.fullmatch(device):
+            return f"{device}, {what}"
+    return None
+
+
+def spinning(disk: str | None, rotational: str | None) -> bool | None:
+    """Whether a disk spins: True, False, or None when it cannot be told,
+    from its kernel name and sysfs `queue/rotational` ("1" or "0"). The
+    flag alone misleads: the kernel says 1 for a device that does not say
+    otherwise, so most virtio (vd*) and Xen (xvd*) disks read as spinning
+    whatever they sit on. So: NVMe is never spinning; a virtual disk's 1 is
+    unknown (its 0 is believed); loop, zram, ram and nbd devices are no
+    disk of their own (unknown); any other disk has its flag. control.py's
+    facts parser applies the same rule to a fleet host's targets."""
+    flag = {"1": True, "0": False}.get((rotational or "").strip())
+    if not disk:
+        return flag
+    if disk.startswith("nvme"):
+        return False
+    if _NOT_DISKS.fullmatch(disk):
+        return None
+    if re.fullmatch(r"x?vd[a-z]+", disk):
+        return False if flag is False else None
+    return flag
+
+
 # ------------------------------------------------------------ this host
 
 
@@ -114,6 +156,10 @@ def local_device(path: str) -> LocalDevice:
                           f"or a directory") from None
     except OSError as exc:
         raise DeviceError(f"target {path}: cannot be read ({exc.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        ram = " (and /dev/shm is tmpfs: RAM, not storage)" if Path(path).resolve().is_relative_to("/dev/shm") else ""
+        raise DeviceError(f"target {path} is a directory under /dev, where a target is a device{ram}; give a block "
+                          f"device such as /dev/sdb, or a directory on the storage under test")
     if not stat.S_ISBLK(st.st_mode):
         raise DeviceError(f"target {path} is not a block device; give one such as /dev/sdb, or a directory "
                           f"(a target under /dev is a device)")

@@ -21,7 +21,7 @@ from .control import host_facts as ssh_host_facts
 from .devices import check_local_device, fit_regions, local_device, needed_bytes, where
 from .inventory import Host, host_groups
 from .metrics import MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
-from .local import TargetDirs, drop_kernel_caches, host_facts, resolve_engine
+from .local import TargetDirs, drop_kernel_caches, host_facts, resolve_engine, target_facts
 from .place import Measured, Place, Prepared, collect_artifacts, verdict
 from .procs import fio_using
 from .remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts
@@ -99,6 +99,7 @@ class LocalPlace(Place):
 
     def describe(self) -> dict:
         out: dict = {"targets": [str(t) for t in self.targets]}
+        out["target_facts"] = {str(t): target_facts(t) for t in self.targets}  # what each is (diagnostics)
         if isinstance(self.where, Device):
             out["device"] = {"path": self.where.path, "bytes": self.device_bytes, "region_bytes": self.where.stride}
         return out

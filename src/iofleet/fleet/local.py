@@ -13,6 +13,7 @@ from ..errors import FioError, IofleetError
 from ..fio.command import error_line, fio_binary
 from ..fio.jobfile import DATA_DIR_NAME, DATA_FILE_FORMAT, PROBE_FILE, Device, render_probe
 from ..plan.params import AUTO_ENGINES
+from .devices import memory_backing, spinning
 from .targets_lock import LOCK_NAME, TargetLock, holder_facts, lock_at
 from .workdir import work_dir
 
@@ -37,21 +38,75 @@ def host_facts() -> dict:
     }
 
 
-def target_rotational(target: Path) -> bool | None:
-    """Whether the block device under a directory (or a device target
-    itself) is a spinning disk; None where it cannot be seen (tmpfs,
-    overlay, network filesystems)."""
+def _mount_of(number: str, mountinfo: str) -> tuple[str | None, str | None]:
+    """(filesystem type, source) of the mount with device number
+    "major:minor" in /proc/self/mountinfo text; the last one listed is the
+    one on top. (None, None) when none has it (btrfs shows other numbers)."""
+    found: tuple[str | None, str | None] = (None, None)
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if " - " in line and len(fields) > 2 and fields[2] == number:
+            after = line.split(" - ", 1)[1].split()
+            found = (after[0] if after else None, after[1] if len(after) > 1 else None)
+    return found
+
+
+def _disk_dir(sys_dev: Path) -> Path:
+    """The sysfs folder of the disk under a block device: a partition's
+    disk, the first device under a device-mapper or md device (as the
+    fleet's facts script does)."""
+    disk = sys_dev if (sys_dev / "queue").exists() else sys_dev.parent
+    slaves = sorted((disk / "slaves").glob("*")) if (disk / "slaves").is_dir() else []
+    if slaves:
+        lower = slaves[0].resolve()
+        return lower if (lower / "queue").exists() else lower.parent
+    return disk
+
+
+def target_facts(target: Path, mountinfo: str | None = None, _depth: int = 0) -> dict:
+    """A local target as control.parse_facts shows a fleet host's:
+    filesystem, source, device (the kernel's name), rotational (spinning,
+    devices.spinning's rule), and `memory`: what makes it RAM (tmpfs,
+    ramfs, zram, a RAM disk, a loop device over a file in RAM), or None."""
+    if mountinfo is None:
+        mountinfo = _read_text("/proc/self/mountinfo")
     try:
         st = os.stat(target)
-        dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
-        sys_dev = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
-        for d in (sys_dev, sys_dev.parent):  # a partition's queue is its disk's
-            flag = d / "queue" / "rotational"
-            if flag.exists():
-                return flag.read_text().strip() == "1"
     except OSError:
-        pass
-    return None
+        return {"kind": "missing", "memory": None}
+    block = stat.S_ISBLK(st.st_mode)
+    dev = st.st_rdev if block else st.st_dev
+    number = f"{os.major(dev)}:{os.minor(dev)}"
+    out: dict = {"kind": "device" if block else "directory"}
+    if not block:
+        out["filesystem"], out["source"] = _mount_of(number, mountinfo)
+    sys_dev = Path(f"/sys/dev/block/{number}")
+    name = rotational = None
+    if sys_dev.exists():
+        sys_dev = sys_dev.resolve()
+        disk = _disk_dir(sys_dev)
+        name = (sys_dev if (sys_dev / "queue").exists() else sys_dev.parent).name
+        rotational = spinning(disk.name, _read_text(str(disk / "queue" / "rotational")))
+    out |= {"device": name, "rotational": rotational, "memory": memory_backing(out.get("filesystem"), name)}
+    backing = _read_text(f"/sys/block/{name}/loop/backing_file").strip() if name else ""
+    if out["memory"] is None and backing and _depth < 4:  # a loop device is as fast as what holds its file
+        under = target_facts(Path(backing), mountinfo, _depth + 1).get("memory")
+        out["memory"] = under and f"{name}, a loop device over a file on {under}"
+    return out
+
+
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def target_rotational(target: Path) -> bool | None:
+    """Whether the disk under a directory (or a device target itself)
+    spins; None where it cannot be seen (tmpfs, overlay, network
+    filesystems) or told (devices.spinning)."""
+    return target_facts(target).get("rotational")
 
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")

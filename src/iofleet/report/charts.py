@@ -6,31 +6,68 @@ end (HTML report, web UI) draws these. An `until: steady` test is drawn with
 the figures its summary row shows: those of its measurement window.
 
 Colours are the Okabe-Ito palette, which stays distinguishable with the
-common colour-vision deficiencies; read and write also differ by marker
-pattern or line dash, so no chart relies on colour alone.
+common colour-vision deficiencies, then four more of Paul Tol's; read and
+write also differ by marker pattern or line dash, and the n-th series of a
+chart by colour, dash and marker together (`series_style`), so no chart
+relies on colour alone and no two of its series look alike.
+
+A repeated test is drawn as the mean of its runs with an error bar from
+the lowest to the highest run (summary.spread, as the summary's "mean ± x %").
 """
 
 import math
 import statistics
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis.methodology import test_totals
 from ..analysis.stragglers import STRAGGLER_SHARE
 from ..fio.records import Series
+from ..plan.params import base_id
 from ..plan.units import format_size
-from ..units import shown_unit, to_ms
-from .summary import shown_window
+from ..units import MISSING, format_value, shown_unit, to_ms
+from .summary import shown_window, spread
 
-# Okabe & Ito (2008), "Color Universal Design".
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+# Okabe & Ito (2008), "Color Universal Design", then wine, olive, indigo
+# and brown (Paul Tol's palettes): twelve colours before one comes back.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+           "#882255", "#999933", "#332288", "#8C564B")
 READ, WRITE, NEUTRAL = "#0072B2", "#D55E00", "#999999"
 # Bar patterns for mean / p95 / tail: the statistic is readable without colour.
 PATTERNS = ("", "/", "x")
+# Cycles of lengths prime to each other and to the palette's: colour, dash
+# and marker of the n-th series repeat together only after 420 series.
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star")
+BAR_PATTERNS = ("", "/", "x", ".", "-", "+", "|")  # 7: colour and pattern repeat together after 84
+
+# plotly_white's look without its defaults for every trace type (7 kB in
+# each chart's JSON; a big run's report has ~100 charts).
+_AXIS = dict(gridcolor="#EBF0F8", linecolor="#EBF0F8", ticks="", title=dict(standoff=15), zerolinecolor="#EBF0F8",
+             automargin=True, zerolinewidth=2)
+TEMPLATE = go.layout.Template(
+    layout=dict(font=dict(color="#2a3f5f"), paper_bgcolor="white", plot_bgcolor="white", hovermode="closest",
+                hoverlabel=dict(align="left"), xaxis=_AXIS, yaxis=_AXIS, shapedefaults=dict(line=dict(color="#2a3f5f")),
+                annotationdefaults=dict(arrowcolor="#2a3f5f", arrowhead=0, arrowwidth=1)),
+    data=dict(bar=[go.Bar(marker=dict(line=dict(color="white", width=0.5),
+                                      pattern=dict(fillmode="overlay", size=10, solidity=0.2)),
+                          error_y=dict(color="#2a3f5f"))]))
+
+
+def series_style(i: int) -> dict:
+    """The line colour, dash and marker of a chart's i-th series."""
+    return dict(color=PALETTE[i % len(PALETTE)], dash=DASHES[i % len(DASHES)], symbol=SYMBOLS[i % len(SYMBOLS)])
+
+
+def bar_style(i: int) -> dict:
+    """The marker (colour and pattern) of a chart's i-th bar series."""
+    return dict(color=PALETTE[i % len(PALETTE)], pattern=dict(shape=BAR_PATTERNS[i % len(BAR_PATTERNS)]))
+
 
 _LAYOUT = dict(
-    template="plotly_white",
+    template=TEMPLATE,
     colorway=list(PALETTE),
     font=dict(family="system-ui, -apple-system, 'Segoe UI', sans-serif", size=13),
     margin=dict(l=70, r=70, t=60, b=60),
@@ -66,32 +103,93 @@ def _tail(doc: dict) -> str:
     return (doc.get("methodology") or {}).get("percentile") or "p99"
 
 
+def _mean_bars(runs: list[list[float | None]], unit: str) -> dict:
+    """go.Bar keywords for bars that are each the mean of some runs (one
+    list of figures per bar): the height, a min–max error bar where a bar
+    has several runs, and a hover saying which."""
+    stats = [spread(v) for v in runs]
+    hover = [MISSING if s is None else format_value(s["mean"], unit, with_unit=True) if s["n"] == 1 else
+             f"{format_value(s['mean'], unit, with_unit=True)}: mean of {s['n']} runs, bar from "
+             f"{format_value(s['min'], unit)} to {format_value(s['max'], unit)} (lowest to highest)" for s in stats]
+    out = dict(y=[s and s["mean"] for s in stats], customdata=hover, hovertemplate="%{x}: %{customdata}")
+    if any(s and s["n"] > 1 for s in stats):
+        out["error_y"] = dict(type="data", symmetric=False,
+                              array=[s["max"] - s["mean"] if s else None for s in stats],
+                              arrayminus=[s["mean"] - s["min"] if s else None for s in stats])
+    return out
+
+
+def _repeated(runs: list[list]) -> bool:
+    return any(len([v for v in r if v is not None]) > 1 for r in runs)
+
+
+SPREAD_AXIS = " · mean; bar: min–max of the runs"  # an axis title's tail where a bar is a repeated test's mean
+
+
+def _two_panel(title: str, bars: list[tuple[str, list[str], list[list[dict]], dict]], x_title: str,
+               legend: bool = True) -> go.Figure:
+    """IOPS (left) and MB/s (right) side by side: one (name, x, runs of each
+    bar, marker) per bar series."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    fig.update_layout(**_LAYOUT, title=dict(text=title, x=0, xanchor="left", y=0.98), barmode="group",
+                      showlegend=legend)
+    repeated = False
+    for name, x, runs, marker in bars:
+        for col, field, unit in ((1, "iops", "IOPS"), (2, "bw_mb_s", "MB/s")):
+            figures = [[_shown(t, "all")[field] for t in bar] for bar in runs]
+            repeated |= _repeated(figures)
+            fig.add_trace(go.Bar(x=x, name=name, legendgroup=name, showlegend=col == 1, marker=marker,
+                                 **_mean_bars(figures, unit)), row=1, col=col)
+    tail = SPREAD_AXIS if repeated else ""
+    fig.update_xaxes(title_text=x_title, type="category")
+    fig.update_yaxes(title_text="IOPS" + tail, rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="MB/s (10^6 bytes/s)" + tail, rangemode="tozero", row=1, col=2)
+    return fig
+
+
+def _rest_of_id(test: dict) -> str:
+    """What a test's id says beyond block size, read mix and load: its
+    workload and the parameters its plan varies ("oltp sz64m")."""
+    before, _, after = test["id"].partition(base_id(test["params"]))
+    return " ".join(x for x in (before.rstrip("."), after.strip("-").replace("-", " ")) if x)
+
+
+def _load_order(item: tuple) -> tuple:
+    """Loads by jobs and iodepth, then as the run ran them."""
+    (jobs, iodepth, _), by_bs = item
+    return jobs, iodepth, min(t["seq"] for runs in by_bs.values() for t in runs)
+
+
 def block_size_charts(doc: dict) -> list[go.Figure]:
     """One chart per read mix: IOPS (left) and MB/s (right) by block size,
-    one colour per load (jobs × iodepth). Repeats of a test are averaged."""
+    one colour per load (jobs × iodepth); a repeated test is one bar, the
+    mean of its runs. Read mixes of one bar each are drawn together in one
+    overview chart rather than as charts of one bar."""
     mixes: dict[tuple, dict[tuple, dict[int, list[dict]]]] = {}
     for t in _ok(doc):
         p = t["params"]
         mix = (p["read_pct"], p["random_pct"])
-        load = (p["jobs"], p["iodepth"])
+        load = (p["jobs"], p["iodepth"], _rest_of_id(t))  # tests of other sizes, engines… are other bars
         mixes.setdefault(mix, {}).setdefault(load, {}).setdefault(p["bs"], []).append(t)
+    one_bar = [m for m, loads in mixes.items() if sum(len(by_bs) for by_bs in loads.values()) == 1]
     figures = []
+    if len(one_bar) > 1:
+        runs = sorted((runs for m in one_bar for by_bs in mixes[m].values() for runs in by_bs.values()),
+                      key=lambda r: r[0]["seq"])  # in the run's order
+        x = [" + ".join(dict.fromkeys(t["id"] for t in r)) for r in runs]
+        figures.append(_two_panel("IOPS and MB/s per test", [("tests", x, runs, bar_style(0))], "test",
+                                   legend=False))
     for (read_pct, random_pct), loads in sorted(mixes.items(), key=lambda kv: (-kv[0][0], -kv[0][1])):
-        fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
-        fig.update_layout(**_LAYOUT, title=dict(text=f"IOPS and MB/s by block size · {_mix_name(read_pct, random_pct)}",
-                                                x=0, xanchor="left", y=0.98), barmode="group")
-        for i, ((jobs, iodepth), by_bs) in enumerate(sorted(loads.items())):
+        if len(one_bar) > 1 and (read_pct, random_pct) in one_bar:
+            continue
+        bars = []
+        for i, ((jobs, iodepth, rest), by_bs) in enumerate(sorted(loads.items(), key=_load_order)):
             sizes = sorted(by_bs)
-            x = [format_size(b) for b in sizes]
-            name = f"{jobs} job{'s' if jobs > 1 else ''} × qd {iodepth}"
-            for col, field in ((1, "iops"), (2, "bw_mb_s")):
-                y = [statistics.fmean(_shown(t, "all")[field] for t in by_bs[b]) for b in sizes]
-                fig.add_trace(go.Bar(x=x, y=y, name=name, legendgroup=name, showlegend=col == 1,
-                                     marker_color=PALETTE[i % len(PALETTE)]), row=1, col=col)
-        fig.update_xaxes(title_text="block size", type="category")
-        fig.update_yaxes(title_text="IOPS", rangemode="tozero", row=1, col=1)
-        fig.update_yaxes(title_text="MB/s (10^6 bytes/s)", rangemode="tozero", row=1, col=2)
-        figures.append(fig)
+            name = f"{jobs} job{'s' if jobs > 1 else ''} × qd {iodepth}" + (f" · {rest}" if rest else "")
+            bars.append((name, [format_size(b) for b in sizes],
+                         [by_bs[b] for b in sizes], bar_style(i)))
+        figures.append(_two_panel(f"IOPS and MB/s by block size · {_mix_name(read_pct, random_pct)}", bars,
+                                  "block size"))
     return figures
 
 
@@ -105,27 +203,31 @@ def test_names(doc: dict) -> dict[int, str]:
 
 
 def latency_chart(doc: dict) -> go.Figure | None:
-    """Mean, p95 and the run's tail percentile of reads and writes per test, in ms."""
+    """Mean, p95 and the run's tail percentile of reads and writes per test,
+    in ms; a repeated test is one group of bars, the means of its runs."""
     tests = _ok(doc)
     if not tests:
         return None
-    names = test_names(doc)
     tail = _tail(doc)
     key = f"lat_{tail.replace('.', '_')}_us"
+    by_id: dict[str, list[dict]] = {}
+    for t in tests:
+        by_id.setdefault(t["id"], []).append(t)
     fig = _figure(f"Latency per test · mean, p95 and {tail}")
-    x = [names[t["seq"]] for t in tests]
+    repeated = False
     for direction, colour in (("read", READ), ("write", WRITE)):
-        shown = [_shown(t, direction) for t in tests]
-        if not any(d["ios"] for d in shown):
+        shown = [[_shown(t, direction) for t in runs] for runs in by_id.values()]
+        if not any(d["ios"] for runs in shown for d in runs):
             continue
         for (label, field), pattern in zip((("mean", "lat_mean_us"), ("p95", "lat_p95_us"), (tail, key)), PATTERNS):
-            fig.add_trace(go.Bar(
-                x=x, y=[to_ms(d.get(field), "us") if d["ios"] else None for d in shown],
-                name=f"{direction} {label}", marker=dict(color=colour, pattern=dict(shape=pattern)),
-                opacity=1.0 if label == "mean" else 0.75))
+            figures = [[to_ms(d.get(field), "us") if d["ios"] else None for d in runs] for runs in shown]
+            repeated |= _repeated(figures)
+            fig.add_trace(go.Bar(x=list(by_id), name=f"{direction} {label}", **_mean_bars(figures, "ms"),
+                                 marker=dict(color=colour, pattern=dict(shape=pattern)),
+                                 opacity=1.0 if label == "mean" else 0.75))
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text="test", type="category")
-    fig.update_yaxes(title_text="latency, ms", rangemode="tozero")
+    fig.update_yaxes(title_text="latency, ms" + (SPREAD_AXIS if repeated else ""), rangemode="tozero")
     return fig
 
 
@@ -146,10 +248,11 @@ def series_chart(test: dict, series: list[Series], name: str | None = None) -> g
     for totals, phase in ((warmup, "warm-up"), (measured, "measured")):
         if not totals["t_ms"]:
             continue
-        x = seconds(totals)
-        fig.add_trace(go.Scatter(x=x, y=totals["iops"], name=f"IOPS ({phase})", mode="lines+markers",
+        x = _packed(seconds(totals))  # a long test has thousands of seconds
+        fig.add_trace(go.Scatter(x=x, y=_packed(totals["iops"]), name=f"IOPS ({phase})", mode="lines+markers",
                                  line=dict(color=NEUTRAL if phase == "warm-up" else READ)), secondary_y=False)
-        fig.add_trace(go.Scatter(x=x, y=[to_ms(v, "ns") for v in totals["lat_mean_ns"]],
+        lat = [to_ms(v, "ns") for v in totals["lat_mean_ns"]]
+        fig.add_trace(go.Scatter(x=x, y=_packed([math.nan if v is None else v for v in lat]),
                                  name=f"mean latency ({phase})", mode="lines",
                                  line=dict(color=NEUTRAL if phase == "warm-up" else WRITE, dash="dash")),
                       secondary_y=True)
@@ -248,6 +351,9 @@ def host_chart(test: dict, name: str | None = None) -> go.Figure | None:
 
 # Percentile axis: x = -log10(1 - p), so 90, 99, 99.9 … are evenly spaced.
 _NINES = (0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999)
+# Its five nines span ~1,000 pixels: bins closer than a pixel are one point
+# (a test's histogram has up to ~1,500 bins; its curve was 10-50 kB).
+CURVE_STEP = 0.005
 
 
 def _nines(p: float) -> float:
@@ -267,9 +373,18 @@ def percentile_curve(bins: dict | None) -> tuple[list[float], list[float]]:
         p = seen / total
         if p >= 1:
             break
-        x.append(_nines(p))
-        y.append(to_ms(value_ns, "ns"))
+        if len(x) > 1 and _nines(p) - x[-2] < CURVE_STEP:  # under a pixel on: the later bin replaces the last
+            x[-1], y[-1] = _nines(p), to_ms(value_ns, "ns")
+        else:
+            x.append(_nines(p))
+            y.append(to_ms(value_ns, "ns"))
     return x, y
+
+
+def _packed(values: list) -> np.ndarray:
+    """Values as float32: plotly writes a numpy array as base64 (5 characters
+    a value rather than ~18 as decimal text), precise to 7 digits."""
+    return np.asarray(values, dtype=np.float32)
 
 
 def percentile_chart(test: dict, name: str | None = None) -> go.Figure | None:
@@ -281,9 +396,10 @@ def percentile_chart(test: dict, name: str | None = None) -> go.Figure | None:
     for direction, colour, dash in (("read", READ, "solid"), ("write", WRITE, "dash")):
         x, y = percentile_curve(test[direction].get("lat_bins_ns"))
         if x:
-            fig.add_trace(go.Scatter(x=x, y=y, name=direction, mode="lines", line=dict(color=colour, dash=dash),
+            fig.add_trace(go.Scatter(x=_packed(x), y=_packed(y), name=direction, mode="lines",
+                                     line=dict(color=colour, dash=dash),
                                      hovertemplate="p%{customdata:.4g}: %{y:.3f} ms<extra>" + direction + "</extra>",
-                                     customdata=[100 * (1 - 10 ** -v) for v in x]))
+                                     customdata=_packed([100 * (1 - 10 ** -v) for v in x])))
             drawn = True
     if not drawn:
         return None
@@ -304,12 +420,14 @@ def saturation_chart(sat) -> go.Figure:
     for i, jobs in enumerate(rows):
         cells = sorted((c for c in sat.cells if c.jobs == jobs), key=lambda c: c.outstanding)
         name = f"{jobs} job{'s' if jobs > 1 else ''}"
-        style = dict(color=PALETTE[i % len(PALETTE)], dash=("solid", "dash", "dot", "dashdot")[i % 4])
+        look = series_style(i)
+        style, marker = dict(color=look["color"], dash=look["dash"]), dict(symbol=look["symbol"], size=8)
         fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[c.iops for c in cells], name=name,
-                                 legendgroup=name, mode="lines+markers", line=style,
+                                 legendgroup=name, mode="lines+markers", line=style, marker=marker,
                                  text=[f"{c.jobs} × qd {c.iodepth}" for c in cells]), row=1, col=1)
         fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[to_ms(c.lat_p99_us, "us") for c in cells],
                                  name=name, legendgroup=name, showlegend=False, mode="lines+markers", line=style,
+                                 marker=marker,
                                  text=[f"{c.jobs} × qd {c.iodepth}" for c in cells]), row=1, col=2)
     marks = [(sat.knee, "knee", "star"), (sat.best, "best configuration", "diamond-open"),
              (sat.slo_best, "most IOPS under the target", "square-open")]
@@ -346,11 +464,10 @@ def compare_charts(cmp, metric) -> list[go.Figure]:
     change = _figure(f"{metric.label}: % change against {cmp.baseline}, with 95 % interval")
     for i, config in enumerate(c.name for c in cmp.configs):
         cells = [r.cell(config) for _, r in found]
-        colour = PALETTE[i % len(PALETTE)]
-        pattern = ("", "/", "x", ".", "-", "+", "|", "\\")[i % 8]
+        marker = bar_style(i)
         mean = [shown(c.mean) for c in cells]
         values.add_trace(go.Bar(
-            x=x, y=mean, name=config, marker=dict(color=colour, pattern=dict(shape=pattern)),
+            x=x, y=mean, name=config, marker=marker,
             error_y=dict(type="data", symmetric=False,
                          array=[None if c.mean is None else shown(max(c.samples) - c.mean) for c in cells],
                          arrayminus=[None if c.mean is None else shown(c.mean - min(c.samples)) for c in cells]),
@@ -360,7 +477,7 @@ def compare_charts(cmp, metric) -> list[go.Figure]:
             continue
         pct = [c.pct_change for c in cells]
         change.add_trace(go.Bar(
-            x=x, y=pct, name=config, marker=dict(color=colour, pattern=dict(shape=pattern)),
+            x=x, y=pct, name=config, marker=marker,
             text=[c.verdict for c in cells], textposition="outside",
             error_y=dict(type="data", symmetric=False,
                          array=[None if c.ci_high is None else c.ci_high - c.pct_change for c in cells],

@@ -11,15 +11,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.compare import BASELINE, BETTER, NOT_ENOUGH, WITHIN_NOISE, WORSE, Comparison, Metric
+from ..analysis.compare import (BASELINE, BETTER, MIN_REPEATS, NOT_ENOUGH, NOT_JUDGED, REGRESSION, WITHIN_NOISE, WORSE,
+                                Comparison, GateCheck, Metric)
 from ..units import MISSING, format_value, shown_unit
 
-ORDINALS = ("1st", "2nd", "3rd")
 VERDICT_STYLE = {BETTER: "green", WORSE: "red", WITHIN_NOISE: "dim", NOT_ENOUGH: "yellow"}
-
-
-def _ordinal(i: int) -> str:
-    return ORDINALS[i - 1] if i <= len(ORDINALS) else f"{i}th"
 
 
 def fmt_change(cell) -> str:
@@ -43,7 +39,8 @@ def header_lines(cmp: Comparison) -> list[str]:
     lines = []
     for c in cmp.configs:
         runs = ", ".join(f"{r['id']}" + ("" if r["status"] == "complete" else f" ({r['status']})") for r in c.to_dict()["runs"])
-        role = " — baseline" if c.name == cmp.baseline else ""
+        role = "" if c.name != cmp.baseline else " — baseline" if cmp.baseline_named else \
+            " — baseline (the first configuration named)"
         labels = sorted({r.get("label") for r in c.runs if r.get("label") and r.get("label") != c.name})
         plans = sorted({r.get("plan_name") or "?" for r in c.runs})
         extra = f", label {', '.join(labels)}" if labels else ""
@@ -55,9 +52,19 @@ def header_lines(cmp: Comparison) -> list[str]:
     return lines
 
 
+def winner(row) -> str:
+    """The first place of a ranking: `a`, `a = b` (within noise of each
+    other), `a ?` (ahead by means only: not enough repeats to tell) or none."""
+    first = [p.config for p in row.ranking if p.rank == 1]
+    if len(first) > 1 and len(first) == len(row.cells):
+        return "none: all within noise"
+    unsure = len(row.ranking) > len(first) and row.ranking[len(first)].tie == NOT_ENOUGH
+    return " = ".join(first) + (" ?" if unsure else "")
+
+
 def metric_table(cmp: Comparison, metric: Metric) -> tuple[list[str], list[list[str]]] | None:
-    """Rows = matched tests; columns = each config's mean (with n) and, for
-    each other config, its change against the baseline."""
+    """Rows = matched tests; columns = each config's mean (with n), for
+    each other config its change against the baseline, and the winner."""
     others = [c.name for c in cmp.configs if c.name != cmp.baseline]
     found = [(t, r) for t in cmp.tests for r in t.rows if r.metric == metric.name]
     if not found:
@@ -65,43 +72,13 @@ def metric_table(cmp: Comparison, metric: Metric) -> tuple[list[str], list[list[
     # n goes in the header when a config has the same number of samples in every row.
     ns = {c.name: {r.cell(c.name).n for _, r in found} for c in cmp.configs}
     same = {name: next(iter(v)) for name, v in ns.items() if len(v) == 1}
-    cols = ["test"] + [f"{_config_name(c)} {shown_unit(metric.unit)}"
-                       + (f" (n={same[c.name]})" if c.name in same else "") for c in cmp.configs]
-    cols += [f"{o} vs {cmp.baseline}" for o in others]
+    # The unit is in the table's title.
+    cols = ["test"] + [_config_name(c) + (f" (n={same[c.name]})" if c.name in same else "") for c in cmp.configs]
+    cols += [f"{o} vs {cmp.baseline}" for o in others] + ["winner"]
     rows = []
     for t, row in found:
         values = [format_value(c.mean, metric.unit) + ("" if c.config in same else f" (n={c.n})") for c in row.cells]
-        rows.append([t.label] + values + [fmt_change(row.cell(o)) for o in others])
-    return cols, rows
-
-
-def ranking_lines(cmp: Comparison) -> list[str]:
-    metrics = {m.name: m for m in cmp.metrics}
-    lines = []
-    for t in cmp.tests:
-        for r in t.rows:
-            m = metrics[r.metric]
-            parts = []
-            for p in r.ranking:
-                mark = {WITHIN_NOISE: f"={p.rank}", NOT_ENOUGH: f"{p.rank}?"}.get(p.tie, str(p.rank))
-                parts.append(f"{mark} {p.config} {format_value(p.mean, m.unit)}")
-            best = "highest" if m.higher_is_better else "lowest"
-            lines.append(f"{t.label}, {m.label} ({shown_unit(m.unit)}, {best} first): " + " · ".join(parts))
-    return lines
-
-
-def winners_table(cmp: Comparison) -> tuple[list[str], list[list[str]]]:
-    labels = {m.name: m.label for m in cmp.metrics}
-    winners = cmp.winners()
-    # Competition ranking: a place shared by k configurations leaves k − 1 columns empty.
-    width = len(cmp.configs)
-    cols = ["test", "metric"] + [_ordinal(i + 1) for i in range(width)]
-    rows = []
-    for w in winners:
-        cells = [""] * width
-        for p in w["places"]:
-            cells[p["rank"] - 1] = " = ".join(p["configs"]) + (" ?" if p["order_not_established"] else "")
-        rows.append([w["test"], labels[w["metric"]]] + cells)
+        rows.append([t.label] + values + [fmt_change(row.cell(o)) for o in others] + [winner(row)])
     return cols, rows
 
 
@@ -121,8 +98,9 @@ def note_lines(cmp: Comparison) -> list[str]:
                      f"only in {', '.join(u['configs'])}; not in {', '.join(missing)}")
     for e in cmp.excluded:
         lines.append(f"excluded: {e['config']} run {e['run']} {e['test']} #{e['repeat']}: {e['status']}")
-    lines.append("Rankings: =N shares place N (within noise of that place's best); N? ranked by means only "
-                 "(fewer than 3 samples on a side: not enough repeats to tell it from the place above).")
+    lines.append("winner: the best mean; a = b: within noise of each other, both win; a ?: ahead by means "
+                 "only (fewer than 3 samples on a side: not enough repeats to tell it from the next); none: every "
+                 "configuration within noise of the best. Tests won counts a shared win for each, none for nobody.")
     lines.append(cmp.method)
     return lines
 
@@ -135,15 +113,19 @@ def comparison_tables(cmp: Comparison) -> list[tuple[str, list[str], list[list[s
         if t:
             name = m.label if shown_unit(m.unit) == m.label else f"{m.label}, {shown_unit(m.unit)}"
             out.append((f"{name} ({'higher' if m.higher_is_better else 'lower'} is better)", *t))
-    out.append(("Winners per test and metric", *winners_table(cmp)))
-    out.append(("Tests led per metric (1st place, alone or tied)", *wins_table(cmp)))
+    cols, rows = wins_table(cmp)
+    if len(cmp.tests) > 1 and rows:  # a count over several tests; for one, the winner column says it all
+        out.append(("Tests won per metric", cols, rows))
     return out
 
 
 def _styled(cell: str) -> Text:
+    """A change cell in two lines, `-67.9 % worse` over `[-70.9, -64.6] p=0.005`:
+    narrow enough for a terminal, the verdict in colour."""
     for verdict, style in VERDICT_STYLE.items():
         if cell.endswith(verdict):
-            return Text.assemble(cell[: -len(verdict)], (verdict, style))
+            change, _, interval = cell[: -len(verdict)].rstrip().partition(" [")
+            return Text.assemble(f"{change} ", (verdict, style), f"\n[{interval}" if interval else "")
     return Text(cell)
 
 
@@ -151,21 +133,15 @@ def comparison_report(cmp: Comparison, title: str | None = None) -> Group:
     """Everything for the terminal."""
     parts = [Text(title or f"Comparison against {cmp.baseline}", style="bold")]
     parts += [Text(line) for line in header_lines(cmp)]
-    tables = comparison_tables(cmp)
-    for name, cols, rows in tables[:-2]:
+    for name, cols, rows in comparison_tables(cmp):
         table = Table(title=name, title_justify="left", box=box.SIMPLE_HEAD)
+        cells = [[_styled(c) for c in row] for row in rows]
         for i, col in enumerate(cols):
-            table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0)
-        for row in rows:
-            table.add_row(*[_styled(c) for c in row])
-        parts.append(table)
-    parts.append(Text("Rankings:", style="bold"))
-    parts += [Text(f"  {line}") for line in ranking_lines(cmp)]
-    for name, cols, rows in tables[-2:]:
-        table = Table(title=name, title_justify="left", box=box.SIMPLE_HEAD)
-        for col in cols:
-            table.add_column(col)
-        for row in rows:
+            if col == "winner":  # names wrap at their " = ", rather than the figures
+                table.add_column(col, max_width=24)
+            else:
+                table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0)
+        for row in cells:
             table.add_row(*row)
         parts.append(table)
     parts += [Text(line, style="dim" if line == cmp.method else "") for line in note_lines(cmp)]
@@ -179,19 +155,11 @@ def _md_cell(text: str) -> str:
 def comparison_markdown(cmp: Comparison, title: str | None = None) -> str:
     out = [f"# {title or f'Comparison against {cmp.baseline}'}", ""]
     out += [f"- {line}" for line in header_lines(cmp)] + [""]
-    tables = comparison_tables(cmp)
-
-    def table(name, cols, rows):
+    for name, cols, rows in comparison_tables(cmp):
         out.extend([f"## {name}", "", "| " + " | ".join(map(_md_cell, cols)) + " |",
-                    "|" + "|".join("---" if i == 0 else "---:" for i in range(len(cols))) + "|"])
+                    "|" + "|".join("---" if i == 0 or c == "winner" else "---:" for i, c in enumerate(cols)) + "|"])
         out.extend("| " + " | ".join(map(_md_cell, r)) + " |" for r in rows)
         out.append("")
-
-    for t in tables[:-2]:
-        table(*t)
-    out += ["## Rankings", ""] + [f"- {line}" for line in ranking_lines(cmp)] + [""]
-    for t in tables[-2:]:
-        table(*t)
     out += ["## Notes", ""] + [f"- {line}" for line in note_lines(cmp)]
     return "\n".join(out) + "\n"
 
@@ -235,3 +203,20 @@ def comparison_csv(cmp: Comparison) -> str:
 
 def comparison_json(cmp: Comparison) -> str:
     return json.dumps(cmp.to_dict(), indent=2) + "\n"
+
+
+def gate_lines(cmp: Comparison, checks: list[GateCheck], fail_above: float) -> list[str]:
+    """The regression gate's verdict, naming every figure that failed it."""
+    failed = [c for c in checks if c.outcome == REGRESSION]
+    unsure = [c for c in checks if c.outcome == NOT_JUDGED and c.cell.pct_change is not None]
+    what = f"worse than {cmp.baseline} by more than {fail_above:g} % beyond noise"
+    if failed:
+        lines = [f"FAILED --fail-above {fail_above:g}: {len(failed)} of {len(checks)} figures {what}:"]
+        lines += [f"  {c.config}, {c.test}, {c.metric.label}: {fmt_change(c.cell)}" for c in failed]
+    else:
+        lines = [f"passed --fail-above {fail_above:g}: none of {len(checks)} figures is {what}"]
+    if unsure:
+        lines.append(f"not judged: {len(unsure)} figures worse by more than {fail_above:g} % but with fewer than "
+                     f"{MIN_REPEATS} samples a side (repeat the runs to judge them):")
+        lines += [f"  {c.config}, {c.test}, {c.metric.label}: {fmt_change(c.cell)}" for c in unsure]
+    return lines

@@ -21,6 +21,7 @@ from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host
 from ..results.model import Run, TestRecord
 from ..units import format_value, to_ms
+from .fit import fit_table, left_out_line
 
 MISSING = "n/a"  # unavailable, never shown as 0
 
@@ -117,23 +118,59 @@ def _mean(values: list) -> float | None:
 def _cell(values: list, unit: str) -> str:
     """One figure, or the mean of a repeated test's runs with their spread
     (pyperf's way): "75,210 ± 1.8 %", the sample standard deviation as % of the mean."""
-    got = [v for v in values if v is not None]
-    if len(got) < 2:
-        return format_value(got[0] if got else None, unit)
-    mean = statistics.fmean(got)
-    spread = statistics.stdev(got) / mean * 100 if mean else 0.0
-    return f"{format_value(mean, unit)} ± {spread:.1f} %"
+    s = spread(values)
+    if s is None or s["n"] < 2:
+        return format_value(s and s["mean"], unit)
+    pct = s["stdev"] / s["mean"] * 100 if s["mean"] else 0.0
+    return f"{format_value(s['mean'], unit)} ± {pct:.1f} %"
 
 
-def _row(name: str, status: str, figures: list[dict], tail: str, steady: str = "") -> dict:
-    """One row from the figures of one run, or of each run of a repeated test."""
+def _row(name: str, status: str, figures: list[dict], tail: str, steady: str | None = "") -> dict:
+    """One row from the figures of one run, or of each run of a repeated test;
+    steady None: no steady column (no test of the run used `until: steady`)."""
     row = {"test": name, "status": status}  # the test id spells the parameters: bs, read %, pattern, jobs, qd
     for column in FIGURES:
         row[f"{tail} ms" if column == "tail ms" else column] = _cell([f[column] for f in figures],
                                                                      _UNITS.get(column, "ms"))
     row["CPU % avg/max"] = _cpu(figures)
-    row["steady (IOPS)"] = steady
+    if steady is not None:
+        row["steady (IOPS)"] = steady
     return row
+
+
+def uses_until(run: Run) -> bool:
+    """Whether some test of the run measured until steady (else a steady
+    column would only say "n/a (0 rounds)" on every row)."""
+    return any((t.methodology or {}).get("until") == "steady" or t.params.get("until") == "steady"
+               for t in run.tests)
+
+
+SPREAD_FIGURES = ("IOPS", "MB/s", "tail ms")
+
+
+def spread(values: list) -> dict | None:
+    """The mean of some figures and their spread: sample standard deviation
+    (0 for one value), lowest and highest; None when none was measured."""
+    got = [v for v in values if v is not None]
+    if not got:
+        return None
+    return {"n": len(got), "mean": statistics.fmean(got), "stdev": statistics.stdev(got) if len(got) > 1 else 0.0,
+            "min": min(got), "max": max(got)}
+
+
+def repeat_spread(runs: list[TestRecord], tail: str = "p99") -> dict[str, dict | None]:
+    """The runs of one test (its repeats): IOPS, MB/s and the tail latency
+    ("tail ms", in ms) as `spread` gives them, over the runs its summary row
+    averages (the ok ones when some failed). The summary's "mean ± x %" and
+    the charts' error bars both come from these figures."""
+    figures = [_figures(t.aggregate, t.host_cpu, _row_window(t), tail) for t in _shown_runs(runs)]
+    return {column: spread([f[column] for f in figures]) for column in SPREAD_FIGURES}
+
+
+def repeat_spreads(run: Run) -> dict[str, dict[str, dict | None]]:
+    """`repeat_spread` of every test of the run, by test id."""
+    tail = (run.methodology or {}).get("percentile") or "p99"
+    return {test_id: repeat_spread(runs, tail) for test_id, runs in _by_id(run).items()}
 
 
 def _by_id(run: Run) -> dict[str, list[TestRecord]]:
@@ -163,13 +200,13 @@ def _verdicts(texts: list[str], runs: list[TestRecord]) -> str:
     return f"steady {sum(x.startswith('steady') for x in texts)}/{len(runs)}"
 
 
-def _test_rows(runs: list[TestRecord], tail: str, windowed: bool, repeated: bool) -> list[dict]:
+def _test_rows(runs: list[TestRecord], tail: str, windowed: bool, repeated: bool, steady: bool) -> list[dict]:
     """A test's row (the mean of its runs when repeated), then its host
     groups and, under a fleet test of a few hosts, its hosts."""
     shown = _shown_runs(runs)
     first = shown[0]
     row = _row(first.id, _status(runs), [_figures(t.aggregate, t.host_cpu, _row_window(t), tail) for t in shown],
-               tail, _verdicts([_steady(t) for t in shown], shown))
+               tail, _verdicts([_steady(t) for t in shown], shown) if steady else None)
     if repeated:
         row = {"test": row.pop("test"), "status": row.pop("status"), "runs": str(len(runs))} | row
     if windowed:
@@ -200,12 +237,14 @@ def summary_rows(run: Run) -> list[dict]:
     test's runs are one row, the mean of their figures with the spread and
     a `runs` column) and, under a fleet test of a few hosts, one per host.
     When a test shows the figures of its measurement window, every row gets
-    a `span` column saying which seconds its figures cover."""
+    a `span` column saying which seconds its figures cover. The steady
+    column is there when some test measured `until: steady`."""
     tail = (run.methodology or {}).get("percentile") or "p99"  # the plan's `percentile`
     windowed = any(shown_window(t.methodology) for t in run.tests)
     tests = _by_id(run)
     repeated = any(len(runs) > 1 for runs in tests.values())
-    return [row for runs in tests.values() for row in _test_rows(runs, tail, windowed, repeated)]
+    steady = uses_until(run)
+    return [row for runs in tests.values() for row in _test_rows(runs, tail, windowed, repeated, steady)]
 
 
 def repeat_rows(run: Run) -> list[dict]:
@@ -213,15 +252,26 @@ def repeat_rows(run: Run) -> list[dict]:
     summary showed them before it showed their mean: the report's per-run detail."""
     tail = (run.methodology or {}).get("percentile") or "p99"
     windowed = any(shown_window(t.methodology) for t in run.tests)
-    rows = []
+    rows, steady = [], uses_until(run)
     for runs in _by_id(run).values():
         if len(runs) < 2:
             continue
         for t in runs:
             row = _row(f"{t.id} #{t.repeat}", t.status, [_figures(t.aggregate, t.host_cpu, _row_window(t), tail)],
-                       tail, _steady(t))
+                       tail, _steady(t) if steady else None)
             rows.append(row | ({"span": _span(_row_window(t))} if windowed else {}))
     return rows
+
+
+def resume_note(r: dict) -> str:
+    """What one `run --resume` did, in plain sentences."""
+    ran = ", ".join(r["tests"])
+    line = f"Resumed at {r['at']}: " + (f"ran {ran}." if ran else "no test was left to run.")
+    for test, status in r["replaced"].items():
+        line += f" {test} was run again; its {status} result was replaced."
+    if r.get("prepare"):
+        line += f" The data files were written again first ({r['prepare']['seconds']:.1f} s)."
+    return line
 
 
 def host_facts_notes(run: Run) -> list[tuple[str, str | None]]:
@@ -253,10 +303,7 @@ def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
     elif method:  # reads of the unwritten data are a diagnostics finding (unprepared_reads)
         notes.append(("Preparation: none (prepare: none); the data files were not written before the tests.", None))
     for r in method.get("resumes") or []:  # `run --resume`: when, and what ran then
-        replaced = "".join(f"; {test} replaces its {status} result" for test, status in r["replaced"].items())
-        again = (f"; preparation written again in {r['prepare']['seconds']:.1f} s" if r.get("prepare") else "")
-        notes.append((f"Resumed at {r['at']}: {', '.join(r['tests']) or 'no test'} ran then{replaced}{again}.",
-                      None))
+        notes.append((resume_note(r), None))
     caches: dict[str, set[str]] = {}
     for t in tests:
         for host, text in (t.methodology.get("cache") or {}).items():
@@ -388,18 +435,29 @@ def run_title(run: Run) -> str:
     return f"Run {run.id} · {run.plan_name} · {run.status} · {run.fio_version or 'fio ?'} · {host}"
 
 
-def summary_table(run: Run):
+# Below the full width, the terminal keeps these columns (and the tail
+# percentile's) and leaves out the others in this order.
+NARROW_KEEP = ("test", "status", "IOPS", "MB/s")
+NARROW_DROP = ("span", "steady (IOPS)", "CPU % avg/max", "write ms", "read ms", "p95 ms", "runs")
+
+
+def summary_table(run: Run, width: int | None = None):
     """A rich renderable: the table, one line per failed test, notes on the
-    fleet and methodology, then the diagnostics."""
+    fleet and methodology, then the diagnostics. With a width (a terminal's),
+    the table leaves out columns to fit it (report.fit) and says which."""
     table = Table(title=run_title(run), title_justify="left", box=box.SIMPLE_HEAD, caption=summary_caption(run),
                   caption_justify="left")
     rows = summary_rows(run)
     columns = list(rows[0]) if rows else ["test"]
     for col in columns:
-        table.add_column(col, justify="left" if col in ("test", "status") else "right", no_wrap=col == "test")
+        table.add_column(col, justify="left" if col in ("test", "status") else "right")
     for row in rows:
         table.add_row(*row.values(), style=row_style(row["status"]))
-    notes = [Text(line, style=style or "") for line, style in summary_notes(run)]
+    tail = (run.methodology or {}).get("percentile") or "p99"
+    dropped, shortened = fit_table(table, width, (*NARROW_KEEP, f"{tail} ms"), NARROW_DROP)
+    left_out = left_out_line(dropped, shortened, width) if width else None
+    notes = [Text(left_out, style="dim")] if left_out else []
+    notes += [Text(line, style=style or "") for line, style in summary_notes(run)]
     findings = diagnose(run.to_dict())
     if findings:
         notes.append(Text("Diagnostics:", style="bold"))

@@ -24,11 +24,13 @@ def resolve(store: Store, arg: str, what: str = "CONFIG") -> Config:
     return Config(text, [store.get_run(i).to_dict() for i in ids])
 
 
-def load_configs(store: Store, args: list[str], baseline: str) -> tuple[list[Config], str]:
+def load_configs(store: Store, args: list[str], baseline: str | None) -> tuple[list[Config], str]:
     """The configurations named on the command line and the baseline's name;
-    a baseline that is not among them is added as one."""
+    a baseline that is not among them is added as one; None: the first."""
     configs = [resolve(store, a) for a in args]
-    base = resolve(store, baseline, "--baseline")
+    if baseline is None and len(configs) < 2:
+        raise IofleetError("compare needs at least two configurations: give another run or label")
+    base = configs[0] if baseline is None else resolve(store, baseline, "--baseline")
     names = [c.name for c in configs]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
@@ -44,8 +46,11 @@ def load_configs(store: Store, args: list[str], baseline: str) -> tuple[list[Con
     return configs, base.name
 
 
-def run_compare(store: Store, args: list[str], baseline: str, match: tuple[str, ...] = DEFAULT_MATCH,
+def run_compare(store: Store, args: list[str], baseline: str | None, match: tuple[str, ...] = DEFAULT_MATCH,
                 noise_pct: float = DEFAULT_NOISE_PCT, resamples: int = DEFAULT_RESAMPLES,
                 seed: int = DEFAULT_SEED) -> Comparison:
+    """Compare the configurations `args` against `baseline` (None: the first of them)."""
     configs, base = load_configs(store, args, baseline)
-    return compare(configs, base, noise_pct=noise_pct, match=match, resamples=resamples, seed=seed)
+    cmp = compare(configs, base, noise_pct=noise_pct, match=match, resamples=resamples, seed=seed)
+    cmp.baseline_named = baseline is not None
+    return cmp

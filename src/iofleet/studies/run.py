@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..analysis.methodology import (EARLY_STOP_RULE, cache_verdict, judge_rounds, judge_steady, latency_rounds,
                                     status_window, steady_now, test_totals, window_figures)
+from ..analysis.diagnostics.targets import setup_warnings
 from ..analysis.skew import measure_skew
 from ..errors import FioError, IofleetError
 from ..fio.command import fio_version
@@ -39,6 +40,7 @@ class RunObserver:
     def test_live(self, index: int, spec: TestSpec, live: LiveFigures) -> None: ...
     def test_finished(self, index: int, spec: TestSpec, result: "TestOutcome") -> None: ...
     def cleaning(self) -> None: ...  # the tests are over; iofleet's data files are being removed
+    def warning(self, text: str) -> None: ...  # a problem with the set-up (a target in RAM), said at the start
 
 
 @dataclass
@@ -96,12 +98,16 @@ class RunSession:
     def __init__(self, plan: Plan, plan_text: str, store: Store, *, specs: list, hosts: list[Host] | None = None,
                  label: str | None = None, observer: RunObserver | None = None,
                  stop: threading.Event | None = None, place: Place | None = None, resumable: bool = False,
-                 inventory: Path | None = None, resume: "Resume | None" = None):
+                 inventory: Path | None = None, resume: "Resume | None" = None, sweep: bool = False):
         """`resumable`: store what `run --resume` needs (with the inventory's
         path for a fleet); `resume`: go on with that stopped run (its tests
-        to run are `specs`) instead of creating one."""
+        to run are `specs`) instead of creating one; `sweep`: `specs` is the
+        most a sweep may run (its published progress says so)."""
         self.plan, self.store = plan, store
-        self.observer = observer or RunObserver()
+        from .live_state import Publisher  # here: live_state imports this module
+        # Every run publishes its live state to the data directory, for a web UI that did not start it.
+        self.observer = self.publisher = Publisher(store.data_dir, observer, plan.name, label or plan.label,
+                                                   sweep=sweep)  # a sweep's planned tests are an upper bound
         self.stop = stop or threading.Event()
         self.place = place or place_for(plan, hosts)[0]
         self.specs = specs  # planned (or what remains of a resumed run), or (a sweep) what preparation must cover
@@ -143,6 +149,8 @@ class RunSession:
         self.observer.run_started(self.run_id, self.resume.specs if self.resume else self.specs,
                                   estimate_seconds(self.specs))
         try:
+            for line in setup_warnings(host_facts() | self.place.describe()):
+                self.observer.warning(line)
             self._caches = self.place.cache_sizes(plan.cache_size)
             method = {"prepare": None, "clear_cache": plan.clear_cache, "measure": plan.measure,
                       "percentile": plan.percentile}
@@ -207,6 +215,7 @@ class RunSession:
             outcome.status = "failed"
         elif "partial" in statuses:
             outcome.status = "partial"
+        self.publisher.ended(outcome.status)  # before the run lock is let go
         self.store.finish_run(self.run_id, outcome.status)
 
 

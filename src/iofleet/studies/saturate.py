@@ -168,7 +168,7 @@ def run_saturate(
     failures: list[str] = []
 
     with RunSession(plan, text, store, specs=grid, hosts=hosts,
-                    label=label or "saturate", observer=observer, stop=stop) as session:
+                    label=label or "saturate", observer=observer, stop=stop, sweep=True) as session:
         store.set_run_methodology(session.run_id, session.methodology | {"saturate": sweep.to_dict()})
         tests: list[dict] = []  # every test stored, exported
         engine = None

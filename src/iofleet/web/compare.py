@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT, Comparison
+from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT, Comparison, NothingMatched
 from ..errors import IofleetError, StoreDamagedError
 from ..report.compare import comparison_json
 from ..report.html import compare_context
@@ -33,7 +33,7 @@ def comparison(store: Store, runs: list[str], baseline: str, noise: float, match
     if not configs:
         raise IofleetError("compare needs at least two configurations: pick two or more runs or labels")
     keys = tuple(k.strip() for k in match.split(",") if k.strip())
-    return run_compare(store, configs, baseline.strip() or configs[0], match=keys, noise_pct=noise)
+    return run_compare(store, configs, baseline.strip() or None, match=keys, noise_pct=noise)
 
 
 @router.get("/api/compare", tags=["compare"])
@@ -55,16 +55,20 @@ def pick_choices(store: Store) -> tuple[list[ListedRun], list[str]]:
 
 
 @router.get("/compare", include_in_schema=False)
-def compare_page(request: Request, runs: Configs = [], baseline: str = "", noise: Noise = DEFAULT_NOISE_PCT):
+def compare_page(request: Request, runs: Configs = [], baseline: str = "", noise: Noise = DEFAULT_NOISE_PCT,
+                 match: str = ",".join(DEFAULT_MATCH)):
     context, error = {"title": "Compare"}, None
     with open_store(request) as store:
         choices, labels = pick_choices(store)
         if runs:
             try:
-                context = compare_context(comparison(store, runs, baseline, noise, ",".join(DEFAULT_MATCH)))
+                context = compare_context(comparison(store, runs, baseline, noise, match))
             except StoreDamagedError:
                 raise  # a page of its own, not a message under the form
+            except NothingMatched as exc:
+                error = str(exc)
+                match = ",".join(exc.suggestion or ()) or match  # one click on Compare pairs the tests
             except IofleetError as exc:
                 error = str(exc)
-    pick = dict(choices=choices, labels=labels, picked=set(runs), baseline=baseline, noise=noise)
+    pick = dict(choices=choices, labels=labels, picked=set(runs), baseline=baseline, noise=noise, match=match)
     return render(request, "compare_page.html.j2", pick=pick, error=error, compared="cmp" in context, **context)

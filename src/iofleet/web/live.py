@@ -3,6 +3,7 @@ server (so it survives the browser closing), with its live state kept as
 plain data for the Run page's event stream, the status API and /metrics."""
 
 import fcntl
+import os
 import threading
 import traceback
 from pathlib import Path
@@ -11,6 +12,7 @@ from ..errors import IofleetError
 from ..fleet.inventory import Host
 from ..plan.model import Plan
 from ..results.store import Store
+from ..studies.live_state import held_runs, read_published
 from ..studies.progress import RunProgress
 from ..studies.run import RunObserver, TestOutcome, run_plan
 
@@ -89,15 +91,56 @@ class RunManager:
                 keep = [e for e in self.events[:-MAX_EVENTS // 2] if e["type"] not in LIVE_KINDS]
                 self.events = keep + self.events[-MAX_EVENTS // 2:]
 
+    def _published(self) -> dict | None:
+        """The live file of a run this server did not start, when it is newer
+        than this server's own (the own run wins while it goes)."""
+        if self.running:
+            return None
+        body = read_published(self.data_dir)
+        if body is None:
+            return None
+        own = self.live.run_id if self.live is not None else None
+        theirs = body["status"].get("run_id")
+        return body if own is None or (theirs is not None and theirs > own) else None
+
     def events_after(self, last_id: int) -> list[dict]:
+        body = self._published()
+        if body is not None:  # its run's snapshots say whose run it is, as status() does
+            mark = {"external": True, "pid": body.get("pid")}
+            return [e | {"data": e["data"] | mark} if e["type"] in ("run", "ended") else e
+                    for e in body["events"] if e["id"] > last_id]
         with self.lock:
             return [e for e in self.events if e["id"] > last_id]
 
     @property
     def running(self) -> bool:
+        """This server's own run is going."""
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def going(self) -> bool:
+        """A run is going on this store, this server's or another process's."""
+        if self.running:
+            return True
+        body = self._published()
+        return body is not None and body["status"]["state"] != "ended"
+
+    def held_elsewhere(self) -> str | None:
+        """Why Start cannot start: another process holds a run of this store
+        (its run lock; read, never claimed), or None."""
+        held = {run: pid for run, pid in held_runs(self.data_dir).items() if pid != os.getpid()}
+        if not held:
+            return None
+        run, pid = max(held.items())
+        body = read_published(self.data_dir)
+        plan = body["status"].get("plan") if body and body["status"].get("run_id") == run else None
+        return (f"run {run}{f' ({plan})' if plan else ''} is running in another iofleet process"
+                f"{f' (pid {pid})' if pid else ''}: Start is possible once it has ended")
+
     def status(self) -> dict | None:
+        body = self._published()
+        if body is not None:
+            return body["status"] | {"external": True, "pid": body.get("pid")}
         with self.lock:
             return None if self.live is None else self.live.snapshot()
 
@@ -107,6 +150,9 @@ class RunManager:
                 going = (f"run {self.live.run_id} ({self.live.plan}) is still going" if self.live.run_id
                          is not None else f"a run of plan {self.live.plan} is starting")  # not stored yet
                 raise RunBusy(f"{going} on this store; stop it or wait for it to end before starting another")
+            elsewhere = self.held_elsewhere()
+            if elsewhere:
+                raise RunBusy(elsewhere)
             self._take_store_lock()
             self.live = RunProgress(plan=plan.name, label=label or plan.label)
             self.events = []

@@ -2,15 +2,17 @@
 values, form values merged into plan data, problems placed at their form
 field. Pure functions, no web objects.
 
-The YAML stays the source of truth. The form shows the common plan (one
-workload); a form edit changes only the fields the user changed, so every
+The YAML stays the source of truth. The form shows the plan and each of
+its workloads (workload i's inputs are named `wI-NAME`, the first's plain
+`NAME`); a form edit changes only the fields the user changed, so every
 key the form does not know survives. A workload parameter lives where the
 YAML already has it: one value under `defaults:` (or the workload, if it
-sets it), several values under the workload's `matrix:`.
+sets it; with several workloads a changed shared default becomes that
+workload's own), several values under the workload's `matrix:`.
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import yaml
@@ -27,6 +29,12 @@ class FormField:
     help: str
     choices: tuple = ()
     param: bool = False  # a workload parameter (else a top-level plan setting)
+    workload: int = 0  # of a workload's field: which workload
+
+    @property
+    def input(self) -> str:
+        """The input's name (and, after `f-`, its id)."""
+        return key(self.workload, self.name) if self.param or self.name == "workload" else self.name
 
     @property
     def default(self) -> str:
@@ -64,6 +72,17 @@ WORKLOAD_FIELDS = (
     *(_param(name) for name in PARAMS),
 )
 FIELDS = {f.name: f for f in PLAN_FIELDS + WORKLOAD_FIELDS}
+MAX_WORKLOADS = 12  # the form shows at most this many workloads; more are edited in the YAML
+
+
+def key(index: int, name: str) -> str:
+    """Workload `index`'s input for `name`: the first workload's keep their plain names."""
+    return name if index == 0 else f"w{index}-{name}"
+
+
+def workload_fields(count: int) -> list[FormField]:
+    """Every workload's fields, in order."""
+    return [replace(f, workload=i) for i in range(max(count, 1)) for f in WORKLOAD_FIELDS]
 
 # Where a new key goes among the existing ones, so the YAML reads like docs/plans.md.
 TOP_ORDER = ("name", "description", "label", "targets", "hosts", *RUN_PARAMS, "defaults", "workloads")
@@ -71,7 +90,7 @@ WORKLOAD_ORDER = ("name", "description", "hosts", *PARAMS, "matrix")
 NEW_PLAN = {"name": "new-plan",
             "defaults": {"size": "1g", "runtime": "1m", "ramp": "10s"},
             "workloads": [{"name": "main", "matrix": {"bs": ["4k", "64k"], "read_pct": [100, 0]}}]}
-_WORKLOAD_PATH = re.compile(r"^(?:defaults|workloads\[0\](?:\.matrix)?)\.(\w+)(?:\[\d+\])?$")
+_WORKLOAD_PATH = re.compile(r"^(?:defaults|workloads\[(\d+)\](?:\.matrix)?)\.(\w+)(?:\[\d+\])?$")
 
 
 def parse_list(text: str) -> list[str]:
@@ -107,31 +126,34 @@ def _workloads(data: dict) -> list:
     return data.get("workloads") if isinstance(data.get("workloads"), list) else []
 
 
-def _workload(data: dict) -> dict:
-    workloads = _workloads(data)
-    return _mapping(workloads[0]) if workloads else {}
+def workloads_on_form(data: Any) -> bool:
+    """Whether the form can stand for the plan's workloads: not a mixed plan
+    (its workloads run side by side on host groups), each one a mapping."""
+    workloads = _workloads(data) if isinstance(data, dict) else []
+    return (isinstance(data, dict) and not data.get("mixed") and len(workloads) <= MAX_WORKLOADS
+            and all(isinstance(w, dict) for w in workloads))
 
 
-def one_workload(data: Any) -> bool:
-    """Whether the form can stand for the plan's workloads: there is at most one."""
-    return isinstance(data, dict) and len(_workloads(data)) <= 1 and not data.get("mixed")
+def workload_count(data: Any) -> int:
+    return max(len(_workloads(data)), 1) if isinstance(data, dict) else 1
 
 
 def form_values(data: Any) -> dict[str, str]:
     """The form's text per field, from plan data. A workload parameter shows its
     matrix list if it has one, else the workload's own value, else the default's."""
     data = _mapping(data)
-    workload = _workload(data)
-    matrix, defaults = _mapping(workload.get("matrix")), _mapping(data.get("defaults"))
+    defaults, workloads = _mapping(data.get("defaults")), _workloads(data) or [{}]
     values = {}
     for f in PLAN_FIELDS:
         value = data.get(f.name)
         values[f.name] = "\n".join(map(_shown, value)) if f.kind == "lines" and isinstance(value, list) \
             else _shown(value)
-    values["workload"] = _shown(workload.get("name"))
-    for f in WORKLOAD_FIELDS[1:]:
-        source = next((m for m in (matrix, workload, defaults) if f.name in m), {})
-        values[f.name] = _shown(source.get(f.name))
+    for i, workload in enumerate(map(_mapping, workloads)):
+        matrix = _mapping(workload.get("matrix"))
+        values[key(i, "workload")] = _shown(workload.get("name"))
+        for f in WORKLOAD_FIELDS[1:]:
+            source = next((m for m in (matrix, workload, defaults) if f.name in m), {})
+            values[key(i, f.name)] = _shown(source.get(f.name))
     return values
 
 
@@ -142,13 +164,13 @@ def unshown(data: Any) -> list[str]:
     out = [k for k in data if k not in FIELDS and k not in ("defaults", "workloads")]
     out += [f"defaults.{k}" for k in _mapping(data.get("defaults")) if not _on_form(k)]
     workloads = _workloads(data)
-    if not one_workload(data):
+    if not workloads_on_form(data):
         out.append(f"workloads ({len(workloads)} workloads{', mixed' if data.get('mixed') else ''}: "
-                   f"the form edits a plan of one workload)")
+                   f"the form edits up to {MAX_WORKLOADS} workloads of a plan that is not mixed)")
         return out
-    workload = _workload(data)
-    out += [f"workloads[0].{k}" for k in workload if k not in ("name", "matrix") and not _on_form(k)]
-    out += [f"workloads[0].matrix.{k}" for k in _mapping(workload.get("matrix")) if not _takes_list(k)]
+    for i, workload in enumerate(workloads):
+        out += [f"workloads[{i}].{k}" for k in workload if k not in ("name", "matrix") and not _on_form(k)]
+        out += [f"workloads[{i}].matrix.{k}" for k in _mapping(workload.get("matrix")) if not _takes_list(k)]
     return out
 
 
@@ -165,10 +187,10 @@ def disabled(data: Any) -> set[str]:
     several workloads; a select whose parameter the matrix varies."""
     if not isinstance(data, dict):
         return set(FIELDS) if data is not None else set()
-    if not one_workload(data):
+    if not workloads_on_form(data):
         return {f.name for f in WORKLOAD_FIELDS}
-    matrix = _mapping(_workload(data).get("matrix"))
-    return {k for k in matrix if _on_form(k) and not _takes_list(k)}
+    return {key(i, k) for i, w in enumerate(_workloads(data)) for k in _mapping(w.get("matrix"))
+            if _on_form(k) and not _takes_list(k)}
 
 
 def merge(data: Any, form: Mapping[str, str]) -> dict:
@@ -177,19 +199,37 @@ def merge(data: Any, form: Mapping[str, str]) -> dict:
     their spelling that the user did not change stay as they are."""
     data = _copy(data if isinstance(data, dict) else {})
     before, fixed = form_values(data), disabled(data)
-    changed = {name: form[name] for name in FIELDS
-               if name in form and name not in fixed and _differs(FIELDS[name], form[name], before[name])}
-    for name, text in changed.items():
-        f = FIELDS[name]
+    count = workload_count(data) if workloads_on_form(data) else 1
+    fields = [*PLAN_FIELDS, *workload_fields(count)]
+    changed = [(f, form[f.input]) for f in fields if f.input in form and f.input not in fixed
+               and _differs(f, form[f.input], before.get(f.input, ""))]
+    for f, text in changed:
         if f.param:  # a select's one value parses as a list of one
-            _set_param(data, f, [typed(f, word) for word in parse_list(text)])
-        elif name == "workload":
-            _set(_first_workload(data), "name", text.strip() or None, WORKLOAD_ORDER)
+            _set_param(data, f, [typed(f, word) for word in parse_list(text)], shared=count == 1)
+        elif f.name == "workload":
+            _set(_nth_workload(data, f.workload), "name", text.strip() or None, WORKLOAD_ORDER)
         elif f.kind == "lines":
-            _set(data, name, _lines(text) or None, TOP_ORDER)
+            _set(data, f.name, _lines(text) or None, TOP_ORDER)
         else:
-            _set(data, name, text.strip() or None, TOP_ORDER)
+            _set(data, f.name, text.strip() or None, TOP_ORDER)
     return data
+
+
+def act(data: dict, action: str) -> bool:
+    """The form's workload buttons: `add` a workload (named to be unique),
+    `remove-I` workload I (never the last one). Whether anything changed."""
+    workloads = _workloads(data)
+    if action == "add" and workloads_on_form(data) and len(workloads) < MAX_WORKLOADS:
+        names = {w.get("name") for w in workloads if isinstance(w, dict)}
+        name = next(f"workload{n}" for n in range(len(workloads) + 1, 10 * MAX_WORKLOADS) if f"workload{n}" not in names)
+        _first_workload(data)  # a plan without workloads gets its first, then the new one
+        data["workloads"].append({"name": name})
+        return True
+    m = re.fullmatch(r"remove-(\d+)", action)
+    if m and len(workloads) > 1 and int(m[1]) < len(workloads):
+        del workloads[int(m[1])]
+        return True
+    return False
 
 
 def _lines(text: str) -> list[str]:
@@ -214,18 +254,23 @@ def _copy(value: Any) -> Any:
 
 
 def _first_workload(data: dict) -> dict:
-    """The plan's one workload, made (as `main`) when the plan has none yet."""
+    """The plan's first workload, made (as `main`) when the plan has none yet."""
     if not _workloads(data) or not isinstance(data["workloads"][0], dict):
         _set(data, "workloads", [{"name": "main"}], TOP_ORDER)
     return data["workloads"][0]
 
 
-def _set_param(data: dict, f: FormField, values: list) -> None:
-    """One value: where the YAML had it (the workload's own, else `defaults:`);
-    several: the workload's matrix; none: nowhere (the default applies)."""
-    workload = _first_workload(data)
-    had_own = f.name in workload
-    for holder in (workload.get("matrix"), workload, data.get("defaults")):
+def _nth_workload(data: dict, index: int) -> dict:
+    return _first_workload(data) if index == 0 else data["workloads"][index]
+
+
+def _set_param(data: dict, f: FormField, values: list, shared: bool = True) -> None:
+    """One value: where the YAML had it (the workload's own, else `defaults:`
+    when `shared`: the plan has one workload); several: the workload's matrix;
+    none: nowhere (the default applies)."""
+    workload = _nth_workload(data, f.workload)
+    had_own = f.name in workload or not shared  # several workloads: a change is this workload's own
+    for holder in (workload.get("matrix"), workload, data.get("defaults") if shared else None):
         if isinstance(holder, dict):
             holder.pop(f.name, None)
     if len(values) > 1:
@@ -287,17 +332,17 @@ def has_comments(text: str) -> bool:
 
 def field_of(path: str, on_form: set[str] | None = None) -> str | None:
     """The form field a problem's path belongs to ('workloads[0].matrix.bs[1]' →
-    'bs'), or None when the form does not show it."""
-    on_form = set(FIELDS) if on_form is None else on_form
+    'bs'; 'workloads[2].bs' → 'w2-bs'), or None when the form does not show
+    it (`on_form`: the inputs shown; None: any)."""
     top = re.match(r"^(\w+)(?:\[\d+\])?$", path)
     if top and top[1] in FIELDS and not FIELDS[top[1]].param and top[1] != "workload":
         name = top[1]
-    elif path == "workloads[0].name":
-        name = "workload"
+    elif (w := re.fullmatch(r"workloads\[(\d+)\]\.name", path)):
+        name = key(int(w[1]), "workload")
     else:
         m = _WORKLOAD_PATH.match(path)
-        name = m[1] if m and _on_form(m[1]) else None
-    return name if name in on_form else None
+        name = key(int(m[1] or 0), m[2]) if m and _on_form(m[2]) else None
+    return name if on_form is None or name in on_form else None
 
 
 def place_problems(problems: list[dict], on_form: set[str]) -> tuple[dict[str, list[str]], list[dict]]:

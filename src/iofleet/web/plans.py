@@ -60,6 +60,32 @@ def validation(s: Settings, text: str, targets: list[str] | None) -> dict:
     return {"ok": True, "name": plan.name, "columns": p.columns, "tests": p.rows, "estimate_s": p.estimate_s}
 
 
+def examples_dir() -> Path | None:
+    """The project's examples/ (next to src/ in a checkout); a wheel has none."""
+    import iofleet
+    folder = Path(iofleet.__file__).resolve().parents[2] / "examples"
+    return folder if folder.is_dir() else None
+
+
+def examples() -> dict[str, tuple[str, str]]:
+    """The example plans offered when the store has none: file stem → (its
+    YAML, its description). Files that are not plans (model inputs) are left out."""
+    folder, out = examples_dir(), {}
+    for path in sorted(folder.glob("*.yaml")) if folder else ():
+        try:
+            text = read_plan_text(path)
+            plan = parse_plan_text(text, path.name)
+        except PlanError:
+            continue
+        out[path.stem] = (text, plan.description or f"{len(expand(plan))} tests")
+    return out
+
+
+def offered_examples(plans: list[dict]) -> list[dict]:
+    """The examples to offer: only while no plan is saved."""
+    return [] if plans else [{"name": n, "description": d} for n, (_, d) in examples().items()]
+
+
 @router.get("/api/plans", tags=["plans"])
 def list_plans(request: Request):
     """The saved plans, each with its test count (or its first problem)."""
@@ -117,11 +143,18 @@ MAX_TEST_ROWS = 200  # the preview lists this many; a larger matrix says how man
 
 @router.get("/plans", include_in_schema=False)
 def plans_page(request: Request):
-    return render(request, "plans.html.j2", "Plans", plans=list_plans(request))
+    plans = list_plans(request)
+    return render(request, "plans.html.j2", "Plans", plans=plans, examples=offered_examples(plans))
 
 
 @router.get("/plans/new", include_in_schema=False)
-def new_plan_page(request: Request):
+def new_plan_page(request: Request, example: str = ""):
+    """A new plan; `example`: starting from one of the project's examples (saved once Save is pressed)."""
+    if example:
+        found = examples().get(example)  # a known example's name, never a path
+        if found is None:
+            raise NotFound(f"no example plan {example!r}; see the Plans page")
+        return _editor_page(request, found[0], original="")
     return _editor_page(request, plan_form.to_yaml(plan_form.NEW_PLAN), original="")
 
 
@@ -152,21 +185,27 @@ def editor_view(s: Settings, text: str) -> dict[str, Any]:
         data, readable = None, False
     data = {} if data is None else data
     check = validation(s, text, None)
-    workload_form = readable and plan_form.one_workload(data)
-    shown = [f.name for f in plan_form.PLAN_FIELDS + (plan_form.WORKLOAD_FIELDS if workload_form else ())]
+    workload_form = readable and plan_form.workloads_on_form(data)
+    count = plan_form.workload_count(data) if workload_form else 0
+    fields = {f.input: f for f in (*plan_form.PLAN_FIELDS, *plan_form.workload_fields(count)) if count or not f.param
+              and f.name != "workload"}
+    shown = list(fields)
     fixed = plan_form.disabled(data)
     problems = [] if check["ok"] else \
         check["fields"] or [{"field": "", "message": m} for m in check["problems"]]
     at_field, others = plan_form.place_problems(problems, set(shown) - fixed if readable else set())
-    return {"text": text, "readable": readable, "form_values": plan_form.form_values(data), "fields": plan_form.FIELDS,
-            "shown": shown, "disabled": fixed, "workload_form": workload_form,
+    return {"text": text, "readable": readable, "form_values": plan_form.form_values(data), "fields": fields,
+            "shown": shown, "disabled": fixed, "workload_form": workload_form, "workloads": count,
+            "max_workloads": plan_form.MAX_WORKLOADS,
             "unshown": plan_form.unshown(data) if readable else [], "comments": plan_form.has_comments(text),
             "at_field": at_field, "others": others, "check": check,
             "estimate": format_duration(check["estimate_s"]) if check["ok"] else None, "max_rows": MAX_TEST_ROWS}
 
 
-def _sync(s: Settings, text: str, from_form: bool, note: str | None = None) -> HTMLResponse:
-    return HTMLResponse(fragment("plans_sync.html.j2", ed=editor_view(s, text), from_form=from_form, note=note))
+def _sync(s: Settings, text: str, from_form: bool, note: str | None = None, rebuilt: bool = False) -> HTMLResponse:
+    """`rebuilt`: a workload was added or removed, so the form's inputs are swapped in too."""
+    return HTMLResponse(fragment("plans_sync.html.j2", ed=editor_view(s, text), from_form=from_form, note=note,
+                                 rebuilt=rebuilt))
 
 
 @router.post("/plans/editor/form", include_in_schema=False)
@@ -174,7 +213,7 @@ async def form_to_yaml(request: Request):
     """The form changed: merge it into the YAML's data (keeping what the form
     does not show) and answer with the new YAML and every problem."""
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
-    text = form.pop("yaml", "")
+    text, action = form.pop("yaml", ""), form.pop("_action", "")
     try:
         data = yaml_data(text, "plan")
     except PlanError:  # its line shows above the YAML
@@ -183,9 +222,10 @@ async def form_to_yaml(request: Request):
     if not isinstance(data, dict):
         return _sync(settings(request), text, True, "The form changes nothing until the YAML is mended.")
     merged = plan_form.merge(data, form)
+    rebuilt = plan_form.act(merged, action)  # Add a workload / Remove
     if merged != data:  # unchanged: keep the user's text (and its comments) as it is
         text = plan_form.to_yaml(merged)
-    return _sync(settings(request), text, True)
+    return _sync(settings(request), text, True, rebuilt=rebuilt)
 
 
 @router.post("/plans/editor/yaml", include_in_schema=False)

@@ -18,6 +18,7 @@ from ..report.html import run_report_context, run_report_html
 from ..results.export import run_to_csv
 from ..results.model import ListedRun, Run
 from ..results.store import RUN_STATUSES, RunFilter, Store
+from ..units import to_ms
 from .render import NotFound, error_response, fragment, open_store, render
 
 router = APIRouter()
@@ -31,8 +32,27 @@ def run_row(run: ListedRun) -> dict:
             "tests_planned": run.tests_planned, "tests_by_status": run.tests_by_status, "note": run.note}
 
 
+HEADLINED = 100  # the newest this many runs of a list get their headline figures (each is read whole)
+
+
+def headline(run: Run) -> dict | None:
+    """A run's headline figures: its best IOPS (with that test's p99) and best
+    MB/s over the tests stored ok; None before any."""
+    done = [t for t in run.tests if t.status == "ok" and t.aggregate is not None]
+    if not done:
+        return None
+    top = max(done, key=lambda t: t.aggregate.all.iops)
+    p99 = top.aggregate.all.percentiles_ns.get("p99")
+    return {"iops": round(top.aggregate.all.iops, 1), "iops_test": top.id,
+            "mb_s": round(max(t.aggregate.all.bw_bytes_s for t in done) / 1e6, 3),
+            "p99_ms": None if p99 is None else round(to_ms(p99, "ns"), 4)}
+
+
 def filtered_runs(store: Store, f: RunFilter) -> list[dict]:
-    return [run_row(r) for r in store.list_runs(f)]
+    rows = [run_row(r) for r in store.list_runs(f)]
+    for row in rows[:HEADLINED]:
+        row["best"] = headline(store.get_run(row["id"])) if row["tests_by_status"].get("ok") else None
+    return rows
 
 
 def load_run(store: Store, run_id: int) -> Run:

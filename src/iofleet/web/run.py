@@ -12,8 +12,9 @@ from pydantic import BaseModel, Field
 
 from ..errors import IofleetError
 from ..plan.model import check_name
+from ..studies.preflight import Check, preflight
 from .live import RunBusy, RunManager
-from .plans import list_plans, plan_from, read_plan
+from .plans import list_plans, offered_examples, plan_from, read_plan
 from .render import render, settings
 
 router = APIRouter()
@@ -35,7 +36,35 @@ def runs(request: Request) -> RunManager:
 @router.post("/api/runs", status_code=202, tags=["runs"])
 def start_run(body: StartRun, request: Request):
     """Start a run; 409 while another run is going on this store. Returns its status (with run_id)."""
+    plan, text, hosts = _plan_of(body, settings(request))
+    try:
+        live = runs(request).start(plan, text, hosts, body.label)
+    except RunBusy as exc:
+        return JSONResponse({"error": str(exc)}, status_code=409)
+    status = live.snapshot()
+    if status["run_id"] is None and status["error"]:
+        raise IofleetError(status["error"])
+    return status
+
+
+@router.post("/api/runs/validate", tags=["runs"])
+def validate_run(body: StartRun, request: Request):
+    """Validate before Start, with the same body: the checks the run makes before its first test
+    (targets exist, are free and have room for the data, device safety, fio), one line each."""
     s = settings(request)
+    try:
+        plan, _, hosts = _plan_of(body, s)
+    except IofleetError as exc:
+        return {"ok": False, "checks": [{"name": "plan", "ok": False, "detail": str(exc).splitlines()[0]}]}
+    manager = runs(request)
+    busy = manager.held_elsewhere() or ("a run started here is still going" if manager.running else None)
+    checks = [Check("store", busy is None, busy or f"no run going on {s.data_dir}")]
+    checks += preflight(plan, hosts, str(s.data_dir)) if busy is None else []  # its targets are the run's now
+    return {"ok": all(c.ok for c in checks), "checks": [c.to_dict() for c in checks]}
+
+
+def _plan_of(body: StartRun, s) -> tuple:
+    """The plan to run (with its text) and the hosts, from a Start or Validate body."""
     if (body.plan is None) == (body.yaml is None):
         raise IofleetError("give either `plan` (a saved plan's name) or `yaml` (the plan's text)")
     if body.plan is not None:
@@ -54,14 +83,7 @@ def start_run(body: StartRun, request: Request):
         if s.inventory is None:
             raise IofleetError("this server has no inventory: start it with `iofleet serve --hosts INVENTORY`")
         hosts = s.inventory.select(plan.hosts)
-    try:
-        live = runs(request).start(plan, text, hosts, body.label)
-    except RunBusy as exc:
-        return JSONResponse({"error": str(exc)}, status_code=409)
-    status = live.snapshot()
-    if status["run_id"] is None and status["error"]:
-        raise IofleetError(status["error"])
-    return status
+    return plan, text, hosts
 
 
 @router.get("/api/runs/current", tags=["runs"])
@@ -91,7 +113,7 @@ async def run_events(request: Request, after: int = 0):
             last = event["id"]
             yield ServerSentEvent(event=event["type"], data=event["data"], id=str(last))
         # The thread emits "ended" before it stops running, so nothing is lost here.
-        if (not manager.running and not manager.events_after(last)) or await request.is_disconnected():
+        if (not manager.going and not manager.events_after(last)) or await request.is_disconnected():
             return
         await asyncio.sleep(POLL_S)
 
@@ -99,6 +121,7 @@ async def run_events(request: Request, after: int = 0):
 @router.get("/run", include_in_schema=False)
 def run_page(request: Request, plan: str = ""):
     s = settings(request)
-    status = runs(request).status()
-    return render(request, "run.html.j2", "Run", plans=list_plans(request), chosen=plan, fleet=s.inventory is not None,
-                  status_json=json.dumps(status))
+    manager, plans = runs(request), list_plans(request)
+    return render(request, "run.html.j2", "Run", plans=plans, chosen=plan, fleet=s.inventory is not None,
+                  status_json=json.dumps(manager.status()), busy=manager.held_elsewhere(),
+                  examples=offered_examples(plans))

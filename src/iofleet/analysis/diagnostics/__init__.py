@@ -8,14 +8,14 @@ threshold one field of `Thresholds`; docs/diagnostics.md shows each with a
 real finding. Only tests with status ok or partial, and with IO, are judged.
 
 Severities: critical = the figures do not measure what the plan asks (a
-cache instead of the storage, never-written data, the client instead of the
+cache or RAM instead of the storage, never-written data, the client instead of the
 storage); warning = the figures are weak, or the set-up limits them;
 info = a better operating point exists.
 
 The rules live by what they look at: `latency` (outstanding IO, the knee,
 latency limits and spread), `hosts` (the client's CPU, its network, hosts
 that lag), `method` (steady state, prepared data, working set vs cache,
-runtime). This module runs them and gathers their findings.
+runtime), `targets` (a target in RAM). This module runs them and gathers their findings.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterator
 
-from . import hosts, latency, method
+from . import hosts, latency, method, targets
 from .context import Hit, JudgedRun
 from .thresholds import Thresholds
 
@@ -58,6 +58,9 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
+    Rule("ram_target", "target in RAM", "critical",
+         "a target is on tmpfs or ramfs, or on a zram or RAM disk (or a loop device over a file there)",
+         targets.ram_target),
     Rule("outstanding_io_low", "outstanding IO too low", "warning",
          "the sweep's last step up in outstanding IO gained ≥ {oio_gain_pct:g} % IOPS while mean latency rose "
          "≤ {oio_latency_vs_gain:g} × as much; or, a lone test: its device busy < {disk_util_low_pct:g} % at "

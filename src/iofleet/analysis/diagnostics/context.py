@@ -47,6 +47,7 @@ class JudgedRun:
         self.nics = {h.get("name"): h.get("nic_gbps") for h in (run.get("host_facts") or {}).get("hosts", [])
                      if isinstance(h, dict)}
         self.facts = readable(recorded_facts(run.get("host_facts") or {}))  # fleet hosts read through SSH
+        self.host_facts = run.get("host_facts") or {}
 
     def name(self, test: dict) -> str:
         return f"{test['id']} #{test.get('repeat', 1)}" if test["id"] in self._repeated else test["id"]

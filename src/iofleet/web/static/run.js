@@ -5,7 +5,7 @@
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
   var PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
-  var source = null, hostTraces = {}, chartsReady = false, planned = 0, estimate = 0;
+  var source = null, hostTraces = {}, chartsReady = false, planned = 0, estimate = 0, marked = {}, marks = [];
 
   function text(id, value) { $(id).textContent = value; }
   function fmt(v, digits) { return v === null || v === undefined ? "n/a" : Number(v).toLocaleString("en-US", {maximumFractionDigits: digits}); }
@@ -47,14 +47,15 @@
     $("live-section").hidden = false;
     planned = s.tests_planned || planned; estimate = s.estimate_s || estimate;
     if (s.run_id !== null && s.run_id !== undefined) text("run-id", s.run_id);
-    text("run-plan", (s.plan || "") + (s.label ? " · label " + s.label : ""));
+    text("run-plan", (s.plan || "") + (s.label ? " · label " + s.label : "") +
+         (s.external ? " · started by another iofleet process" + (s.pid ? " (pid " + s.pid + ")" : "") : ""));
     text("run-state", s.state + (s.status ? " (" + s.status + ")" : "") + (s.error ? ": " + s.error : ""));
     if (s.state === "ended") { text("run-test", s.tests_done + " of " + planned + " ran"); text("run-phase", "—"); }
     else if (s.test_index !== null && s.test_index !== undefined) text("run-test", (s.test_index + 1) + " of " + planned + ": " + s.test_id);
     if (s.phase && s.state !== "ended") text("run-phase", s.phase);
     text("run-eta", secs(s.elapsed_s) + " / " + (s.state === "ended" ? "done" : secs(s.eta_s)));
     if (estimate && s.eta_s !== null && s.eta_s !== undefined) $("run-progress").style.width = Math.min(100, 100 * (1 - s.eta_s / estimate)) + "%";
-    $("stop").disabled = s.state === "ended" || s.state === "stopping";
+    $("stop").disabled = s.state === "ended" || s.state === "stopping" || !!s.external;  // Ctrl-C where it was started
     (s.results || []).forEach(addResult);
     if (s.state === "ended") ended(s);
   }
@@ -70,7 +71,14 @@
   }
 
   function ended(s) {
-    $("run-progress").style.width = "100%";
+    // What ran, not 100 %: a stopped run of 4 tests that ran 2 shows half.
+    var share = s.status === "complete" || !planned ? 1 : Math.min(1, (s.tests_done || 0) / planned);
+    $("run-progress").style.width = (100 * share) + "%";
+    $("run-progress").dataset.share = String(share);
+    if ($("start-busy") && !$("start-busy").hidden) {  // the other process's run is over: Start is possible
+      $("start-busy").hidden = true;
+      if ($("start")) { $("start").disabled = false; $("validated").hidden = false; }
+    }
     if (s.run_id !== null && s.run_id !== undefined) {
       var a = $("run-result"); a.href = "/results/" + s.run_id; a.hidden = false;
     }
@@ -89,9 +97,27 @@
     Plotly.extendTraces("live-latency", {x: xs, y: xs}, idx);
   }
 
+  // Each test starts at a dashed line with its name on both charts.
+  function mark(e) {
+    if (marked[e.index]) return;
+    marked[e.index] = true;
+    marks.push({x: e.run_t, name: e.test_id});
+    var shapes = marks.map(function (m) {
+      return {type: "line", xref: "x", yref: "paper", x0: m.x, x1: m.x, y0: 0, y1: 1, line: {dash: "dot", width: 1, color: "#777"}};
+    });
+    var notes = marks.map(function (m) {
+      return {x: m.x, xref: "x", y: 1, yref: "paper", text: m.name, showarrow: false, xanchor: "left", yanchor: "bottom",
+              textangle: -20, font: {size: 10, color: "#555"}};
+    });
+    Plotly.relayout("live-iops", {shapes: shapes, annotations: notes});
+    Plotly.relayout("live-latency", {shapes: shapes, annotations: notes});
+    $("live-section").dataset.marks = String(marks.length);
+  }
+
   function live(e) {
     var f = e.fleet || {}, fleet = f.source === "node_exporter";
     initCharts(fleet);
+    mark(e);
     var hosts = Object.keys(e.hosts || {});
     var xsI = [], ysI = [], xsL = [], ysL = [], idx = [];
     hosts.forEach(function (h) {
@@ -127,19 +153,52 @@
     on("ended", function (s) { showStatus(s); source.close(); });
   }
 
+  function startBody() {
+    var targets = $("targets").value.split("\n").map(function (t) { return t.trim(); }).filter(Boolean);
+    return {plan: $("plan").value, targets: targets.length ? targets : null, label: $("label").value.trim() || null,
+            fleet: $("fleet") ? $("fleet").checked : false};
+  }
+
+  // Validate: the run's own checks, one line each; a failed check disables
+  // Start until the form changes (Start without Validate runs them too, and stops at the first).
+  function validate() {
+    $("validate").disabled = true;
+    post("/api/runs/validate", startBody()).then(function (r) {
+      $("validate").disabled = false;
+      var list = $("checks"), checks = r.body.checks || [{name: "request", ok: false, detail: r.body.error || ("HTTP " + r.status)}];
+      list.textContent = ""; list.hidden = false;
+      checks.forEach(function (c) {
+        var li = document.createElement("li");
+        li.className = c.ok ? "ok" : "bad"; li.dataset.check = c.name;
+        li.textContent = (c.ok ? "✓ " : "✗ ") + c.name + ": " + c.detail;
+        list.appendChild(li);
+      });
+      var ok = r.ok && r.body.ok;
+      text("validated", ok ? "all checks passed" : "a check failed: mend it, then Validate again");
+      $("validated").className = "note " + (ok ? "ok" : "error");
+      if (!$("start-busy") || $("start-busy").hidden) $("start").disabled = !ok;
+    });
+  }
+
   var form = $("start-form");
+  if (form) {
+    $("validate").addEventListener("click", validate);
+    form.addEventListener("input", function () {
+      $("checks").hidden = true; $("validated").className = "note warning";
+      text("validated", "not validated yet: Validate checks the targets, their room for the data and fio first");
+      if (!$("start-busy") || $("start-busy").hidden) $("start").disabled = false;
+    });
+  }
   if (form) form.addEventListener("submit", function (ev) {
     ev.preventDefault();
-    var targets = $("targets").value.split("\n").map(function (t) { return t.trim(); }).filter(Boolean);
-    var body = {plan: $("plan").value, targets: targets.length ? targets : null, label: $("label").value.trim() || null,
-                fleet: $("fleet") ? $("fleet").checked : false};
+    var body = startBody();
     $("start").disabled = true;
     post("/api/runs", body).then(function (r) {
       $("start").disabled = false;
       var err = $("start-error");
       if (!r.ok) { err.hidden = false; err.textContent = r.body.error || ("HTTP " + r.status); return; }
       err.hidden = true;
-      hostTraces = {}; shown = {}; chartsReady = false;
+      hostTraces = {}; shown = {}; chartsReady = false; marked = {}; marks = [];
       Plotly.purge("live-iops"); Plotly.purge("live-latency");
       $("run-results").querySelectorAll("tr:not(:first-child)").forEach(function (tr) { tr.remove(); });
       $("run-result").hidden = true; $("run-message").hidden = true;

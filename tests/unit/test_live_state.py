@@ -1,0 +1,74 @@
+"""A run's published live state (studies.live_state): what a web UI that
+did not start the run reads, and how a run whose process died reads."""
+
+import json
+from types import SimpleNamespace
+
+from iofleet.results.store.locks import RunLocks
+from iofleet.studies.live_state import Publisher, held_runs, live_path, read_published
+from iofleet.studies.run import RunObserver
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def spec(test_id: str):
+    return SimpleNamespace(id=test_id, ramp=0, runtime=1, longest_s=1)
+
+
+class Recorder(RunObserver):
+    def __init__(self):
+        self.calls = []
+
+    def test_started(self, index, spec):
+        self.calls.append(("test_started", index))
+
+
+def test_events_are_published_forwarded_and_live_figures_paced(tmp_path):
+    clock, inner = Clock(), Recorder()
+    pub = Publisher(tmp_path, inner, "quick", None, clock=clock)
+    locks = RunLocks(tmp_path)
+    locks.claim(7)  # as the store holds a run it runs
+    specs = [spec("4k-a"), spec("8k-b")]
+    pub.run_started(7, specs, 6.0)
+    pub.test_started(0, specs[0])
+    assert inner.calls == [("test_started", 0)], "the run's own observer still gets every event"
+    live = SimpleNamespace(elapsed_s=0.5, hosts=None, iops=1000.0, bw_bytes_s=4e6, lat_mean_ns=2e6)
+    pub.test_live(0, specs[0], live)  # within a second of the last write: not written yet
+    body = read_published(tmp_path)
+    assert [e["type"] for e in body["events"]] == ["run", "test"]
+    clock.now = 1.5
+    pub.test_live(0, specs[0], live)
+    body = read_published(tmp_path)
+    assert [e["type"] for e in body["events"]] == ["run", "test", "live", "live"]
+    assert body["status"]["run_id"] == 7 and body["status"]["state"] == "running"
+    assert body["status"]["test_id"] == "4k-a" and body["status"]["fleet"]["iops"] == 1000.0
+    assert held_runs(tmp_path) == {7: body["pid"]}
+    pub.ended("interrupted")
+    locks.release(7)
+    body = read_published(tmp_path)
+    assert body["status"]["state"] == "ended" and body["status"]["status"] == "interrupted"
+    assert body["events"][-1]["type"] == "ended" and body["status"]["error"] is None
+    assert held_runs(tmp_path) == {}
+
+
+def test_a_run_whose_process_died_reads_as_ended_with_the_resume_command(tmp_path):
+    pub = Publisher(tmp_path, None, "quick", None, clock=Clock())
+    pub.run_started(3, [spec("4k-a")], 3.0)  # nobody holds run 3: its process is gone (kill -9)
+    status = read_published(tmp_path)["status"]
+    assert status["state"] == "ended" and status["eta_s"] is None
+    assert status["error"].endswith("ended early; `iofleet run --resume 3` finishes it")
+
+
+def test_no_file_or_a_damaged_one_reads_as_none(tmp_path):
+    assert read_published(tmp_path) is None
+    live_path(tmp_path).parent.mkdir()
+    live_path(tmp_path).write_text("{not json")
+    assert read_published(tmp_path) is None
+    live_path(tmp_path).write_text(json.dumps({"pid": 1}))
+    assert read_published(tmp_path) is None
