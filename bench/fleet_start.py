@@ -173,6 +173,11 @@ def fio_alone(fleet: TestFleet, jobfiles: dict[str, str], work: Path) -> float:
     return at
 
 
+def _span(run: dict, step: str) -> float:
+    first, last = run["steps"].get(step, (0.0, 0.0))
+    return last - first
+
+
 def _step_cell(run: dict, step: str) -> str:
     span = run["steps"].get(step)
     return f"{span[0]:.1f}–{span[1]:.1f}" if span else "–"
@@ -238,23 +243,29 @@ client starts; the controller uses {med['controller_cpu_pct']:.1f} % of one core
 
 Where the time goes (perf and strace of fio 3.33's client and server): every fio process
 calibrates its clock (~65 ms of CPU spinning) and, with fio's default clock, then tests the TSC
-(~65 ms more). A `fio --server` listener never calibrates itself, so each connection does both again:
-each fio client round costs every host ~0.13 s of CPU on its server and ~0.13 s in its own client,
-~17 CPU-s at 64 hosts, 8 s or more on 2 cores. A server also waits up to 1 s for a client's RUN
-command after taking its job file. So the host check and the engine probe are now one round under one
-fio client (with `--clocksource=clock_gettime`: a client does no IO; `clocksource=clock_gettime` in the
-check's job files), and preparation, layout and clean-up clients skip the TSC test too; the test itself
-keeps a client per host (the lost-host rules, remote.py) with fio's own clock choice (see fio/command.py QUICK_CLOCK).
-Before (issue 19's figures, the same bench at 64 hosts): 25.0 s, of which the host check alone was
-9.1 s (one fio client per host), then an engine probe round; on this machine today, under the other
-sessions' load, the old code took 39.7 s where the new one took 23.1 s. The goal (under 5 s) is not
-met: what is left is the preparation (one fio round: its client and server start-up, then 1 GiB
-written) and the test's own round, whose start-up is fio's per-connection clock set-up on the
-servers. On real hosts each server does that on its own CPUs (~0.13 s, in parallel); here all 64
-share 2 cores, so it adds up. Servers started with `--clocksource=clock_gettime` would skip it
-(measured: 0.07 s of CPU per connection with fio's default clock, 0.013 s with clock_gettime), at
-the price of a slower clock in every measured IO (fio's null engine: 31 ns a latency sample instead
-of 20-22 ns); iofleet keeps fio's default clock on the servers it starts, for the measurement.
+(~65 ms more). A `fio --server` listener started without `--clocksource` never sets its clock up, so
+every connection did both again (measured: 0.1 s of CPU per connection, 0.004 s with the clock
+named), ~6 CPU-s per fio client round at 64 hosts on these 2 cores. `iofleet server`, `hosts deploy`
+and the test fleet now start each server with the clock fio itself picks on that host named (`fio
+--debug=time` says which; fio/command.py server_clock): set up once per server, and the measured IO
+keeps fio's own choice. The host check and the engine probe are one round under one fio client;
+preparation, layout and clean-up clients skip the TSC test (they measure nothing); the test keeps a
+client per host (the lost-host rules, remote.py).
+
+"fio alone" is the floor: the job files iofleet's test ran, given to ONE bare fio client for all
+{a.hosts} hosts right after each run (their data laid out by an untimed 1-s round first), timed the same
+way until every host runs a job: median {med['alone_s']:.2f} s, against {med['from_client_s']:.2f} s for
+iofleet's test round from its first client. Once the first hosts run their jobs, they take the CPU
+that the later hosts need to start: 64 servers and their jobs share 2 cores here, where real hosts
+each start on their own CPUs. Before that round come python's start, the host check (median
+{statistics.median(_span(r, 'check') for r in runs):.1f} s) and the preparation (median
+{statistics.median(_span(r, 'prepare') for r in runs):.1f} s, 1 GiB written to this machine's one disk).
+
+The goal (under 5 s from `iofleet run` start) is not met, and cannot be on this machine: fio alone
+needs about {med['alone_s']:.0f} s for the test's own start, before the check and the preparation that
+must come first. Before (issue 19's figures, the same bench at 64 hosts): 25.0 s, of which the host
+check alone was 9.1 s (one fio client per host), then an engine probe round; the previous version of
+this section (shared check, servers without a named clock): 23.1 s.
 """
     write_section(text, SECTION)
     print(text)

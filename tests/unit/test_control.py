@@ -36,7 +36,8 @@ def test_parse_facts_of_the_recorded_vm():
     directory = facts["targets"]["/tmp/ctl-t"]
     assert directory == {"kind": "directory", "filesystem": "ext4", "source": "/dev/vda",
                          "free_bytes": 78637348 * 1024, "device": "vda", "bytes": 536870912 * 512,
-                         "model": None, "firmware": None, "scheduler": "mq-deadline", "rotational": True}
+                         "model": None, "firmware": None, "scheduler": "mq-deadline",
+                         "rotational": None}  # a virtio disk's 1 tells nothing (fleet.devices.spinning)
     device = facts["targets"]["/dev/vda"]
     assert device["kind"] == "device" and device["device"] == "vda" and "filesystem" not in device
     # tmpfs and proc have no block device: no device facts, not made-up ones
@@ -92,7 +93,7 @@ def test_cache_notes_read_like_the_local_one():
 def test_easy_run_facts_of_a_host_read_through_ssh():
     host = Host(name="h1", address="10.0.0.1", targets=["/tmp/ctl-t"])
     f = ssh_facts(host, recorded())
-    assert (f.cpus, f.memory_bytes, f.free_bytes, f.rotational) == (2, 24684096 * 1024, 78637348 * 1024, True)
+    assert (f.cpus, f.memory_bytes, f.free_bytes, f.rotational) == (2, 24684096 * 1024, 78637348 * 1024, None)
     tmpfs = ssh_facts(Host(name="h2", address="10.0.0.2", targets=["/dev/shm"]), recorded())
     assert tmpfs.rotational is None and tmpfs.free_bytes == 24684096 * 1024
 
@@ -114,7 +115,7 @@ def _only_dir(facts: dict) -> dict:
 def test_what_differs_between_hosts():
     a = _only_dir(recorded())
     assert comparable(a) == {"kernel": "6.18.44-fc-v595", "CPUs": "2", "memory": "23.5 GiB", "filesystem": "ext4",
-                             "scheduler": "mq-deadline", "disk": "spinning"}
+                             "scheduler": "mq-deadline"}
     # A model only one host shows (a virtio disk has none) is no known difference.
     assert differences({"h1": a, "h2": _other(a, model="SAMSUNG MZ7L3960")}) == {}
     b = _other(a, kernel="6.1.0-18-amd64", model="SAMSUNG MZ7L3960")
@@ -127,12 +128,10 @@ def test_what_differs_between_hosts():
     a = _only_dir(recorded())
     assert how_hosts_differ(["h3"], {"h1": a, "h2": a, "h3": b}) == "kernel 6.1.0-18-amd64 (others 6.18.44-fc-v595)"
     assert how_hosts_differ(["h3"], {"h1": a, "h3": a}) is None
-    assert host_line(a) == ("kernel 6.18.44-fc-v595, 2 CPUs, 23.5 GiB RAM; target ext4 on vda (spinning, "
-                            "scheduler mq-deadline)")
+    assert host_line(a) == "kernel 6.18.44-fc-v595, 2 CPUs, 23.5 GiB RAM; target ext4 on vda (scheduler mq-deadline)"
     assert host_line(recorded()) == (
-        "kernel 6.18.44-fc-v595, 2 CPUs, 23.5 GiB RAM; targets ext4 on vda (spinning, scheduler mq-deadline), "
-        "vda (spinning, scheduler mq-deadline), tmpfs, missing, proc, loop0 (spinning, "
-        "scheduler none)")
+        "kernel 6.18.44-fc-v595, 2 CPUs, 23.5 GiB RAM; targets ext4 on vda (scheduler mq-deadline), "
+        "vda (scheduler mq-deadline), tmpfs, missing, proc, loop0 (scheduler none)")
     assert host_line({"error": "nothing answers SSH"}) == "facts not read (nothing answers SSH)"
     trusted = "host key of 10.0.0.1 is not in /k; trusted because the inventory sets trust_unknown_host_keys: true"
     assert host_line({"kernel": "6.1", "ssh_note": trusted}) == f"kernel 6.1; {trusted}"

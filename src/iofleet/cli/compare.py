@@ -12,7 +12,6 @@ from rich.console import Console
 
 from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT, REGRESSION, gate
 from ..errors import IofleetError
-from ..report.html import compare_page
 from ..report.compare import comparison_csv, comparison_json, comparison_markdown, comparison_report, gate_lines
 from ..report.junit import junit_xml
 from ..results.store import Store, default_data_dir
@@ -59,6 +58,7 @@ def compare_command(
     with Store.open(default_data_dir(data_dir)) as store:
         cmp = run_compare(store, configs, baseline, match=keys, noise_pct=noise)
     if html is not None:
+        from ..report.html import compare_page  # here: plotly takes ~0.3 s to import
         write_output(html, compare_page(cmp), "--html")
         typer.echo(f"Wrote {html}", err=True)
     _print_comparison(cmp, fmt, output)

@@ -31,7 +31,7 @@ def server(
 def hosts_check(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
 ):
-    """Check every host: fio server reachable, same fio version, targets writable, free space."""
+    """Check every host: fio server, fio version, targets and space."""
     hosts = load_inventory(inventory).hosts
     with console.status(f"Checking {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
         fleet = check_fleet(hosts, inventory)
@@ -75,7 +75,7 @@ def _check_table(fleet: FleetCheck, inventory: Path) -> Table:
 def hosts_clean(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
 ):
-    """Remove iofleet's data files that runs left on the hosts' targets (e.g. on a host lost during a run)."""
+    """Remove iofleet's data files that runs left on the hosts."""
     hosts = load_inventory(inventory).hosts
     with console.status(f"Removing iofleet's data files from {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
         removed, problems = clean_hosts(hosts)
@@ -109,7 +109,7 @@ def hosts_deploy(
                                  "(apt-get, dnf, zypper) where it is missing."),
     metrics: bool = typer.Option(False, "--metrics", help="Also start node_exporter on each host's address, port 9100."),
 ):
-    """Start `fio --server` on every host over SSH (bound to its inventory address), then check it answers."""
+    """Start `fio --server` on every host over SSH, then check it."""
     hosts = load_inventory(inventory).hosts
     _summary(deploy_fleet(hosts, inventory, install, metrics, progress=_outcome_line), "deployed")
 
@@ -119,6 +119,6 @@ def hosts_deploy(
 def hosts_undeploy(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML) with `ssh:` settings."),
 ):
-    """Stop what `hosts deploy` started on every host over SSH and remove its files."""
+    """Stop what `hosts deploy` started and remove its files."""
     hosts = load_inventory(inventory).hosts
     _summary(undeploy_fleet(hosts, inventory, progress=_outcome_line), "clean")

@@ -13,8 +13,6 @@ from rich.text import Text
 
 from ..analysis.diagnostics import RULES, SEVERITIES, Thresholds, diagnose
 from ..errors import IofleetError
-from ..report.bundle import run_bundle
-from ..report.html import run_report_html, run_report_md
 from ..report.saturation import saturation_report, sweep_of_run
 from ..report.summary import summary_table
 from ..results.export import run_to_csv
@@ -219,6 +217,7 @@ def report_command(
         raise IofleetError(f"--format {fmt!r}: use html or md")
     with Store.open(default_data_dir(data_dir)) as store:
         run = _load_run(store, run_id)
+        from ..report.html import run_report_html, run_report_md  # here: plotly takes ~0.3 s to import
         text = run_report_html(run, store.run_series(run)) if fmt == "html" else run_report_md(run)
     if fmt == "md" and output is None:
         sys.stdout.write(text)
@@ -248,6 +247,7 @@ def results_export(
         run = _load_run(store, run_id)
         if fmt == "zip":
             output = output or Path(f"iofleet-run-{run.id}.zip")
+            from ..report.bundle import run_bundle  # here: it imports plotly (~0.3 s)
             data = run_bundle(store, run)
             write_output(output, data)
             err_console.print(f"Wrote {output} ({file_size(len(data))})")

@@ -8,6 +8,7 @@ the answers, and its callers say what could not be done."""
 
 import shlex
 
+from .devices import spinning
 from .inventory import Host
 from .ssh import Reply, run_on_all
 
@@ -97,7 +98,7 @@ def _target_facts(raw: dict[str, str]) -> dict:
         out |= {"device": raw["device"] or None, "bytes": None if sectors is None else sectors * 512,
                 "model": raw.get("model") or None, "firmware": raw.get("firmware") or None,
                 "scheduler": active_scheduler(raw.get("scheduler")),
-                "rotational": {"1": True, "0": False}.get(rotational or "")}
+                "rotational": spinning(raw["device"] or None, rotational)}
     return out
 
 

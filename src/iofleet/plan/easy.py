@@ -117,9 +117,10 @@ def rule_of_thumb(facts: list[HostFacts]) -> tuple[int, int, list[str]]:
     spinning = any(f.rotational for f in facts)
     outstanding = OUTSTANDING_DISK if spinning else OUTSTANDING_FLASH
     iodepth = max(1, outstanding // jobs)
-    kinds = {"spinning disk" if f.rotational else "flash" if f.rotational is False else "unknown" for f in facts}
+    kinds = {"spinning disk" if f.rotational else "flash" if f.rotational is False
+             else "device type unknown: flash assumed" for f in facts}
     reasons.append(f"iodepth: {iodepth} per job, {iodepth * jobs} outstanding IOs per host for random IO "
-                   f"(rule of thumb, not measured: storage reported as {', '.join(sorted(kinds))})")
+                   f"(rule of thumb, not measured: {', '.join(sorted(kinds))})")
     return jobs, iodepth, reasons
 
 

@@ -4,7 +4,11 @@
 (function () {
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
-  var PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
+  // Okabe-Ito, then four of Paul Tol's; with a dash and a marker each, no two hosts look alike (report/charts.py)
+  var PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+                 "#882255", "#999933", "#332288", "#8C564B"];
+  var DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];
+  var SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "cross", "star"];
   var source = null, hostTraces = {}, chartsReady = false, planned = 0, estimate = 0, marked = {}, marks = [];
 
   function text(id, value) { $(id).textContent = value; }
@@ -33,9 +37,11 @@
 
   function trace(host) {
     if (!(host in hostTraces)) {
-      var colour = PALETTE[Object.keys(hostTraces).length % PALETTE.length];
-      hostTraces[host] = Object.keys(hostTraces).length;
-      var t = {x: [], y: [], name: host, mode: "lines+markers", line: {color: colour}};
+      var i = Object.keys(hostTraces).length;
+      hostTraces[host] = i;
+      var t = {x: [], y: [], name: host, mode: "lines+markers",
+               line: {color: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length]},
+               marker: {symbol: SYMBOLS[i % SYMBOLS.length]}};
       Plotly.addTraces("live-iops", t);
       Plotly.addTraces("live-latency", Object.assign({}, t));
     }
