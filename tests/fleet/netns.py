@@ -80,6 +80,12 @@ SLOTS = 16          # /20s in 10.231.0.0/16
 MAX_HOSTS = 240     # 10.231.S.11 .. 10.231.S.250
 NODE_EXPORTER = "prometheus-node-exporter"
 SSHD = "/usr/sbin/sshd"
+# `ip netns exec` mounts a fresh /sys for the namespace, without the cgroup
+# mounts: sshd (and so a scenario's device-slow fault) sees the machine's
+# blkio (v1) hierarchy again at /sys/fs/cgroup/blkio, as on a real host.
+_WITH_BLKIO = ["sh", "-c", "[ -d /sys/fs/cgroup/blkio ] || { mount -t tmpfs cgroup /sys/fs/cgroup && "
+               "mkdir /sys/fs/cgroup/blkio && mount -t cgroup -o blkio blkio /sys/fs/cgroup/blkio; } "
+               "2>/dev/null; exec \"$0\" \"$@\""]
 SSH_PORT = 22
 DEPLOY_ROOT = Path("/var/tmp/iofleet")  # where `iofleet hosts deploy` keeps a host's pid files (fleet/deploy.py)
 
@@ -767,7 +773,7 @@ class TestFleet:
             "SetEnv SHLVL=1",
             "",
         ]))
-        proc = self._spawn(host, "sshd", [SSHD, "-D", "-e", "-f", str(config)])
+        proc = self._spawn(host, "sshd", [*_WITH_BLKIO, SSHD, "-D", "-e", "-f", str(config)])
         host.sshd_pid = proc.pid
 
     def _wait_ready(self) -> None:

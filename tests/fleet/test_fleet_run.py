@@ -146,10 +146,10 @@ def test_mixed_workloads_run_side_by_side_on_host_groups(tmp_path, fleet4, data_
         entry["labels"] = {"role": role}
     inv.write_text(yaml.safe_dump(data))
     plan = write_plan(tmp_path / "p.yaml", name="mixed", mixed=True, defaults={**SHORT, "ramp": "0s"},
-                      workloads=[{"name": "oltp", "hosts": {"role": "db"}, "read_pct": 70,
+                      workloads=[{"name": "oltp", "hosts": {"role": "db"}, "read_pct": 70, "rate_iops": 300,
                                   "matrix": {"iodepth": [1, 2]}},
                                  {"name": "backup", "hosts": {"role": "backup"}, "bs": "256k",
-                                  "read_pct": 100, "random_pct": 0}])
+                                  "read_pct": 100, "random_pct": 0, "rate_iops": 300}])
     out = iofleet("run", plan, "--hosts", inv, data_dir=data_dir).stdout
     assert "2 of 2 tests ok" in out
 
@@ -167,6 +167,12 @@ def test_mixed_workloads_run_side_by_side_on_host_groups(tmp_path, fleet4, data_
     oltp = sum(first["hosts"][h]["all"]["iops"] for h in ("h1", "h2", "h3"))
     assert first["groups"]["oltp"]["all"]["iops"] == pytest.approx(oltp, rel=1e-12)
     assert first["all"]["iops"] == pytest.approx(oltp + first["hosts"]["h4"]["all"]["iops"], rel=1e-12)
+    # A rate is its group's total: oltp's 300 is 100 IOPS a host (70 reads + 30 writes); backup's one host does 300.
+    assert oltp == pytest.approx(300, rel=0.1) and first["params"]["groups"]["oltp"]["rate_iops"] == 300
+    assert first["hosts"]["h4"]["all"]["iops"] == pytest.approx(300, rel=0.1)
+    for h in ("h1", "h2", "h3"):
+        assert first["hosts"][h]["read"]["iops"] == pytest.approx(70, rel=0.15)
+        assert first["hosts"][h]["write"]["iops"] == pytest.approx(30, rel=0.15)
     with Store.open(data_dir) as store:
         t = store.get_run(1).tests[0]
     assert {j.host for j in t.jobs if j.job.startswith("256k")} == {"h4"}

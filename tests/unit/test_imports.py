@@ -109,7 +109,8 @@ def test_hcibench_file_name_fills_what_the_content_lacks():
     assert "rd=oltp: working_set_pct=50 taken from the file name (50ws in " in text
     assert "xfersize=(4k,50,64k,50): a distribution of xfersize values" in text
     assert "workload mixed is not imported" in text
-    assert "rd=capped iorate=20000: a fixed rate or curve is not carried over; iofleet runs at max" in text
+    # vdbench's iorate is the run's total rate, as iofleet's rate_iops
+    assert [s.values().get("rate_iops") for s in specs] == [None, 20000] and "iorate" not in text
     [refused] = r.refused
     assert "line 3 start_cmd=/opt/automation/drop-caches.sh: refused: runs a command" in refused
     assert "drop-caches" not in yaml.safe_dump(r.plan)
@@ -196,19 +197,19 @@ def test_fio_defaults_are_fios_own(tmp_path):
 
 def test_fio_options_iofleet_cannot_reproduce_are_noted(tmp_path):
     f = tmp_path / "odd.fio"
-    f.write_text("[global]\nioengine=windowsaio\nruntime=30\ntime_based\nrate_iops=500\n"
+    f.write_text("[global]\nioengine=windowsaio\nruntime=30\ntime_based\nrate_iops=700,300\n"
                  "[capped]\nrw=randrw\nrwmixwrite=30\nbs=8k\n"
                  "[split]\nstonewall\nrw=randread\nbssplit=4k/50:64k/50\n")
     r = import_file(f)
     [spec] = specs_of(r)  # [split] has no single bs: left out
     assert fields(spec, "read_pct", "random_pct", "bs", "engine") == dict(read_pct=70, random_pct=100, bs=8192,
                                                                          engine="auto")
-    assert len(r.unsupported) == 3
+    assert spec.rate_iops == 1000  # reads,writes a second: the test's total is their sum
+    assert len(r.unsupported) == 2
     text = "\n".join(r.unsupported)
     assert "line 2 [global] ioengine=windowsaio: engine windowsaio is not one of iofleet's" in text
-    assert "line 5 [global] rate_iops=500: not carried over: iofleet runs at full speed" in text
     assert "line 13 [split] bssplit=4k/50:64k/50: a block-size split is not supported" in text
-    assert "rate" not in yaml.safe_dump(r.plan) and "split" not in yaml.safe_dump(r.plan)
+    assert "split" not in yaml.safe_dump(r.plan)
 
 
 def test_fio_sections_that_run_at_once_are_noted_and_refused_for_run(tmp_path):
@@ -452,3 +453,15 @@ def test_cli_reports_every_broken_file_in_one_line_each(tmp_path):
     assert result.stderr.splitlines() == [
         f"error: {BROKEN}: line 3: bs 4k is neither a [section] header nor an option=value line; check the line",
         f"error: {tmp_path / 'missing.fio'}: no such file"]
+
+
+def test_a_vdbench_rate_curve_is_pointed_to_iofleet_curve(tmp_path):
+    f = tmp_path / "curve.vdb"
+    f.write_text("sd=sd1,lun=/data/vdb/file1,size=1g\n"
+                 "wd=wd1,sd=sd1,xfersize=4k,rdpct=70,seekpct=100\n"
+                 "rd=rd1,wd=wd1,iorate=curve,elapsed=60\n")
+    r = import_file(f)
+    [spec] = specs_of(r)
+    assert spec.values().get("rate_iops") is None
+    assert any("iorate=curve: only a fixed iorate is carried over (as rate_iops); `iofleet curve` runs latency "
+               "against load" in n for n in r.notes)

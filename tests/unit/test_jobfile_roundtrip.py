@@ -33,7 +33,11 @@ def valid_values(draw) -> dict:
         runtime=draw(st.integers(1, 30 * 86400)), ramp=draw(st.one_of(st.just(0), st.integers(1, 86400))),
         engine=draw(st.sampled_from(ENGINES)), direct=draw(st.booleans()),
         compress_pct=draw(PCT), dedupe_pct=draw(PCT), until=until, round=round_s,
-        max_runtime=draw(st.integers(STEADY_WINDOW_ROUNDS * round_s, 30 * 86400)))
+        max_runtime=draw(st.integers(STEADY_WINDOW_ROUNDS * round_s, 30 * 86400)),
+        rate_iops=None, rate_mbps=None)
+    rate = draw(st.sampled_from([None, "rate_iops", "rate_mbps"]))  # one of them, or none
+    if rate:
+        values[rate] = draw(st.integers(1, PARAMS[rate].maximum))
     assert set(values) == set(SPEC_PARAMS)  # a new parameter belongs here too
     return values
 
@@ -108,3 +112,14 @@ def test_the_job_files_of_an_example_plan_import_back(tmp_path, example):
         path = tmp_path / f"{i}.fio"
         path.write_text(render_test(spec, [tmp_path], engine))
         assert imported(path).values() == spec.values(), spec.id
+
+
+def test_a_fleet_hosts_job_file_states_the_tests_whole_rate(tmp_path):
+    """On a fleet each host's file carries its share of the rate; the
+    `; iofleet:` line keeps the test's total, so it imports as the same test."""
+    spec = spec_of(dict(read_pct=70, jobs=2, rate_iops=6000))
+    text = render_test(spec, [tmp_path], "libaio", hosts=3)
+    assert "rate_iops=700,300" in text and f"{IOFLEET_LINE}engine=auto rate_iops=6000" in text
+    path = tmp_path / "job.fio"
+    path.write_text(text)
+    assert imported(path).values() == spec.values()

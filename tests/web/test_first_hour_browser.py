@@ -5,7 +5,6 @@ Start disabled while it holds the store (real fio, two 1-s tests)."""
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -14,7 +13,6 @@ import pytest
 from playwright.sync_api import expect
 
 from ..browser import Seen, browser_page, screenshot
-from ..conftest import ROOT
 from ..webserver import save_plan
 
 pytestmark = pytest.mark.integration
@@ -26,13 +24,6 @@ workloads:
     matrix: {bs: [4k, 8k], read_pct: [100]}
 """
 
-
-@pytest.fixture
-def disk(tmp_path):
-    d = ROOT / "scratch" / "tests" / f"web-{tmp_path.name}"  # a real disk, not tmpfs
-    d.mkdir(parents=True, exist_ok=True)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_first_hour(server, disk):

@@ -2,12 +2,10 @@
 running real fio: start a saved plan, watch it live, reload the page in the
 middle (it reattaches), stop a second run, open the finished result."""
 
-import shutil
 
 import pytest
 
 from ..browser import Seen, browser_page, screenshot
-from ..conftest import ROOT
 from ..webserver import save_plan
 
 pytestmark = pytest.mark.integration
@@ -25,13 +23,6 @@ workloads:
     matrix: {bs: [4k, 8k], read_pct: [100]}
 """
 
-
-@pytest.fixture
-def disk(tmp_path):
-    d = ROOT / "scratch" / "tests" / f"web-{tmp_path.name}"  # a real disk, not tmpfs
-    d.mkdir(parents=True, exist_ok=True)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def samples(page) -> int:

@@ -14,10 +14,13 @@ SYNC_ENGINES = ("psync", "sync")  # one IO at a time per job, whatever iodepth s
 def outstanding_io(test: dict) -> int | None:
     """IOs the test keeps in flight over all its hosts (fio jobs × iodepth),
     from an exported test (results.model.TestRecord.to_dict); None for mixed tests,
-    whose host groups run different depths, and for tests without figures."""
+    whose host groups run different depths, for tests at a fixed rate (rate_iops,
+    rate_mbps: iodepth is only a cap there) and for tests without figures."""
     params = test.get("params") or {}
     if params.get("groups") or not test.get("fio_jobs") or "iodepth" not in params:
         return None
+    if params.get("rate_iops") or params.get("rate_mbps"):
+        return None  # a fixed rate, not the queue, sets how many IOs are in flight
     engine = params.get("engine_used") or params.get("engine")
     depth = 1 if engine in SYNC_ENGINES else params["iodepth"]
     return test["fio_jobs"] * depth

@@ -10,12 +10,14 @@ from typer.core import TyperOption
 
 from .common import user_errors
 from .compare import compare_command
+from .curve import curve_command
 from .hosts import hosts_app, server
 from .importing import import_command
 from .model import model_command
 from .plans import params, validate
 from .results import diagnose_command, report_command, results_app
 from .run import easy_run_command, run
+from .scenario import scenario_command
 from .serve import serve_command
 from .studies import saturate, scale
 
@@ -51,6 +53,8 @@ app.command("report")(report_command)
 app.command("scale")(scale)
 app.command("diagnose")(diagnose_command)
 app.command("saturate")(saturate)
+app.command("curve", short_help="Latency against load: fixed-rate tests up to the most IOPS.")(curve_command)
+app.command("scenario", short_help="Run a load at a fixed rate while hosts, links or devices fail.")(scenario_command)
 
 
 def main():  # pragma: no cover

@@ -41,6 +41,8 @@ def validate(
     if left_out:
         console.print(left_out, style="dim", highlight=False)
     _print_costs(preview)
+    for note in preview.notes:  # e.g. a rate rounded up per job
+        console.print(f"Note: {note}", highlight=False, soft_wrap=True)
     if jobfiles is not None:
         written = write_jobfiles(plan, jobfiles)
         console.print(f"Wrote {len(written)} fio job file{'s' if len(written) != 1 else ''} to {jobfiles} "

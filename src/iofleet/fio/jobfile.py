@@ -25,7 +25,7 @@ ALLOWED_OPTIONS = frozenset(
     write_lat_log per_job_logs log_unix_epoch create_only unlink invalidate
     stonewall buffer_compress_percentage dedupe_percentage
     refill_buffers zero_buffers loops end_fsync filename allow_file_create
-    offset offset_increment verify verify_pattern""".split()
+    offset offset_increment verify verify_pattern rate rate_iops""".split()
 )
 _TEST_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}\Z")  # \Z: `$` would pass "id\n"
 _SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]*\Z")
@@ -107,22 +107,25 @@ def _where(targets: list[Path] | Device) -> list[tuple[str, object]]:
     return [("directory", _directory_value(targets)), ("filename_format", DATA_FILE_FORMAT)]
 
 
-def iofleet_line(spec: TestSpec, engine: str) -> str:
+def iofleet_line(spec: TestSpec, engine: str, hosts: int = 1) -> str:
     """The comment that states what the job file's fio options cannot (a
     working set smaller than the file, until: steady and its round, engine:
-    auto), or "". Read back by the importer, so a job file of `iofleet
-    validate --jobfiles` imports as the same test."""
+    auto, a rate shared with other hosts or rounded up per job), or "". Read
+    back by the importer, so a job file of `iofleet validate --jobfiles`
+    imports as the same test."""
     values = spec.values()
     stated = {name: p.default for name, p in PARAMS.items()}
-    stated.update(params_from_fio(dict(fio_options(values | {"engine": engine})) | {"runtime": spec.longest_s},
+    stated.update(params_from_fio(dict(fio_options(values | {"engine": engine}, hosts)) | {"runtime": spec.longest_s},
                                  strict=False))  # a value the table refuses (a 512-byte working set) goes in the line
     stated["ramp"] = spec.ramp  # its warm-up job group
     own = {name: PARAMS[name].format(v) for name, v in values.items() if stated.get(name) != v}
     return IOFLEET_LINE + " ".join(f"{name}={text}" for name, text in own.items()) if own else ""
 
 
-def render_test(spec: TestSpec, targets: list[Path] | Device, engine: str, clear_cache: bool = True) -> str:
-    """The job file for one test. `engine` is the resolved engine (not auto).
+def render_test(spec: TestSpec, targets: list[Path] | Device, engine: str, clear_cache: bool = True,
+                hosts: int = 1) -> str:
+    """The job file for one test. `engine` is the resolved engine (not auto);
+    `hosts`: how many hosts run it at once (they share its rate).
 
     With a warm-up, two job groups: the warm-up for `ramp` seconds, then
     (stonewall) the measured part. fio starts the second as the first ends
@@ -133,7 +136,7 @@ def render_test(spec: TestSpec, targets: list[Path] | Device, engine: str, clear
         raise FioError(f"internal: engine {engine!r} must be resolved before rendering")
     common: list[tuple[str, object]] = [
         *_where(targets),
-        *fio_options(spec.values() | {"engine": engine}),
+        *fio_options(spec.values() | {"engine": engine}, hosts),
         ("time_based", True),
         # Total latency (submission + completion) with its histogram, so
         # percentiles can be merged exactly across jobs and hosts.
@@ -162,7 +165,7 @@ def render_test(spec: TestSpec, targets: list[Path] | Device, engine: str, clear
     measured.append(("group_reporting", False))
     sections.append((spec.id, measured))
     return _render_sections(f"iofleet test {spec.id} (workload {spec.workload})", sections,
-                            iofleet_line(spec, engine))
+                            iofleet_line(spec, engine, hosts))
 
 
 def render_prepare(tiers: list[tuple[int, int]], targets: list[Path] | Device, engine: str, direct: bool,

@@ -3,6 +3,7 @@
 a test by its one verdict and keep its files by one rule (place.py), and
 return a `Measured` record the run study stores."""
 
+import collections
 import os
 import threading
 from functools import cached_property
@@ -481,8 +482,10 @@ class FleetPlace(Place):
             if run.lost or run.fio.returncode != 0 and not run.fio.stopped:
                 why = lost_reason(run) if run.lost else error_line(run.fio.stderr, run.fio.stdout)
                 return Measured("failed", why, engine=engine)
+        # A rate is the test's total: shared by the hosts running that test (a mixed step: its group).
+        sharing = collections.Counter(specs[h.name] for h in hosts)
         jobfiles = {h.name: render_test(specs[h.name], self._where(h), engines[h.name],
-                                        self.clear_cache) for h in hosts}
+                                        self.clear_cache, sharing[specs[h.name]]) for h in hosts}
         dropped: dict[str, str | None] = {}  # host → why its kernel caches were kept (None: dropped)
         if self.clear_cache and any(h.ssh for h in hosts):
             phase("dropping kernel caches on every host")

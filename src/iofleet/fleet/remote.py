@@ -203,7 +203,13 @@ def _collect(hosts: list[Host], runs: dict[str, FioRun], late: dict[str, str],
         if name in late or not r.final_output:
             continue
         if per_tick and _DISCONNECTED.search(r.stdout + r.stderr):
-            continue  # its status snapshots so far are no result: the host is lost
+            # Its status snapshots so far are no result (the host is lost), but its rounds up
+            # to the loss are kept, named lost (a scenario's series shows it up to its fault).
+            try:
+                run.rounds[name] = client_rounds(json.loads(r.final_output), per_tick[name], interval_ms)[0].rounds
+            except (ImportFormatError, ValueError):
+                pass
+            continue
         try:
             doc = r.final_output
             if per_tick:

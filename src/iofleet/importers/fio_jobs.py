@@ -79,7 +79,8 @@ _FIO_INFO = {
 }
 # The IO would differ and iofleet cannot express it.
 _FIO_UNSUPPORTED_PREFIXES = {
-    "rate": "iofleet runs at full speed", "thinktime": "iofleet runs at full speed",
+    "rate": "fio's other rate settings are not carried over; iofleet paces with rate_iops / rate_mbps "
+            "(fio's linear pacing)", "thinktime": "iofleet runs at full speed",
     "flow": "iofleet runs at full speed", "verify": "data verification is not supported",
     "do_verify": "data verification is not supported", "experimental_verify": "data verification is not supported",
     "iodepth_": "fio's batch submission settings are not supported",

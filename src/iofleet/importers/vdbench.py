@@ -383,6 +383,7 @@ def _vdb_workload(w: Workload, rd: _VdbDef, wd: _VdbDef, tables, general, conten
     _vdb_range(w, sources, sds, notes)
     _vdb_size_and_flags(w, sources, sds, general, notes)
     _vdb_not_carried(wd, sources, notes)
+    _vdb_rate(w, sources, notes)
     _vdb_time(w, rd, notes)
     w.fixed["engine"] = "auto"
 
@@ -485,17 +486,26 @@ def _vdb_size_and_flags(w: Workload, sources: list, sds: list, general: dict, no
         notes.add(INFO, w.where, "no openflags=o_direct: vdbench does buffered IO; imported as direct: false")
 
 
+def _vdb_rate(w: Workload, sources: list, notes: Notes) -> None:
+    """iorate=N (vdbench's total rate) is iofleet's rate_iops; a curve or a list is not carried."""
+    rate, label = _vdb_pick("iorate", *sources)
+    if rate is None or str(rate).lower() == "max":
+        return
+    if isinstance(rate, list) or not str(rate).isdigit():
+        hint = "; `iofleet curve` runs latency against load" if str(rate).lower() == "curve" else ""
+        notes.add(UNSUPPORTED, f"{label} iorate={shown(rate)}",
+                  f"only a fixed iorate is carried over (as rate_iops){hint}")
+        return
+    w.fixed["rate_iops"] = check("rate_iops", int(rate), f"{label} iorate={shown(rate)}")
+
+
 def _vdb_not_carried(wd: _VdbDef, sources: list, notes: Notes) -> None:
-    """Cache-hit simulation and rates: noted, never carried."""
+    """Cache-hit simulation: noted, never carried."""
     wp = wd.params
     for key in ("rhpct", "whpct"):
         if key in wp and str(wp[key][0]) not in ("0", ""):
             notes.add(UNSUPPORTED, f"wd={wd.name} {key}={wp[key][0]}",
                       "vdbench's cache-hit simulation is not carried over")
-    rate, label = _vdb_pick("iorate", *sources)
-    if rate is not None and str(rate).lower() != "max":
-        notes.add(UNSUPPORTED, f"{label} iorate={shown(rate)}",
-                  "a fixed rate or curve is not carried over; iofleet runs at max")
     if "skew" in wp:
         notes.add(INFO, f"wd={wd.name} skew={wp['skew'][0]}", "skew is not carried over")
 

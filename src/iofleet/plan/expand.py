@@ -87,6 +87,8 @@ def expand(plan: Plan) -> list[TestSpec]:
                 f"workload {wname!r}: max_runtime {format_duration(p['max_runtime'])} is shorter than the "
                 f"steady-state window ({STEADY_WINDOW_ROUNDS} rounds of {format_duration(p['round'])}); "
                 f"raise max_runtime or shorten round")
+        if p["rate_iops"] is not None and p["rate_mbps"] is not None:
+            problems.append(f"workload {wname!r}: both rate_iops and rate_mbps are set; give one of them")
         if p["bs"] % 512:
             problems.append(f"workload {wname!r}: bs {p['bs']} is not a multiple of 512 bytes")
     if problems:

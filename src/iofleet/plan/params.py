@@ -95,6 +95,8 @@ class Param:
         return "allowed: any"
 
     def format(self, value: Any) -> str:
+        if value is None:
+            return "none"  # a parameter whose default is none given (rate_iops)
         if self.kind == "size":
             return format_size(value)
         if self.kind == "duration":
@@ -237,6 +239,105 @@ def _engine_from_fio(options: FioOptions):
     return text.lower() if text.lower() in ENGINES else "auto"  # the importer says what it replaced
 
 
+# ---- rates ---------------------------------------------------------------
+# A rate is the test's total over every host and job. fio's rate options cap
+# each job, and a single value caps reads and writes EACH (a 70 % read mix at
+# rate_iops=100 does 100 reads and 100 writes a second), so the total is split
+# evenly over hosts × jobs, rounded up per job, then by read_pct into
+# `rate_iops=R,W` (fio then follows the two rates, not rwmixread).
+MB = 10**6  # MB/s is 10^6 bytes/s, as everywhere in iofleet
+RATE_OPTIONS = {"rate_iops": ("rate_iops", 1), "rate_mbps": ("rate", MB)}  # parameter → (fio option, unit)
+
+
+def job_rate(total: int, hosts: int, jobs: int, read_pct: int) -> tuple[int, int]:
+    """(reads, writes) per second of one job for a test's total rate. A mix
+    gets at least 1 each way: fio takes a direction's 0 as no cap at all."""
+    per_job = -(-total // (hosts * jobs))  # rounded up
+    if read_pct == 100:
+        return per_job, 0
+    if read_pct == 0:
+        return 0, per_job
+    per_job = max(per_job, 2)
+    reads = min(max(1, (per_job * read_pct + 50) // 100), per_job - 1)
+    return reads, per_job - reads
+
+
+def fio_rate(values: Mapping, name: str, hosts: int = 1) -> int | None:
+    """What the test asks of fio in all, in IOPS or bytes/s: the plan's
+    value, or more where it does not divide evenly; None: no such rate."""
+    if values.get(name) is None:
+        return None
+    return sum(job_rate(values[name] * RATE_OPTIONS[name][1], hosts, values["jobs"], values["read_pct"])) \
+        * hosts * values["jobs"]
+
+
+def rate_note(values: Mapping, hosts: int = 1) -> str | None:
+    """A line saying how a rate that does not divide evenly was rounded, or None."""
+    for name, (_, unit) in RATE_OPTIONS.items():
+        real = fio_rate(values, name, hosts)
+        if real is None or real == values[name] * unit:
+            continue
+        reads, writes = job_rate(values[name] * unit, hosts, values["jobs"], values["read_pct"])
+        what = "IOPS" if unit == 1 else "bytes/s"
+        split = f"{reads}+{writes} {what} (reads+writes)" if reads and writes else f"{reads + writes} {what}"
+        over = f"{hosts} hosts × {values['jobs']} jobs" if hosts > 1 else f"{values['jobs']} jobs"
+        in_all = f"{real} IOPS" if unit == 1 else f"{real / unit:f}".rstrip("0") + " MB/s"
+        return f"{name} {values[name]} over {over} is {split} per job: {in_all} in all (rounded up per job)"
+    return None
+
+
+def _rate_to_fio(name: str) -> Callable[[Mapping], list]:
+    option, unit = RATE_OPTIONS[name]
+
+    def to_fio(values: Mapping) -> list:
+        if values.get(name) is None:
+            return []
+        reads, writes = job_rate(values[name] * unit, values.get("hosts", 1), values["jobs"], values["read_pct"])
+        return [(option, f"{reads},{writes}" if reads and writes else str(reads or writes))]
+    return to_fio
+
+
+def _rate_from_fio(name: str) -> Callable[[FioOptions], Any]:
+    """The test's total (one host) from a job's `rate_iops=R[,W]` and numjobs.
+    A single value on a read/write mix caps each way: twice that in all, and
+    fio then runs reads and writes 50/50 whatever rwmixread says, so rates
+    that are not in the mix's ratio are refused (iofleet could not run that IO)."""
+    option, unit = RATE_OPTIONS[name]
+
+    def from_fio(options: FioOptions):
+        text = _text(options, option)
+        if text is None:
+            return None
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) > 2 or not all(p.isdigit() for p in parts if p):
+            raise FioOptionError(option, "expected whole numbers: one value, or reads,writes (no suffixes, no trims)")
+        per_way = [int(p) if p else 0 for p in parts]
+        mode = _rw_mode(options) or (100, True)
+        if len(per_way) == 1:
+            per_way *= 1 if mode[0] in (0, 100) else 2
+        elif mode[0] in (0, 100):
+            per_way = [per_way[0 if mode[0] == 100 else 1]]  # the other way does no IO
+        if 0 in per_way and len(per_way) == 2:
+            raise FioOptionError(option, "a rate on one way of a read/write mix leaves the other uncapped")
+        read_pct = _read_pct_from_fio(options) if len(per_way) == 2 else None
+        if read_pct is not None and str(read_pct).isdigit() and \
+                abs(per_way[0] - sum(per_way) * int(read_pct) / 100) > 1:
+            raise FioOptionError(option, f"reads {per_way[0]}, writes {per_way[1]} a second: fio follows these rates, "
+                                 f"not the {read_pct}/{100 - int(read_pct)} read/write mix; give reads,writes in the "
+                                 f"mix's ratio, e.g. {option}={sum(per_way) * int(read_pct) // 100},"
+                                 f"{sum(per_way) - sum(per_way) * int(read_pct) // 100}")
+        jobs = _one(options, "numjobs") or "1"
+        total = sum(per_way) * (int(jobs) if jobs.isdigit() else 1)
+        if total % unit:
+            raise FioOptionError(option, f"{total} bytes/s in all is not a whole number of MB/s (10^6 bytes/s)")
+        return total // unit
+    return from_fio
+
+
+def _rate_id(name: str, short: str) -> Callable[[Any], str]:
+    return lambda v: f"{short}{v}" if v is not None else f"{short}max"
+
+
 def _same(name: str, key: str, only_if_set: bool = False) -> dict:
     """A parameter that is one fio option of the same value (written only
     when not 0, if `only_if_set`)."""
@@ -300,6 +401,18 @@ PARAMS: dict[str, Param] = {
               "dedupe_percentage", minimum=0, maximum=100, label="dedupe %", unit="%", column="dedupe_pct",
               id_part=lambda v: f"dd{v}",
               **_same("dedupe_pct", "dedupe_percentage", True)),
+        Param("rate_iops", "int", None,
+              "the test's total IOPS (all hosts and jobs), split evenly over them and by read_pct; "
+              "none = as fast as it goes", "rate_iops (reads,writes per job)", minimum=1, maximum=10**8,
+              label="rate IOPS", column="rate_iops", id_part=_rate_id("rate_iops", "iops"),
+              to_fio=_rate_to_fio("rate_iops"), from_fio=_rate_from_fio("rate_iops"),
+              fio_keys=("rate_iops",)),
+        Param("rate_mbps", "int", None,
+              "the test's total MB/s (10^6 bytes/s; all hosts and jobs), split like rate_iops; "
+              "none = as fast as it goes", "rate (bytes/s, reads,writes per job)", minimum=1, maximum=10**6,
+              label="rate MB/s", unit="MB/s", column="rate_mb_s", id_part=_rate_id("rate_mbps", "mbps"),
+              to_fio=_rate_to_fio("rate_mbps"), from_fio=_rate_from_fio("rate_mbps"),
+              fio_keys=("rate",)),
         Param("until", "choice", "time",
               "time = measure for `runtime`; steady = stop once steady (SNIA PTS), at most `max_runtime`",
               "(iofleet: its own SNIA rule ends the test)", choices=("time", "steady"), in_matrix=False,
@@ -335,9 +448,11 @@ def base_id(values: Mapping) -> str:
             f"-j{values['jobs']}-qd{values['iodepth']}")
 
 
-def fio_options(values: Mapping) -> list[tuple[str, Any]]:
+def fio_options(values: Mapping, hosts: int = 1) -> list[tuple[str, Any]]:
     """The fio options a test's values become, in table order (runtime and
-    ramp are job groups: the job file places them)."""
+    ramp are job groups: the job file places them). `hosts`: how many hosts
+    run the test at once (a rate is the test's total, shared by them)."""
+    values = {**values, "hosts": hosts}
     return [option for p in PARAMS.values() if p.to_fio for option in p.to_fio(values)]
 
 

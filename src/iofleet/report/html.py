@@ -18,6 +18,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from plotly.offline import get_plotlyjs
 
 from .. import __version__
+from ..analysis.curve import curve_of_run
 from ..analysis.diagnostics import RULES, diagnose
 from ..analysis.host_facts import host_line
 from ..analysis.steady import SteadyVerdict
@@ -27,6 +28,8 @@ from ..results.aggregate import shared_by_host
 from ..results.export import BINS_FIELD, aggregate_figures
 from ..results.model import Run
 from . import charts
+from .curve import curve_chart, curve_columns, curve_lines, curve_rows, curve_title
+from .scenario import scenario_chart, scenario_lines, scenario_record
 from .compare import comparison_tables, header_lines, metric_table, note_lines
 from .saturation import cell_rows, sweep_of_run, verdict_lines
 from .summary import diagnostics_lines, repeat_rows, run_title, summary_caption, summary_notes, summary_rows
@@ -145,8 +148,31 @@ def _run_report_context(run: Run, series: Mapping[int, list[Series]]) -> dict:
                  "lines": verdict_lines(sat, hosts)}
     return dict(title=run_title(run), run=run, environment=environment_rows(run),
                 rows=summary_rows(run), caption=summary_caption(run), notes=summary_notes(run),
-                repeats=repeat_rows(run), sweep=sweep,
+                repeats=repeat_rows(run), sweep=sweep, scenario=_scenario_context(run), curve=_curve_context(doc, run),
                 overview=overview, tests=tests, steady=steady_rows(doc, names), findings=finding_rows(doc))
+
+
+def _curve_context(doc: dict, run: Run) -> dict | None:
+    """A latency-vs-load run's chart (the hockey stick), its points and how they were chosen."""
+    result = curve_of_run(doc)
+    if result is None:
+        return None
+    chart, columns = curve_chart(result), curve_columns(result)
+    return {"title": curve_title(result), "chart": chart.to_json() if chart else None,
+            "rows": [{c: row[c] for c in columns} for row in curve_rows(result)],
+            "lines": curve_lines(result, len(run.host_facts.get("hosts", [])) or 1)}
+
+
+def _scenario_context(run: Run) -> dict | None:
+    """A scenario run's chart (events on the time axis), its impact lines and its events."""
+    record = scenario_record(run.methodology)
+    if record is None:
+        return None
+    chart = scenario_chart(record)
+    events = [{"fault": e["fault"], "host": e["host"] or "local", "at s": e["at_s"], "for s": e["for_s"],
+               "applied at s": e["applied_s"], "undone at s": e["undone_s"], "command": e.get("command") or "",
+               "error": "; ".join(x for x in (e["error"], e.get("undo_error")) if x)} for e in record["events"]]
+    return {"chart": chart.to_json() if chart else None, "lines": scenario_lines(record), "events": events}
 
 
 def compare_page(cmp) -> str:

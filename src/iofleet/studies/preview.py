@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..plan.expand import MixedStep, TestSpec, data_per_target_set, expand, expand_mixed, tests_table
 from ..plan.model import Plan, is_device_path
+from ..plan.params import rate_note
 from .run import estimate_seconds
 
 
@@ -19,6 +20,7 @@ class PlanPreview:
     estimate_s: float = 0.0
     on_device: bool = False  # a target is a block device: no data files
     data_bytes: int = 0  # data files created per set of targets (directories)
+    notes: list[str] = field(default_factory=list)  # e.g. a rate rounded up per job (on one host)
 
 
 def preview_plan(plan: Plan) -> PlanPreview:
@@ -29,4 +31,5 @@ def preview_plan(plan: Plan) -> PlanPreview:
     steps = expand_mixed(plan) if plan.mixed else []
     return PlanPreview(plan, specs, columns, rows, steps, estimate_seconds(steps or specs),
                        on_device=any(is_device_path(t) for t in plan.targets),
-                       data_bytes=data_per_target_set(specs))
+                       data_bytes=data_per_target_set(specs),
+                       notes=list(dict.fromkeys(n for s in specs if (n := rate_note(s.values())))))

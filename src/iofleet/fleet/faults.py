@@ -1,0 +1,286 @@
+"""Scenario faults: each applied at its time and undone at its end and at
+any exit (undo is idempotent).
+
+On a fleet host they run as root through the SSH control channel
+(ssh.run_on_all); on this host (`--target`) only device-slow exists, run
+here. Every value that reaches a shell is one quoted argument of a fixed
+script (shlex.quote), except a `run:` event's command, which is the
+user's shell text by design (shown before the run, confirmed with --yes).
+
+  host-down    kill -9 the host's fio server (the process listening on
+               its port) and its children; undo starts it again with its
+               own command line, once the run is over.
+  link-slow    tc tbf on the interface holding the host's address; undo
+               deletes the qdisc.
+  device-slow  a blkio (cgroup v1) throttle on the target's disk, for the
+               fio server's processes (here: the fio processes using the
+               target); undo moves them back and removes the cgroup.
+  run          the command, once; nothing to undo.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import IofleetError
+from ..fio.jobfile import DATA_DIR_NAME
+from ..plan.scenario import Event, Scenario
+from .inventory import Host
+from .procs import fio_using
+from .ssh import run_on_all
+
+BLKIO_ROOT = "/sys/fs/cgroup/blkio"
+FAULT_TIMEOUT_S = 30.0
+
+
+class FaultError(IofleetError):
+    """A fault could not be applied or undone."""
+
+
+# The interface holding an address: `ip -o addr` lines read "2: eth0 inet 10.0.0.2/24 ...".
+_FIND_DEV = r"""
+dev=$(ip -o addr show | awk -v a="$1" '{split($4, p, "/"); if (p[1] == a) {print $2; exit}}')
+[ -n "$dev" ] || { echo "no interface has the address $1" >&2; exit 3; }
+"""
+
+LINK_SLOW = _FIND_DEV + r"""
+tc qdisc replace dev "$dev" root tbf rate "$2mbit" burst "$3" latency 50ms
+echo "dev=$dev"
+"""
+
+LINK_UNDO = _FIND_DEV + r"""
+tc qdisc show dev "$dev" root | grep -q '^qdisc tbf' || exit 0
+tc qdisc del dev "$dev" root
+"""
+
+# The fio server: the process listening on the port, and every descendant.
+_SERVER_TREE = r"""
+tree() { echo "$1"; for c in $(pgrep -P "$1"); do tree "$c"; done; }
+# ss names every process holding the listening socket (its forked children too): the server is
+# the one whose parent is not among them.
+pids=$(ss -Hltnp "sport = :$PORT" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
+server=
+for p in $pids; do echo "$pids" | grep -qx "$(ps -o ppid= -p "$p" | tr -d ' ')" || server=$p; done
+[ -n "$server" ] || { echo "no process listens on port $PORT (no fio server)" >&2; exit 3; }
+"""
+
+HOST_DOWN = "PORT=$1" + _SERVER_TREE + r"""
+printf 'exe=%s\n' "$(readlink "/proc/$server/exe")"
+tr '\0' '\n' < "/proc/$server/cmdline" | sed 's/^/arg=/'
+kill -9 $(tree "$server")
+"""
+
+# Starts the server again only if nothing listens on its port.
+HOST_UP = r"""
+port=$1; shift
+ss -Hltn "sport = :$port" | grep -q . && exit 0
+setsid "$@" < /dev/null > /dev/null 2>&1 &
+i=0; while ! ss -Hltn "sport = :$port" | grep -q . && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+"""
+
+# $1 target, $2 cgroup, $3.. throttle files and values ("read_bps_device 1048576" pairs), after `--` the pids.
+_TARGET_DISK = r"""
+t=$1
+if [ -b "$t" ]; then
+  hex=$(stat -L -c '%t:%T' "$t") && mm=$(printf '%d:%d' "0x${hex%:*}" "0x${hex#*:}")
+else
+  mm=$(findmnt -n -o MAJ:MIN -T "$t" | head -n 1 | tr -d ' ')
+fi
+[ -e "/sys/dev/block/$mm" ] || { echo "the target $t is on no block device ($mm)" >&2; exit 3; }
+# blkio throttles whole disks: a partition's disk
+[ -e "/sys/dev/block/$mm/partition" ] && mm=$(cat "/sys/dev/block/$mm/../dev")
+"""
+
+DEVICE_SLOW = _TARGET_DISK + r"""
+cg=$2; shift 2
+[ -d /sys/fs/cgroup/blkio ] || { echo "no blkio cgroup (v1) at /sys/fs/cgroup/blkio" >&2; exit 3; }
+mkdir -p "$cg"
+while [ "$1" != "--" ]; do echo "$mm $2" > "$cg/blkio.throttle.$1"; shift 2; done
+shift
+for p in "$@"; do echo "$p" > "$cg/cgroup.procs" 2>/dev/null || true; done
+echo "device=$mm"
+"""
+
+DEVICE_SLOW_REMOTE = _SERVER_TREE + r"""
+set -- "$@" $(tree "$server")
+""" + DEVICE_SLOW
+
+DEVICE_UNDO = r"""
+cg=$1
+[ -d "$cg" ] || exit 0
+# Limits off first: IOs already queued in the cgroup's throttle go at once, not at the slow rate.
+for f in "$cg"/blkio.throttle.*_device; do
+  while read -r mm value; do echo "$mm 0" > "$f"; done < "$f"
+done
+for p in $(cat "$cg/cgroup.procs"); do echo "$p" > /sys/fs/cgroup/blkio/cgroup.procs 2>/dev/null || true; done
+i=0; while ! rmdir "$cg" 2>/dev/null && [ $i -lt 50 ]; do
+  for p in $(cat "$cg/cgroup.procs"); do echo "$p" > /sys/fs/cgroup/blkio/cgroup.procs 2>/dev/null || true; done
+  sleep 0.02; i=$((i + 1)); done
+[ ! -d "$cg" ] || { echo "cannot remove the cgroup $cg" >&2; exit 1; }
+"""
+
+
+def script(text: str, *args) -> str:
+    """`sh -c TEXT iofleet-fault ARGS…`, every word quoted."""
+    return " ".join(["sh", "-c", shlex.quote(text), "iofleet-fault", *(shlex.quote(str(a)) for a in args)])
+
+
+def tbf_burst(mbit: int) -> int:
+    """Bytes tbf may send at once: 10 ms at the rate, at least 16 KiB (a
+    burst under rate/HZ would cap the rate below the one asked for)."""
+    return max(16384, mbit * 1_000_000 // 8 // 100)
+
+
+def throttles(event: Event) -> list[str]:
+    """blkio throttle file names and values, in pairs, for device-slow."""
+    out: list[str] = []
+    if event.mbps is not None:
+        b = event.mbps * 1_000_000
+        out += ["read_bps_device", str(b), "write_bps_device", str(b)]
+    if event.iops is not None:
+        out += ["read_iops_device", str(event.iops), "write_iops_device", str(event.iops)]
+    return out
+
+
+@dataclass
+class Fault:
+    """One event at work on one host (None: this host)."""
+
+    event: Event
+    host: Host | None
+    cgroup: str = ""  # device-slow: its cgroup
+    target: str = ""  # device-slow: the target whose disk is throttled
+    undo_command: str | None = None
+    detail: dict = field(default_factory=dict)
+    applied: bool = False
+    undone: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.host.name if self.host else "local"
+
+    def _run(self, command: str, what: str) -> str:
+        """Run a command as root on the host (SSH) or here; its stdout. FaultError naming the host on failure."""
+        if self.host is None:
+            proc = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=FAULT_TIMEOUT_S)
+            ok, out, err, failed = proc.returncode == 0, proc.stdout, proc.stderr, None
+        else:
+            reply = run_on_all([self.host], command, timeout_s=FAULT_TIMEOUT_S, as_root=True)[self.host.name]
+            ok, out, err, failed = reply.ok, reply.stdout, reply.stderr, reply.error
+        if not ok:
+            why = failed or " ".join(err.split())[-300:] or "failed without a message"
+            raise FaultError(f"{self.name}: {self.event.fault} could not be {what}: {why}")
+        return out
+
+    @property
+    def in_place(self) -> bool:
+        """Applied, or tried (a failed apply may have done part of it), and not undone yet."""
+        return self.undo_command is not None and not self.undone
+
+    def apply(self) -> None:
+        e = self.event
+        if e.fault == "link-slow":
+            address = self.host.endpoint[0]
+            self.undo_command = script(LINK_UNDO, address)  # first: its undo also clears a part-done apply
+            out = self._run(script(LINK_SLOW, address, e.mbit, tbf_burst(e.mbit)), "applied")
+        elif e.fault == "host-down":
+            port = self.host.endpoint[1]
+            out = self._run(script(HOST_DOWN, port), "applied")
+            argv = [line[4:] for line in out.splitlines() if line.startswith("arg=")]
+            exe = next((line[4:] for line in out.splitlines() if line.startswith("exe=")), "")
+            if argv:
+                self.undo_command = script(HOST_UP, port, exe or argv[0], *argv[1:])
+        elif e.fault == "device-slow":
+            self.undo_command = script(DEVICE_UNDO, self.cgroup)
+            out = self._device_slow()
+        else:  # run: the user's own shell text, as one argument of the remote shell
+            out = self._run(e.command, "run")
+        self.applied = True
+        self.detail = {k: v for k, _, v in (line.partition("=") for line in out.splitlines())
+                       if k in ("dev", "device")}
+
+    def _device_slow(self) -> str:
+        pairs = throttles(self.event)
+        if self.host is None:
+            pids = _fio_on(self.target)
+            if not pids:
+                raise FaultError(f"local: device-slow found no fio process using {self.target}")
+            return self._run(script(DEVICE_SLOW, self.target, self.cgroup, *pairs, "--", *pids), "applied")
+        command = script(DEVICE_SLOW_REMOTE, self.target, self.cgroup, *pairs, "--")
+        return self._run(f"PORT={shlex.quote(str(self.host.endpoint[1]))} {command}", "applied")
+
+    def undo(self) -> None:
+        """Idempotent: a second call, or one for a fault never applied, does nothing."""
+        if self.undone or self.undo_command is None:
+            self.undone = True
+            return
+        self.undone = True
+        self._run(self.undo_command, "undone")
+
+    @property
+    def undo_at_end(self) -> bool:
+        """host-down is undone once the run is over: a lost host does not rejoin a running test."""
+        return self.event.fault == "host-down"
+
+
+def _fio_on(target: str) -> list[int]:
+    """This host's fio processes doing IO on a target: holding files in
+    iofleet's directory under it, or the device itself."""
+    if not os.path.exists(target) or not stat.S_ISBLK(os.stat(target).st_mode):
+        return sorted(fio_using([Path(target) / DATA_DIR_NAME]))
+    device, found = os.path.realpath(target), []
+    for entry in os.scandir("/proc"):
+        try:
+            if not entry.name.isdigit() or Path(f"/proc/{entry.name}/comm").read_text() != "fio\n":
+                continue
+            fds = os.listdir(f"/proc/{entry.name}/fd")
+            if any(os.readlink(f"/proc/{entry.name}/fd/{fd}") == device for fd in fds):
+                found.append(int(entry.name))
+        except OSError:
+            continue  # ended meanwhile, or not ours to read
+    return sorted(found)
+
+
+def plan_faults(scenario: Scenario, source: str, hosts: list[Host] | None, target: str | None,
+                token: str) -> list[Fault]:
+    """Each event as a fault on its host, checked before the run starts:
+    the host is in the inventory and reachable by ssh, the fault fits the
+    place. FaultError naming the file, the event and the fix otherwise."""
+    by_name = {h.name: h for h in hosts or []}
+    faults = []
+    for i, e in enumerate(scenario.events):
+        where = f"{source}: events[{i}]"
+        if hosts is None:
+            if e.fault != "device-slow":
+                raise FaultError(f"{where}: {e.fault} needs a fleet host; run the scenario with --hosts INVENTORY "
+                                 f"(on --target only device-slow applies)")
+            if e.host is not None:
+                raise FaultError(f"{where}.host: {e.host} is a fleet host, and the scenario runs on --target; "
+                                 f"leave `host` out or run with --hosts INVENTORY")
+            faults.append(Fault(e, None, cgroup=f"{BLKIO_ROOT}/iofleet-{token}-{i}", target=target or ""))
+            continue
+        if e.host is None:
+            raise FaultError(f"{where}.host: missing; name the host it happens on ({', '.join(by_name)})")
+        host = by_name.get(e.host)
+        if host is None:
+            raise FaultError(f"{where}.host: {e.host} is not a host of the inventory ({', '.join(by_name)}); "
+                             f"fix the name")
+        if host.ssh is None:
+            raise FaultError(f"{where}: {e.fault} on {e.host} needs the SSH control channel; add `ssh:` to "
+                             f"{e.host} in the inventory")
+        faults.append(Fault(e, host, cgroup=f"{BLKIO_ROOT}/iofleet-{token}-{i}", target=host.targets[0]))
+    return faults
+
+
+def now_s(start: float) -> float:
+    return round(time.monotonic() - start, 2)
+
+
+def blkio_available() -> bool:
+    return os.path.isdir(BLKIO_ROOT)

@@ -1,0 +1,164 @@
+"""Scenario files: one background load at a fixed rate, and timed faults.
+
+    name: host-loss
+    load: {bs: 4k, read_pct: 70, iodepth: 4, rate_iops: 5000, size: 1g, runtime: 10m, ramp: 30s}
+    events:
+      - {at: 2m, fault: host-down, host: h2}
+      - {at: 5m, fault: link-slow, host: h3, mbit: 100, for: 1m}
+
+`load` holds the parameters of ONE test, checked by the plan's parameter
+table (plan/params.py); `at` and `for` are durations as in a plan, counted
+from the start of the measured part (after the warm-up). The scenario is
+run as a one-test plan (`plan()`), with one-second rounds: the per-second
+series the impact is measured on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel
+
+from ..errors import PlanError
+from .load import field_problems, parse_plan, problem_lines, read_yaml
+from .model import Plan, WorkloadParams, check_name
+from .units import parse_duration
+
+FAULTS = ("host-down", "link-slow", "device-slow", "run")
+# What each fault takes beside `at`, `fault`, `host` and `for`.
+FAULT_FIELDS = {"host-down": set(), "link-slow": {"mbit"}, "device-slow": {"mbps", "iops"}, "run": {"command"}}
+# Load parameters a scenario cannot use: it is one test at a time-based run.
+NOT_IN_LOAD = {"repeat": "a scenario is one test", "until": "a scenario runs for its `runtime`",
+               "max_runtime": "a scenario runs for its `runtime`", "round": "a scenario's rounds are 1 s"}
+MAX_EVENTS = 100
+MAX_COMMAND = 4096
+
+
+def _duration(value: Any) -> int:
+    return parse_duration(value)
+
+
+Seconds = Annotated[int, BeforeValidator(_duration)]
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    at: Seconds
+    fault: Literal["host-down", "link-slow", "device-slow", "run"]
+    host: Optional[Annotated[str, BeforeValidator(check_name)]] = None
+    for_s: Optional[Seconds] = Field(None, alias="for")
+    mbit: Optional[Annotated[int, Field(ge=1, le=1_000_000)]] = None
+    mbps: Optional[Annotated[int, Field(ge=1, le=1_000_000)]] = None
+    iops: Optional[Annotated[int, Field(ge=1, le=100_000_000)]] = None
+    command: Optional[Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)]] = None
+
+    @model_validator(mode="after")
+    def _fits_fault(self):
+        given = {k for k in ("mbit", "mbps", "iops", "command") if getattr(self, k) is not None}
+        wanted = FAULT_FIELDS[self.fault]
+        extra = given - wanted
+        if extra:
+            raise ValueError(f"{self.fault} does not take {', '.join(sorted(extra))}")
+        if self.fault == "link-slow" and self.mbit is None:
+            raise ValueError("link-slow needs `mbit` (the link's rate, e.g. mbit: 100)")
+        if self.fault == "device-slow" and self.mbps is None and self.iops is None:
+            raise ValueError("device-slow needs `mbps` or `iops` (the device's limit)")
+        if self.fault == "run" and self.command is None:
+            raise ValueError("run needs `command` (run on the host by ssh)")
+        if self.fault == "host-down" and self.for_s is not None:
+            raise ValueError("host-down takes no `for`: a host lost mid-test does not rejoin it "
+                             "(its fio server is started again at the end of the run)")
+        if self.command is not None and ("\n" in self.command or "\0" in self.command):
+            raise ValueError("command is one line")
+        if self.at < 1:
+            raise ValueError("at: at least 1s into the measured part (the seconds before are the baseline)")
+        if self.for_s is not None and self.for_s < 1:
+            raise ValueError("for: at least 1s")
+        return self
+
+    @property
+    def end_s(self) -> int | None:
+        return None if self.for_s is None else self.at + self.for_s
+
+    def describe(self) -> str:
+        """One line: `at 2s: link-slow on h1 (100 Mbit/s) for 2s`."""
+        what = {"link-slow": f" ({self.mbit} Mbit/s)", "run": f": {self.command}",
+                "device-slow": " (" + ", ".join(x for x in (self.mbps and f"{self.mbps} MB/s",
+                                                            self.iops and f"{self.iops} IOPS") if x) + ")"}
+        where = f" on {self.host}" if self.host else " on this host"
+        span = f" for {self.for_s}s" if self.for_s is not None else ""
+        return f"at {self.at}s: {self.fault}{where}{what.get(self.fault, '')}{span}"
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, BeforeValidator(check_name)]
+    description: str = ""
+    load: WorkloadParams  # type: ignore[valid-type]
+    events: list[Event]
+
+    @field_validator("events")
+    @classmethod
+    def _some_events(cls, events):
+        if not events or len(events) > MAX_EVENTS:
+            raise ValueError(f"give 1 to {MAX_EVENTS} events, e.g. `- {{at: 2m, fault: host-down, host: h2}}`")
+        return events
+
+    @model_validator(mode="after")
+    def _load_fits(self):
+        for key, why in NOT_IN_LOAD.items():
+            if getattr(self.load, key) is not None:
+                raise ValueError(f"load.{key}: not in a scenario ({why}); leave it out")
+        runtime = self.runtime
+        for i, e in enumerate(self.events):
+            if e.at >= runtime:
+                raise ValueError(f"events[{i}].at: {e.at}s is not inside the runtime ({runtime}s); "
+                                 f"give an earlier time or a longer load.runtime")
+            if e.end_s is not None and e.end_s > runtime:
+                raise ValueError(f"events[{i}].for: ends at {e.end_s}s, after the runtime ({runtime}s); "
+                                 f"shorten it or lengthen load.runtime")
+        return self
+
+    @property
+    def runtime(self) -> int:
+        from .params import PARAMS
+        return self.load.runtime if self.load.runtime is not None else PARAMS["runtime"].default
+
+    @property
+    def ramp(self) -> int:
+        from .params import PARAMS
+        return self.load.ramp if self.load.ramp is not None else PARAMS["ramp"].default
+
+    @property
+    def commands(self) -> list[Event]:
+        """The `run:` events: shell text the user wrote, shown before the run and confirmed with --yes."""
+        return [e for e in self.events if e.fault == "run"]
+
+    def plan(self, source: str, targets: list[str] = ()) -> Plan:
+        """The one-test plan the scenario runs: its load, with one-second
+        rounds (the per-second series), and going on when a host is lost."""
+        load = self.load.model_dump(exclude_none=True)
+        data = {"name": self.name, "description": self.description, "targets": [str(t) for t in targets],
+                "on_host_loss": "continue", "workloads": [{"name": "load", **load, "round": 1}]}
+        return parse_plan(data, f"{source}: load")
+
+
+def parse_scenario(data, source: str = "<scenario>") -> Scenario:
+    if not isinstance(data, dict):
+        line = "a scenario is a YAML mapping with name, load and events"
+        raise PlanError([f"{source}: {line}"], fields=[("", line)])
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        fields = [(where.replace(".for_s", ".for"), msg) for where, msg in field_problems(exc)]
+        raise PlanError(problem_lines(source, fields), fields=fields) from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file; PlanError naming the file and each field."""
+    path = Path(path)
+    return parse_scenario(read_yaml(path, "scenario"), str(path))

@@ -1,0 +1,105 @@
+"""A curve run shown: its table (load, target and achieved IOPS, MB/s,
+p50/p99/p99.9), its notes, and the hockey-stick chart (latency against
+achieved IOPS). A point that did not reach its target is marked in each,
+with achieved/target: its latency is a saturated system's."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ..analysis.curve import REACHED_SHARE, CurveResult, Point
+from ..plan.units import format_size
+from ..units import format_value, to_ms
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+COLUMNS = ("load %", "target IOPS", "achieved IOPS", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "")
+PERCENTILES = (("p50", "p50_us"), ("p99", "p99_us"), ("p99.9", "p99_9_us"))
+
+
+def curve_title(result: CurveResult) -> str:
+    """latency against load: 4k 70% read random, jobs 1 × iodepth 4"""
+    io = result.io
+    what = ""
+    if io:
+        random = "random" if io["random_pct"] == 100 else "sequential" if io["random_pct"] == 0 else \
+            f"{io['random_pct']}% random"
+        what = f"{format_size(io['bs'])} {io['read_pct']}% read {random}, "
+    return f"latency against load: {what}jobs {result.jobs} × iodepth {result.iodepth}"
+
+
+def missed_mark(p: Point) -> str:
+    """How far a point fell short (achieved/target), or "" when it reached its target."""
+    if p.reached:
+        return ""
+    if p.iops is None:
+        return f"◀ missed: {p.status}, no IO measured"
+    # Rounded down: a point that missed never shows the 95 % it did not reach.
+    return f"◀ missed: {p.iops:,.0f}/{p.target_iops:,} IOPS ({math.floor(p.achieved_pct)} %)"
+
+
+def curve_columns(result: CurveResult) -> tuple[str, ...]:
+    """The table's columns: the mark column only when a point missed its target."""
+    return COLUMNS if result.missed else COLUMNS[:-1]
+
+
+def curve_rows(result: CurveResult) -> list[dict[str, str]]:
+    """The table's rows as shown (COLUMNS), in load order."""
+    return [{"load %": f"{p.load_pct:.0f}", "target IOPS": f"{p.target_iops:,}",
+             "achieved IOPS": format_value(p.iops, "IOPS"), "MB/s": format_value(p.mb_s, "MB/s"),
+             "p50 ms": format_value(p.p50_us, "us"), "p99 ms": format_value(p.p99_us, "us"),
+             "p99.9 ms": format_value(p.p99_9_us, "us"), "": missed_mark(p)}
+            for p in sorted(result.points, key=lambda p: p.target_iops)]
+
+
+def curve_lines(result: CurveResult, hosts: int = 1) -> list[str]:
+    """Where the maximum came from, the rule of the loads, and the missed points."""
+    where = f" per host on {hosts} hosts" if hosts > 1 else ""
+    lines = [f"Most IOPS: {result.max_iops:,.0f} at jobs {result.jobs} × iodepth {result.iodepth}{where} "
+             f"({result.source}); {result.rule}.",
+             f"A point reached its target when it achieved at least {REACHED_SHARE:.0%} of it; "
+             f"percentiles from the merged latency histograms of each test's measured part."]
+    missed = result.missed
+    if missed:
+        lines.append(f"{len(missed)} of {len(result.points)} points did not reach their target rate "
+                     f"({', '.join(f'{p.load_pct:.0f} %' for p in missed)} load): the storage, or the host driving it, "
+                     f"did not keep up; their latency is that of a saturated system, not of the load asked for.")
+    else:
+        lines.append("Every point reached its target rate.")
+    return lines
+
+
+def curve_chart(result: CurveResult) -> go.Figure | None:
+    """Latency (p50, p99, p99.9) against achieved IOPS: the hockey stick.
+    Missed points are drawn as open crosses with achieved/target on hover."""
+    import plotly.graph_objects as go  # here: `iofleet curve` and every other command start without plotly
+
+    from .charts import PALETTE, WRITE, _figure
+
+    points = sorted((p for p in result.points if p.iops is not None), key=lambda p: p.target_iops)
+    if not points:
+        return None
+    fig = _figure("Latency against load")
+    hover = [f"load {p.load_pct:.0f} %: target {p.target_iops:,} IOPS, achieved {p.iops:,.0f}"
+             + (f" (missed: {math.floor(p.achieved_pct)} %)" if not p.reached else "") for p in points]
+    for i, (name, key) in enumerate(PERCENTILES):
+        ys = [to_ms(getattr(p, key), "us") for p in points]
+        fig.add_trace(go.Scatter(
+            x=[p.iops for p in points], y=ys, name=name, mode="lines+markers", text=hover,
+            hovertemplate="%{text}<br>" + name + " %{y:.3f} ms<extra></extra>",
+            line=dict(color=PALETTE[i]),
+            marker=dict(symbol=["circle" if p.reached else "x-open" for p in points], size=9)))
+    missed = [p for p in points if not p.reached]
+    if missed:
+        fig.add_trace(go.Scatter(
+            x=[p.iops for p in missed], y=[to_ms(p.p99_us, "us") for p in missed], mode="markers+text",
+            name="missed its target", text=[f"{p.iops:,.0f}/{p.target_iops:,}" for p in missed],
+            textposition="top center", hoverinfo="skip",
+            marker=dict(symbol="x-open", size=16, color=WRITE, line=dict(width=2))))
+    fig.add_vline(x=result.max_iops, line=dict(color=WRITE, dash="dot"),
+                  annotation_text=f"most IOPS {result.max_iops:,.0f}", annotation_position="top left")
+    fig.update_xaxes(title_text="achieved IOPS (all hosts)", rangemode="tozero")
+    fig.update_yaxes(title_text="latency, ms", rangemode="tozero")
+    return fig

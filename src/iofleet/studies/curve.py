@@ -1,0 +1,168 @@
+"""The `curve` study: latency against load. It takes the most IOPS of one
+IO (block size, read and random share) from a saturate sweep, run here
+first (a run of its own) or stored (`from_run`), then runs fixed-rate tests
+at shares of it, on the sweep's best jobs × iodepth, as ONE stored run whose
+tests carry `params.rate_iops` (the test's total over hosts and jobs)."""
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from ..analysis.curve import DEFAULT_POINTS, CurveResult, curve_of_run, curve_record, even_loads, load_rule
+from ..analysis.saturation import saturation_of_run
+from ..errors import IofleetError
+from ..fleet.check import require_ready
+from ..fleet.execute import place_for
+from ..fleet.inventory import Host
+from ..plan import parse_plan
+from ..plan.params import PARAMS
+from ..plan.units import format_duration, format_size
+from ..results.store import Store
+from .run import RunObserver, RunOutcome, RunSession
+from .saturate import Sweep, run_saturate
+
+MAX_POINTS = 50  # a day's worth of 30-minute points; more is a typo
+MAX_LOAD_PCT = 1000.0  # a load beyond the maximum shows the wall; ten times it is a typo
+
+
+@dataclass
+class Curve:
+    """What to measure: each point's time, the loads (`points` evenly
+    spaced, or `loads` in % of the most IOPS), where the maximum comes from
+    (`from_run`: a stored saturate run; else a sweep run first), and the
+    sweep's settings, whose IO (bs, read and random share), file size,
+    engine and preparation are the curve's too."""
+
+    runtime: int = 10  # each point's measured time: p99.9 needs thousands of IOs even at 10 % load
+    ramp: int = 2
+    points: int = DEFAULT_POINTS
+    loads: list[float] | None = None
+    from_run: int | None = None
+    sweep: Sweep = field(default_factory=Sweep)
+
+    def __post_init__(self):
+        if not 1 <= self.points <= MAX_POINTS:
+            raise IofleetError(f"--points {self.points}: allowed 1 to {MAX_POINTS}")
+        for pct in self.loads or ():
+            if not 0 < pct <= MAX_LOAD_PCT:
+                raise IofleetError(f"--loads {pct:g}: a load is a share of the most IOPS above 0 and at most "
+                                   f"{MAX_LOAD_PCT:g} %, e.g. --loads 10,50,90,120")
+
+    def load_list(self) -> list[float]:
+        return list(self.loads) if self.loads else even_loads(self.points)
+
+
+def parse_loads(text: str | None) -> list[float] | None:
+    """--loads 10,50,90,120 → [10.0, 50.0, 90.0, 120.0] (the web form's text too)."""
+    if text is None:
+        return None
+    try:
+        loads = [float(part.strip().rstrip("%")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise IofleetError(f"--loads {text}: give shares of the most IOPS in %, comma-separated, "
+                           f"e.g. --loads 10,50,90,120") from None
+    if not loads:
+        raise IofleetError("--loads: give at least one share of the most IOPS, e.g. --loads 50")
+    return sorted(set(loads))
+
+
+@dataclass
+class CurveOutcome:
+    run: RunOutcome  # the curve's run (its fixed-rate tests), or the sweep's when it was stopped
+    result: CurveResult | None  # None: stopped before the curve ran
+    hosts: int
+    max_run_id: int | None = None  # the saturate run that found the maximum, when this study ran it
+
+
+def stored_maximum(store: Store, run_id: int, curve: Curve, given: set[str]) -> tuple:
+    """(jobs, iodepth, IOPS, the sweep's IO) of a stored saturate run; the
+    IO options given here must be the sweep's."""
+    doc = store.get_run(run_id).to_dict()
+    sat = saturation_of_run(doc)
+    if sat is None:
+        raise IofleetError(f"--from-run {run_id}: run {run_id} is not a saturate run; give one "
+                           f"(`iofleet results list`) or leave --from-run out to sweep first")
+    if sat.peak is None:
+        raise IofleetError(f"--from-run {run_id}: its sweep measured no IO; sweep again without --from-run")
+    swept = doc["methodology"]["saturate"]
+    for name in ("bs", "read_pct", "random_pct"):
+        if name in given and getattr(curve.sweep, name) != swept[name]:
+            option = "--" + name.replace("_", "-")
+            raise IofleetError(f"{option} {PARAMS[name].format(getattr(curve.sweep, name))}: run {run_id} swept "
+                               f"{PARAMS[name].format(swept[name])}; leave {option} out (the curve takes the "
+                               f"sweep's) or sweep again without --from-run")
+    io = {name: swept[name] for name in ("bs", "read_pct", "random_pct")}
+    return sat.peak.jobs, sat.peak.iodepth, sat.peak.iops, io
+
+
+def curve_plan(curve: Curve, io: dict, jobs: int, iodepth: int, rates: list[int], targets: list[str],
+               destroy_data: list[str], engine: str, max_iops: float, rule: str) -> tuple[dict, str]:
+    """The fixed-rate tests as a plan: one workload, a matrix of rate_iops."""
+    workload = {"name": "curve", "bs": format_size(io["bs"]), "read_pct": io["read_pct"],
+                "random_pct": io["random_pct"], "jobs": jobs, "iodepth": iodepth, "size": format_size(curve.sweep.size),
+                "runtime": format_duration(curve.runtime), "ramp": format_duration(curve.ramp), "engine": engine,
+                "direct": curve.sweep.direct, "matrix": {"rate_iops": rates}}
+    data = {"name": "curve", **({"targets": targets} if targets else {}),
+            **({"destroy_data": list(destroy_data)} if destroy_data else {}), "prepare": curve.sweep.prepare,
+            "workloads": [workload]}
+    text = (f"# iofleet curve: latency against load at fixed rates up to the most IOPS, {max_iops:,.0f}\n"
+            f"# (jobs {jobs} × iodepth {iodepth} per host); {rule}.\n" + yaml.safe_dump(data, sort_keys=False))
+    return data, text
+
+
+def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, hosts: list[Host] | None = None,
+              label: str | None = None, observer: RunObserver | None = None, stop: threading.Event | None = None,
+              destroy_data: list[str] | None = None, given: set[str] = frozenset(),
+              on_maximum: Callable[[str], None] | None = None) -> CurveOutcome:
+    """Find the most IOPS (or take it from `curve.from_run`), then run the
+    curve's fixed-rate tests as one stored run. `given`: the IO options the
+    user set (checked against a stored sweep's); `on_maximum(line)`: says
+    where the maximum is, before the curve runs."""
+    if hosts:
+        require_ready(hosts, what="curve")
+        names = []
+    elif targets:
+        names = [str(Path(t).resolve()) for t in targets]
+    else:
+        raise IofleetError("curve needs a place to test: --target DIR (or --hosts INVENTORY)")
+    stop = stop or threading.Event()
+    max_run = None
+    if curve.from_run is not None:
+        jobs, iodepth, max_iops, io = stored_maximum(store, curve.from_run, curve, set(given))
+        source = f"saturate run {curve.from_run}"
+    else:
+        sweep = curve.sweep
+        swept = run_saturate(store, sweep, targets=targets, hosts=hosts, label=label or "curve", observer=observer,
+                             stop=stop, destroy_data=destroy_data)
+        max_run, peak = swept.run_id, swept.result.peak
+        if stop.is_set():  # stopped during the sweep: no curve; the sweep's run says so
+            return CurveOutcome(swept.run, None, len(hosts) if hosts else 1, max_run)
+        if peak is None:
+            raise IofleetError(f"the sweep for the maximum (run {max_run}) measured no IO; no curve was run "
+                               f"(see `iofleet results show {max_run}`)")
+        jobs, iodepth, max_iops, io = peak.jobs, peak.iodepth, peak.iops, {
+            "bs": sweep.bs, "read_pct": sweep.read_pct, "random_pct": sweep.random_pct}
+        source = f"saturate run {max_run}"
+    loads = curve.load_list()
+    rule = load_rule(loads, bool(curve.loads))
+    if on_maximum:
+        on_maximum(f"most IOPS: {max_iops:,.0f} at jobs {jobs} × iodepth {iodepth} per host ({source}); "
+                   f"the curve runs {len(loads)} fixed-rate tests: {rule}")
+    rates = sorted({max(1, round(max_iops * pct / 100)) for pct in loads})  # one test per distinct rate
+    data, text = curve_plan(curve, io, jobs, iodepth, rates, names, destroy_data or [], curve.sweep.engine,
+                            max_iops, rule)
+    plan = parse_plan(data, "curve")
+    place, specs = place_for(plan, hosts)
+    record = curve_record(CurveResult(max_iops, jobs, iodepth, source, rule, io))
+    with RunSession(plan, text, store, specs=specs, place=place, label=label or "curve", observer=observer,
+                    stop=stop) as session:
+        store.set_run_methodology(session.run_id, session.methodology | {"curve": record})
+        for spec in specs:
+            if session.done or session.stop.is_set():
+                break
+            session.run(spec)
+    result = curve_of_run(store.get_run(session.run_id).to_dict())
+    return CurveOutcome(session.outcome, result, len(hosts) if hosts else 1, max_run)

@@ -1,0 +1,73 @@
+"""device-slow on this host (`--target`): a blkio (cgroup v1) throttle of
+iofleet's own fio on a loop device's filesystem, undone at its end and on
+Ctrl-C. Needs root, loop devices and the blkio controller."""
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from iofleet.fleet.faults import BLKIO_ROOT
+from iofleet.results.store import Store
+
+from ..cli import wait_for
+
+
+def _ours() -> list[str]:
+    return sorted(p.name for p in Path(BLKIO_ROOT).glob("iofleet-*"))
+
+
+@pytest.fixture
+def loop_target(tmp_path):
+    """A directory on an ext4 filesystem on a 96 MiB loop device."""
+    if os.geteuid() != 0 or not Path(BLKIO_ROOT).is_dir() or not shutil.which("losetup"):
+        pytest.skip("needs root, losetup and the blkio cgroup (v1)")
+    image, mnt = tmp_path / "disk.img", tmp_path / "mnt"
+    with open(image, "wb") as f:
+        f.truncate(96 * 2**20)
+    dev = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True, check=True)
+    dev = dev.stdout.strip()
+    try:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        mnt.mkdir()
+        subprocess.run(["mount", dev, str(mnt)], check=True, capture_output=True)
+        try:
+            yield mnt
+        finally:
+            subprocess.run(["umount", str(mnt)], capture_output=True)
+    finally:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def test_device_slow_throttles_the_load_and_every_fault_is_undone_on_ctrl_c(tmp_path, loop_target, spawn,
+                                                                          data_dir):
+    before = _ours()
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({"name": "slow-disk", "load": {
+        "bs": "4k", "read_pct": 0, "iodepth": 4, "size": "16m", "runtime": "30s", "ramp": "1s"}, "events": [
+        {"at": "3s", "fault": "device-slow", "mbps": 1, "for": "2s"},
+        {"at": "7s", "fault": "device-slow", "iops": 100}]}))
+    proc = spawn("scenario", f, "--target", loop_target, data_dir=data_dir)
+    # The second fault is in place (its cgroup exists, 2 s after the first was removed): stop the run.
+    wait_for(lambda: len(_ours()) > len(before) and proc.poll() is None, timeout=40, what="the first cgroup")
+    wait_for(lambda: not (set(_ours()) - set(before)), timeout=20, what="the first fault undone")
+    wait_for(lambda: set(_ours()) - set(before) or proc.poll() is not None, timeout=20, what="the second fault")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert _ours() == before  # both cgroups gone
+    with Store.open(data_dir) as store:
+        run = store.get_run(1)
+    assert run.status == "interrupted"
+    sc = run.methodology["scenario"]
+    first, second = sc["events"]
+    assert first["detail"]["device"].startswith("7:") and first["undone_s"] - first["applied_s"] >= 1.5
+    assert second["applied_s"] >= 6.5 and second["undone_s"] is not None and not second["error"]
+    hit = sc["impact"]["events"][0]
+    # 1 MB/s is 244 IOs of 4 KiB a second: far below an unthrottled loop device.
+    assert hit["iops_change_pct"] < -50 and hit["during"]["iops"] < 0.5 * sc["impact"]["baseline"]["iops"]
+    assert "event 2: device-slow on local undone" in out
