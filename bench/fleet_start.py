@@ -249,23 +249,24 @@ named), ~6 CPU-s per fio client round at 64 hosts on these 2 cores. `iofleet ser
 and the test fleet now start each server with the clock fio itself picks on that host named (`fio
 --debug=time` says which; fio/command.py server_clock): set up once per server, and the measured IO
 keeps fio's own choice. The host check and the engine probe are one round under one fio client;
-preparation, layout and clean-up clients skip the TSC test (they measure nothing); the test keeps a
-client per host (the lost-host rules, remote.py).
+every fio client iofleet starts uses clock_gettime (a client times only its own waits: fio/command.py
+QUICK_CLOCK); the test keeps a client per host (the lost-host rules, remote.py: a late host's client
+is killed alone).
 
-"fio alone" is the floor: the job files iofleet's test ran, given to ONE bare fio client for all
-{a.hosts} hosts right after each run (their data laid out by an untimed 1-s round first), timed the same
-way until every host runs a job: median {med['alone_s']:.2f} s, against {med['from_client_s']:.2f} s for
-iofleet's test round from its first client. Once the first hosts run their jobs, they take the CPU
-that the later hosts need to start: 64 servers and their jobs share 2 cores here, where real hosts
-each start on their own CPUs. Before that round come python's start, the host check (median
-{statistics.median(_span(r, 'check') for r in runs):.1f} s) and the preparation (median
-{statistics.median(_span(r, 'prepare') for r in runs):.1f} s, 1 GiB written to this machine's one disk).
+"fio alone" is the floor of the test's own round: the job files iofleet's test ran, given to ONE bare
+fio client for all {a.hosts} hosts right after each run (their data laid out by an untimed 1-s round
+first), timed the same way until every host runs a job: median {med['alone_s']:.2f} s, against
+{med['from_client_s']:.2f} s for iofleet's test round from its first client, whose {a.hosts} client
+processes share these 2 cores with the {a.hosts} servers. Before that round come python's start, the
+host check (median {statistics.median(_span(r, 'check') for r in runs):.1f} s) and the preparation
+(median {statistics.median(_span(r, 'prepare') for r in runs):.1f} s: 2 passes over 16 MiB a host,
+2 GiB written to this machine's one disk).
 
-The goal (under 5 s from `iofleet run` start) is not met, and cannot be on this machine: fio alone
-needs about {med['alone_s']:.0f} s for the test's own start, before the check and the preparation that
-must come first. Before (issue 19's figures, the same bench at 64 hosts): 25.0 s, of which the host
-check alone was 9.1 s (one fio client per host), then an engine probe round; the previous version of
-this section (shared check, servers without a named clock): 23.1 s.
+The goal (under 5 s from `iofleet run` start) is not met: here the host check and the preparation
+alone take longer than that. The test's round would also need one fio client for every host, as fio
+alone, which needs the lost-host rules rebuilt on one client. Before (issue 19's figures, the same
+bench at 64 hosts): 25.0 s, of which the host check alone was 9.1 s (one fio client per host), then
+an engine probe round; with the shared check but servers without a named clock: 23.1 s.
 """
     write_section(text, SECTION)
     print(text)
