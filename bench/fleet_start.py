@@ -249,8 +249,9 @@ named), ~6 CPU-s per fio client round at 64 hosts on these 2 cores. `iofleet ser
 and the test fleet now start each server with the clock fio itself picks on that host named (`fio
 --debug=time` says which; fio/command.py server_clock): set up once per server, and the measured IO
 keeps fio's own choice. The host check and the engine probe are one round under one fio client;
-every fio client iofleet starts uses clock_gettime (a client times only its own waits: fio/command.py
-QUICK_CLOCK); the test keeps a client per host (the lost-host rules, remote.py: a late host's client
+the clients of the check, preparation, layout and clean-up use clock_gettime (they measure nothing);
+the test's own clients keep fio's clock (a quicker client spreads the hosts' starts when there are
+few: fio/command.py QUICK_CLOCK), one per host (the lost-host rules, remote.py: a late host's client
 is killed alone).
 
 "fio alone" is the floor of the test's own round: the job files iofleet's test ran, given to ONE bare

@@ -498,7 +498,7 @@ class FleetPlace(Place):
                 LiveHosts(sampler, on_live):
             run = run_on_hosts(jobfiles, hosts, work, stop, timeout_s=timeout,
                                planned_s={h.name: specs[h.name].ramp + specs[h.name].longest_s for h in hosts},
-                               status_s=round_s, per_tick=per_tick)
+                               status_s=round_s, per_tick=per_tick, start_together=True)
         self.lost |= set(run.lost)  # left out of cleanup: gone, or frozen
         m = verdict(run.fio, run.jobs, run.disks, run.job_errors, parse_error=run.parse_error, lost=run.lost,
                      lost_why=lost_reason(run) if run.lost else "")

@@ -62,6 +62,7 @@ def run_on_hosts(
     jobfiles: dict[str, str], hosts: list[Host], work: Path, stop: threading.Event,
     timeout_s: float | None = None, tag: str = "job", planned_s: dict[str, float] | None = None,
     work_bytes: dict[str, int] | None = None, status_s: int | None = None, per_tick: dict[str, int] | None = None,
+    start_together: bool = False,
 ) -> FleetRun:
     """Run one job file per host (by host name), each through a fio client
     of its own, all at once. A host whose client has not ended `timeout_s`
@@ -75,12 +76,13 @@ def run_on_hosts(
     take at the slowest finished host's rate, plus LATE_HOST_S, is lost.
     `status_s`: each server sends its status every so many seconds, one
     round each (fio/status.py); `per_tick` (host → its job file's jobs)
-    splits them."""
+    splits them. `start_together` (a measured test): each client keeps
+    fio's own clock choice, so that every host starts alike (fio.command.QUICK_CLOCK)."""
     commands = {}
     for h in hosts:
         path = work / f"{tag}.{h.name}.fio"
         path.write_text(jobfiles[h.name])
-        commands[h.name] = client_command([(h.fio_client_arg, str(path))], status_s)
+        commands[h.name] = client_command([(h.fio_client_arg, str(path))], status_s, quick_clock=not start_together)
     halt = {h.name: threading.Event() for h in hosts}  # the user stopped the run: results wanted
     drop = {h.name: threading.Event() for h in hosts}  # the host is lost: its client is killed at once
     runs: dict[str, FioRun] = {}
