@@ -72,3 +72,30 @@ def test_no_file_or_a_damaged_one_reads_as_none(tmp_path):
     assert read_published(tmp_path) is None
     live_path(tmp_path).write_text(json.dumps({"pid": 1}))
     assert read_published(tmp_path) is None
+
+
+def test_runs_at_once_on_one_store_keep_their_files_and_the_going_one_is_shown(tmp_path):
+    """Two runs at once on one store (on other targets): one file each; the
+    web shows the going run, else the newest; a new run clears the ended files."""
+    locks = RunLocks(tmp_path)
+    clock = Clock()
+    going = Publisher(tmp_path, None, "long", None, clock=clock)
+    locks.claim(7)
+    going.run_started(7, [spec("4k-a")], 60.0)
+    other = Publisher(tmp_path, None, "short", None, clock=clock)
+    other.path = live_path(tmp_path, pid=999_999)  # as another process would
+    locks.claim(8)
+    other.run_started(8, [spec("8k-b")], 3.0)
+    other.ended("complete")
+    locks.release(8)
+    assert {p.name for p in (tmp_path / "live").iterdir()} == {going.path.name, "run-999999.json"}
+    assert read_published(tmp_path)["status"]["run_id"] == 7  # the going run, though the other wrote last
+    going.ended("complete")
+    locks.release(7)
+    assert read_published(tmp_path)["status"]["run_id"] == 7  # both ended: the newest
+    third = Publisher(tmp_path, None, "next", None, clock=clock)
+    third.path = live_path(tmp_path, pid=999_998)
+    locks.claim(9)
+    third.run_started(9, [spec("4k-c")], 3.0)
+    assert [p.name for p in (tmp_path / "live").iterdir()] == ["run-999998.json"]
+    assert read_published(tmp_path)["status"]["run_id"] == 9

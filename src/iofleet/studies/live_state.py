@@ -1,7 +1,9 @@
 """A run's live state, published where any front door can read it: every
 run (a CLI `iofleet run`, `saturate`, `easy-run` or the web's own) writes its
-progress snapshot and its recent events to <data dir>/live/run.json, so the
-web UI shows a run it did not start. The file is replaced atomically, at
+progress snapshot and its recent events to <data dir>/live/run-PID.json (one
+file a process: runs going at once on one store, on other targets, keep
+theirs apart), so the web UI shows a run it did not start: the going one,
+else the newest. A file is replaced atomically, at
 most about once a second for live figures (at once for a test's start and
 end), and holds the writer's pid: whether that process still holds the
 run is asked of the store's run lock, read-only."""
@@ -17,14 +19,15 @@ from ..results.store.schema import LOCKS_DIR
 from .progress import RunProgress
 from .run import RunObserver
 
-LIVE_FILE = Path("live") / "run.json"
+LIVE_DIR = "live"
 EVERY_S = 1.0  # live figures are written at most this often
 KEEP_LIVE = 600  # the newest live samples kept in the file (test events are all kept)
 LIVE_KINDS = ("live", "preparing")
 
 
-def live_path(data_dir: Path) -> Path:
-    return Path(data_dir) / LIVE_FILE
+def live_path(data_dir: Path, pid: int | None = None) -> Path:
+    """The live file of a process (this one by default)."""
+    return Path(data_dir) / LIVE_DIR / f"run-{pid or os.getpid()}.json"
 
 
 class Publisher(RunObserver):
@@ -55,7 +58,7 @@ class Publisher(RunObserver):
         body = {"pid": os.getpid(), "written_at": time.time(), "status": self.live.snapshot(), "events": self.events}
         try:
             self.path.parent.mkdir(exist_ok=True)
-            tmp = self.path.with_name(f".run.json.{os.getpid()}")
+            tmp = self.path.with_name(f".{self.path.name}.tmp")
             tmp.write_text(json.dumps(body))
             os.replace(tmp, self.path)  # a reader sees the old file or the new, never half of one
         except OSError:
@@ -65,6 +68,10 @@ class Publisher(RunObserver):
     # ---- the run's observer events ----------------------------------------
 
     def run_started(self, run_id, specs, estimate_s):
+        for path in self.path.parent.glob("run-*.json"):  # the files of runs over: only the newest is shown
+            body = _read(path)
+            if path != self.path and (body is None or body["status"]["state"] == "ended"):
+                path.unlink(missing_ok=True)
         self.live.run_started(run_id, specs, estimate_s)
         self._emit("run", self.live.snapshot())
         self.inner.run_started(run_id, specs, estimate_s)
@@ -129,16 +136,24 @@ def held_runs(data_dir: Path) -> dict[int, int]:
 
 
 def read_published(data_dir: Path) -> dict | None:
-    """The live file ({pid, written_at, status, events}), or None (none yet,
-    or unreadable). A run still marked going that no process holds any more
-    is shown as ended: its process died (the store's run is stale)."""
+    """The live file ({pid, written_at, status, events}) of the run going on
+    the store (the newest such), else of the newest run, or None (none yet,
+    or unreadable)."""
+    folder = Path(data_dir) / LIVE_DIR
+    bodies = [b for b in map(_read, folder.glob("run-*.json") if folder.is_dir() else ()) if b is not None]
+    return max(bodies, key=lambda b: (b["status"].get("state") != "ended", b.get("written_at") or 0), default=None)
+
+
+def _read(path: Path) -> dict | None:
+    """One live file. A run still marked going that no process holds any
+    more is shown as ended: its process died (the store's run is stale)."""
     try:
-        body = json.loads(live_path(data_dir).read_text())
+        body = json.loads(path.read_text())
         status = body["status"]
-    except (OSError, ValueError, KeyError, TypeError):
+        run_id = status.get("run_id")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    run_id = status.get("run_id")
-    if status.get("state") != "ended" and (run_id is None or RunLocks(Path(data_dir)).holder(run_id) is None):
+    if status.get("state") != "ended" and (run_id is None or RunLocks(path.parent.parent).holder(run_id) is None):
         status.update(state="ended", eta_s=None, test_index=None, test_id=None,
                       error=status.get("error") or (f"the process running it (pid {body.get('pid')}) ended early"
                                                     + (f"; `iofleet run --resume {run_id}` finishes it"
