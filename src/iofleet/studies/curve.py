@@ -14,7 +14,6 @@ import yaml
 from ..analysis.curve import DEFAULT_POINTS, CurveResult, curve_of_run, curve_record, even_loads, load_rule
 from ..analysis.saturation import saturation_of_run
 from ..errors import IofleetError
-from ..fleet.check import require_ready
 from ..fleet.execute import place_for
 from ..fleet.inventory import Host
 from ..plan import parse_plan
@@ -22,7 +21,7 @@ from ..plan.params import PARAMS
 from ..plan.units import format_duration, format_size
 from ..results.store import Store
 from .run import RunObserver, RunOutcome, RunSession
-from .saturate import Sweep, run_saturate
+from .saturate import Sweep, place_names, run_saturate
 
 MAX_POINTS = 50  # a day's worth of 30-minute points; more is a typo
 MAX_LOAD_PCT = 1000.0  # a load beyond the maximum shows the wall; ten times it is a typo
@@ -121,13 +120,8 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
     curve's fixed-rate tests as one stored run. `given`: the IO options the
     user set (checked against a stored sweep's); `on_maximum(line)`: says
     where the maximum is, before the curve runs."""
-    if hosts:
-        require_ready(hosts, what="curve")
-        names = []
-    elif targets:
-        names = [str(Path(t).resolve()) for t in targets]
-    else:
-        raise IofleetError("curve needs a place to test: --target DIR (or --hosts INVENTORY)")
+    # A sweep run first checks the hosts itself.
+    names = place_names(hosts, targets, "curve", checking="curve" if curve.from_run is not None else None)
     stop = stop or threading.Event()
     max_run = None
     if curve.from_run is not None:

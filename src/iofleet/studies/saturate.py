@@ -136,6 +136,19 @@ def gain_per_doubling(low: Cell, high: Cell) -> float:
     return (high.iops / low.iops) ** (1 / doublings) - 1 if doublings > 0 and low.iops > 0 else 0.0
 
 
+def place_names(hosts: list[Host] | None, targets: list[Path] | None, study: str, checking: str | None) -> list[str]:
+    """A study's plan targets: none on a fleet (its inventory names them),
+    whose hosts are checked first unless `checking` is None; else the
+    targets given, resolved."""
+    if hosts:
+        if checking:
+            require_ready(hosts, what=checking)
+        return []
+    if targets:
+        return [str(Path(t).resolve()) for t in targets]
+    raise IofleetError(f"{study} needs a place to test: --target DIR (or --hosts INVENTORY)")
+
+
 def run_saturate(
     store: Store,
     sweep: Sweep,
@@ -151,13 +164,7 @@ def run_saturate(
     one stored run whose tests are the cells (a repeat is a test of the
     same id), then analyse it. `destroy_data` names devices whose data may
     be destroyed."""
-    if hosts:
-        require_ready(hosts, what="sweep")
-        names = []
-    elif targets:
-        names = [str(Path(t).resolve()) for t in targets]
-    else:
-        raise IofleetError("saturate needs a place to test: --target DIR (or --hosts INVENTORY)")
+    names = place_names(hosts, targets, "saturate", checking="sweep")
     jobs_axis = doubling(_max_jobs(sweep, hosts))
     depth_axis = doubling(sweep.max_iodepth)
     data, text = sweep_plan(sweep, jobs_axis, depth_axis, names, destroy_data or ())
