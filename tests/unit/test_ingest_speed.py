@@ -2,15 +2,12 @@
 their bytes, logs read once, the archive begun before the save, fio clients
 on reused threads."""
 
-import threading
 
 import pytest
 
 from iofleet.errors import ImportFormatError
 from iofleet.fio.parse import parse_log
-from iofleet.fleet import remote
-from iofleet.fleet.inventory import Host
-from iofleet.fleet.runner import FioRun, read_series
+from iofleet.fleet.runner import read_series
 from iofleet.results.store import Store
 from tests.unit.test_store import new_run, save
 
@@ -64,25 +61,3 @@ def test_an_archive_whose_save_fails_or_never_comes_is_removed(tmp_path):
         never.undo()  # the run study undoes after a failed save too: harmless
         left = sorted(p.name for p in (st.data_dir / "artifacts" / f"run-{run_id}").iterdir())
         assert left == ["0000-4k-r70-rand-j2-qd8"]
-
-
-def test_fio_clients_run_on_reused_threads(tmp_path, monkeypatch):
-    def crew() -> int:
-        return sum(t.name == "fio-client" for t in threading.enumerate())
-
-    def fake_fio(cmd, work, stop, on_live=None, timeout_s=None, abandon=None):
-        if "10.0.0.2," in " ".join(cmd):
-            raise OSError("no fio")
-        return FioRun(0, None, "", "", False, False, 1.0)
-
-    monkeypatch.setattr(remote, "run_fio", fake_fio)
-    hosts = [Host(name=f"h{i}", address=f"10.0.0.{i}", targets=["/tmp"]) for i in range(1, 4)]
-    jobs = {h.name: "[x]\n" for h in hosts}
-    with pytest.raises(OSError, match="no fio"):  # a client's failure is still raised
-        remote.run_on_hosts(jobs, hosts, tmp_path, threading.Event())
-    threads = crew()
-    assert threads >= 3  # a thread for each client at once (some may be from earlier tests)
-    for _ in range(3):
-        run = remote.run_on_hosts(jobs, hosts[:1] + hosts[2:], tmp_path, threading.Event())
-        assert sorted(run.runs) == ["h1", "h3"]
-    assert crew() == threads

@@ -288,11 +288,16 @@ ADDRESS_PAYLOADS = [f"fe80::1%{MARK}\nexec_prerun=id", f"::1%{MARK},1", f"[fe80:
                     f"fe80::1%eth0 {MARK}", f"{MARK}:8765\n", f"10.0.0.1:8765,{MARK}", f"[::1]:{MARK}"]
 
 
+class FakeListener:
+    def getsockname(self):
+        return ("127.100.0.1", 40000)
+
+
 def fleet_jobfiles(monkeypatch, tmp_path, hosts, plan) -> list[tuple[str, str, str]]:
     """(client argument, job file name, text) of every fio client run the
     fleet path starts for a plan — engine probes, preparation, layouts,
-    tests, cleanup — through FleetPlace and run_on_hosts, with fio replaced
-    by a recorder (nothing runs)."""
+    tests, cleanup — through FleetPlace and run_on_hosts, with fio and the
+    relay's sockets replaced by recorders (nothing runs)."""
     seen = []
 
     def fake_fio(cmd, work, stop, on_live=None, timeout_s=None, **kw):
@@ -302,7 +307,22 @@ def fleet_jobfiles(monkeypatch, tmp_path, hosts, plan) -> list[tuple[str, str, s
             seen.append((client.removeprefix("--client="), Path(path).name, Path(path).read_text()))
         return FioRun(1, None, "", "fio: recorded, not run", False, False, 0.0)
 
+    class NoRelay(remote.Relay):
+        """The relay without its sockets: no packet leaves this test. A host's
+        address is only ever a socket's peer: check what it would connect to."""
+
+        def open(self, timeout_s=0.0):
+            for link in self.links.values():
+                address, port = link.upstream
+                assert re.fullmatch(r"[A-Za-z0-9.:%_-]+", address) and isinstance(port, int), link.upstream
+                link.connected, link.listener = True, FakeListener()
+            return {}
+
+        def close(self):
+            pass
+
     monkeypatch.setattr(remote, "run_fio", fake_fio)
+    monkeypatch.setattr(remote, "Relay", NoRelay)
     stop = threading.Event()
     with pytest.raises(IofleetError, match="no IO engine works"):
         remote.resolve_fleet_engines(hosts, "auto", True, tmp_path, stop)

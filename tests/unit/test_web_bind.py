@@ -3,7 +3,7 @@
 import pytest
 
 from iofleet.errors import IofleetError
-from iofleet.web.security import parse_web_bind
+from iofleet.web.bind import parse_web_bind
 
 TOKEN = "0123456789abcdef"
 

@@ -10,8 +10,6 @@ independent would make every difference look significant).
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..errors import IofleetError
 from ..plan.params import ID_BASE
 
@@ -127,6 +125,8 @@ class Judgement:
 
 
 def _mean(xs: list[float]) -> float | None:
+    import numpy as np  # here, as in judge: the CLI reads this module's defaults without numpy's ~50 ms
+
     return float(np.mean(xs)) if xs else None
 
 
@@ -139,6 +139,8 @@ def judge(a: list[float], b: list[float], noise_pct: float, resamples: int, seed
     pct = 100.0 * (mb - ma) / ma
     if len(a) < MIN_REPEATS or len(b) < MIN_REPEATS:
         return Judgement(pct, None, None, None, None, NOT_ENOUGH)
+    import numpy as np
+
     xa, xb = np.asarray(a, float), np.asarray(b, float)
     rng = np.random.default_rng(seed)  # a fresh generator per cell: results do not depend on order
     ra = xa[rng.integers(0, len(xa), size=(resamples, len(xa)))].mean(axis=1)

@@ -2,7 +2,12 @@
 figures of its measurement window, and whether its working set fits in a
 cache (a "cache test") or not (a "capacity test")."""
 
-import numpy as np
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is imported where used: a run starts sooner without it
+    import numpy as np
 
 from ..fio.jobfile import LOG_INTERVAL_MS
 from ..fio.merge import merge_bins, percentiles
@@ -10,6 +15,7 @@ from ..fio.records import DirectionStats, Series
 from ..fio.status import Round, Totals
 from ..results.export import direction_figures
 from ..plan.params import STEADY_DATA_PCT, STEADY_SLOPE_PCT, STEADY_WINDOW_ROUNDS
+from ..plan.units import format_bytes
 from .steady import SteadyVerdict, rounds_of, steady_state
 
 
@@ -22,6 +28,7 @@ def test_totals(series: list[Series], phase: str = "measured") -> dict[str, list
     apart and one may log a last second the others do not (a sum over half
     the jobs would show a drop that never happened); a fleet test so ends
     where its first host stopped."""
+    import numpy as np
     measured = [s for s in series if s.phase == phase and s.t_ms]
     if not measured:
         return {"t_ms": [], "iops": [], "bw_bytes_s": [], "lat_mean_ns": [], "origin_ms": None}
@@ -62,6 +69,7 @@ def test_totals(series: list[Series], phase: str = "measured") -> dict[str, list
 def _complete_seconds(iops_seconds: dict[tuple, np.ndarray]) -> np.ndarray:
     """The seconds (sorted) in which every job of every host has an IOPS
     sample, from each (host, job, direction, "iops") series' seconds."""
+    import numpy as np
     by_job: dict[tuple, list[np.ndarray]] = {}
     for (host, job, _, _), second in iops_seconds.items():
         by_job.setdefault((host, job), []).append(second)
@@ -77,6 +85,7 @@ def _weights(ios_t: np.ndarray, ios: np.ndarray, t: np.ndarray) -> np.ndarray:
     last one where fio logged a second twice), 0 where there is none. By
     second, not ms: fio stamps a job's lat and iops samples up to a few ms
     apart (1011 and 1012)."""
+    import numpy as np
     times, first = np.unique(ios_t[::-1], return_index=True)  # first in reverse: the last logged
     values = ios[::-1][first]
     at = np.minimum(np.searchsorted(times, t), len(times) - 1)
@@ -86,12 +95,14 @@ def _weights(ios_t: np.ndarray, ios: np.ndarray, t: np.ndarray) -> np.ndarray:
 def _floats(values: list, n: int) -> np.ndarray:
     """The first n values as float64 (exact for times in ms: integers far
     below 2**53), without numpy guessing the type of each."""
+    import numpy as np
     return np.fromiter(values, dtype=np.float64, count=n)
 
 
 def _sum_by_second(parts: list[tuple[np.ndarray, np.ndarray]], seconds: np.ndarray) -> np.ndarray:
     """Per second of `seconds`, the sum of the values at that second, added
     in order; seconds not in `seconds` are dropped."""
+    import numpy as np
     if not parts or not len(seconds):
         return np.zeros(len(seconds))
     second = np.concatenate([x for x, _ in parts]).astype(np.int64)
@@ -306,3 +317,28 @@ def latency_rounds(per_host: dict[str, list[Round]], round_s: int) -> dict | Non
             "end_s": [round(r.end_ms / 1000, 3) for r in any_host[:n]],
             "fleet": figures(per_host),
             "hosts": {h: figures({h: r}) for h, r in per_host.items()} if len(per_host) > 1 else {}}
+
+
+def _hosts(n: int) -> str:
+    return f"{n} host{'s' if n != 1 else ''}"
+
+
+def prepare_note(prepared: dict) -> str:
+    """A run's preparation (its methodology's `prepare`) in one sentence:
+    what was written where, and which hosts used data an earlier run kept
+    (fleet/kept.py) instead."""
+    per_host, written = prepared["working_set_per_host"], prepared["written_per_host"]
+    reused = prepared.get("reused") or {}
+    sizes = {format_bytes(b) for h, b in per_host.items() if h not in reused}
+    text = "Preparation:"
+    if written or not reused:  # (a run stored before reuse existed: every host written)
+        text += (f" {prepared['mode']} data written sequentially over {' / '.join(sorted(sizes))} per host "
+                 f"({prepared['passes']} passes of {format_bytes(prepared['bs'])} writes) on "
+                 f"{_hosts(len(per_host) - len(reused))} in {prepared['seconds']:.1f} s.")
+    if reused:
+        runs = sorted(set(reused.values()))
+        by = f"run {runs[0]}" if len(runs) == 1 else "runs " + ", ".join(
+            f"{r} ({_hosts(sum(v == r for v in reused.values()))})" for r in runs)
+        text += (f" {'D' if written else 'd'}ata prepared by {by} and kept (keep_files) is used as it is on "
+                 f"{_hosts(len(reused))}, as the last run's tests left it: not written again.")
+    return text

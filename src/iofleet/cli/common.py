@@ -15,10 +15,9 @@ from rich.console import Console
 from rich.text import Text
 
 from ..errors import IofleetError
-from ..importers import load_plan_source
-from ..plan.load import check_targets, with_destroy_data, with_targets
-from ..plan.model import check_name
-from ..report.fit import print_wide
+
+# The plan loader (with every importer) and the report's table fitting are
+# imported by the functions that use them: commands without a plan start sooner.
 
 console = Console()
 if not console.is_terminal and "COLUMNS" not in os.environ:
@@ -45,6 +44,7 @@ def table_width(wide: bool) -> int | None:
 
 def print_table(renderable, wide: bool) -> None:
     """Print a fitted table, or with --wide every table at its full width."""
+    from ..report.fit import print_wide
     print_wide(console, renderable) if wide else console.print(renderable)
 
 
@@ -66,6 +66,7 @@ def user_errors(fn):
 def check_label(label: Optional[str]) -> None:
     """A label given on the command line follows the rule of plans and the web API."""
     if label is not None:
+        from ..plan.model import check_name
         try:
             check_name(label)
         except ValueError as exc:
@@ -93,12 +94,15 @@ def stop_on_signals():
 
 def checked_targets(target: Optional[List[str]]) -> Optional[List[Path]]:
     """--target values, checked as a plan's targets are (refused in one line)."""
+    from ..plan.load import check_targets
     return [Path(t) for t in check_targets(target)] if target else None
 
 
 def plan_with_targets(plan_path: Path, targets: Optional[List[Path]], destroy_data: Optional[List[str]] = None):
     """The plan (a YAML plan, or a plain fio job file imported unchanged) and
     its text to store; what the import noted is printed as `note:` lines."""
+    from ..importers import load_plan_source
+    from ..plan.load import with_destroy_data, with_targets
     plan, text, notes = load_plan_source(plan_path)
     if targets:
         plan = with_targets(plan, targets)

@@ -10,14 +10,13 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT, REGRESSION, gate
+from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT
 from ..errors import IofleetError
-from ..report.compare import comparison_csv, comparison_json, comparison_markdown, comparison_report, gate_lines
-from ..report.junit import junit_xml
-from ..results.store import Store, default_data_dir
-from ..studies.compare import run_compare
 from .output import write_output
 from .common import DataDir, err_console
+
+# Each command imports its study, store and report when it runs: every `iofleet`
+# command imports this module (cli.main registers them all) and starts sooner without them.
 
 FORMATS = ("table", "md", "csv", "json")
 EXIT_REGRESSION = 3  # --fail-above: a figure is worse than the baseline beyond the threshold and noise
@@ -46,6 +45,11 @@ def compare_command(
     """Compare configurations test by test: % change against the baseline,
     95 % bootstrap interval and Welch p-value where there are ≥ 3 repeats,
     the winner of each test (see docs/compare.md)."""
+    from ..analysis.compare import REGRESSION, gate
+    from ..report.compare import gate_lines
+    from ..report.junit import junit_xml
+    from ..results.store import Store, default_data_dir
+    from ..studies.compare import run_compare
     if fmt not in FORMATS:
         raise IofleetError(f"--format {fmt!r}: use {', '.join(FORMATS)}")
     if junit is not None and fail_above is None:
@@ -75,6 +79,7 @@ def compare_command(
 
 
 def _print_comparison(cmp, fmt: str, output: Optional[Path]) -> None:
+    from ..report.compare import comparison_csv, comparison_json, comparison_markdown, comparison_report
     if fmt == "table" and output is None:
         Console().print(comparison_report(cmp))
         return

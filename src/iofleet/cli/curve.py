@@ -8,48 +8,16 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from ..fleet.inventory import load_inventory
+from ..studies.curve import Curve
+from ..studies.saturate import Sweep
 from ..plan.params import PARAMS
 from ..plan.units import format_duration, format_size
-from ..report.curve import curve_columns, curve_lines, curve_rows, curve_title
-from ..results.store import Store, default_data_dir
-from ..studies.curve import Curve, parse_loads, run_curve
-from ..studies.options import parse_option, sweep_from_options
-from ..studies.run import RunObserver
-from ..studies.saturate import Sweep
 from .common import (DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console, print_table,
                      stop_on_signals, user_errors)
-from .progress import TerminalProgress
 from .run import finish
 
-
-class _EachRun(RunObserver):
-    """A fresh progress display for each run of the study (the sweep, then
-    the curve), closed when the next starts or the study ends."""
-
-    def __init__(self, sweep_first: bool):
-        self.bar: TerminalProgress | None = None
-        self.sweep_next = sweep_first  # the first run is a sweep (its planned tests are an upper bound)
-
-    def run_started(self, run_id, specs, estimate_s):
-        self.close()
-        self.bar = TerminalProgress(console, sweep=self.sweep_next).__enter__()
-        self.sweep_next = False
-        self.bar.run_started(run_id, specs, estimate_s)
-
-    def _forward(name):  # builds the forwarding methods below (not a method itself)
-        def method(self, *args):
-            if self.bar:
-                getattr(self.bar, name)(*args)
-        return method
-
-    preparing, test_started, test_phase, test_live, test_finished, warning, cleaning = map(_forward, (
-        "preparing", "test_started", "test_phase", "test_live", "test_finished", "warning", "cleaning"))
-
-    def close(self):
-        if self.bar:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+# Each command imports its study, store and report when it runs: every `iofleet`
+# command imports this module (cli.main registers them all) and starts sooner without them.
 
 
 @user_errors
@@ -86,6 +54,12 @@ def curve_command(
     Finds the most IOPS with a saturate sweep (or takes it from --from-run),
     then runs one test at each load, stored as one run; a point that does
     not reach its target rate is marked, with achieved/target."""
+    from ..fleet.inventory import load_inventory
+    from ..report.curve import curve_columns, curve_lines, curve_rows, curve_title
+    from ..results.store import Store, default_data_dir
+    from ..studies.curve import parse_loads, run_curve
+    from ..studies.options import parse_option, sweep_from_options
+    from .progress import EachRunProgress
     check_label(label)
     fixed = {"runtime": runtime, "ramp": ramp}
     sweep = sweep_from_options(bs=bs, read_pct=read_pct, random_pct=random_pct, size=size, engine=engine,
@@ -94,7 +68,7 @@ def curve_command(
     curve = Curve(points=points, loads=parse_loads(loads), from_run=from_run, sweep=sweep, **timing)
     given = {name for name, value in (("bs", bs), ("read_pct", read_pct), ("random_pct", random_pct)) if value}
     fleet = load_inventory(hosts).hosts if hosts else None
-    progress = _EachRun(sweep_first=from_run is None)
+    progress = EachRunProgress(console, sweep_first=from_run is None)
 
     def on_maximum(line: str) -> None:
         progress.close()

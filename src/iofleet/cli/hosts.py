@@ -2,18 +2,22 @@
 fleet's hosts and the fio server each of them runs."""
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..fleet.check import clean_hosts
-from ..fleet.inventory import load_inventory
 from ..plan.units import format_bytes
-from ..fleet.deploy import HostOutcome
-from ..studies.hosts import FleetCheck, check_fleet, deploy_fleet, undeploy_fleet
 from .common import EXIT_FAILED, console, err_console, user_errors
 from .server import DEFAULT_BIND, serve_fio
+
+if TYPE_CHECKING:  # annotations only
+    from ..fleet.deploy import HostOutcome
+    from ..studies.hosts import FleetCheck
+
+# Each command imports its study, store and report when it runs: every `iofleet`
+# command imports this module (cli.main registers them all) and starts sooner without them.
 
 hosts_app = typer.Typer(help="The fleet's hosts (fio servers).", no_args_is_help=True)
 
@@ -32,6 +36,8 @@ def hosts_check(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
 ):
     """Check every host: fio server, fio version, targets and space."""
+    from ..fleet.inventory import load_inventory
+    from ..studies.hosts import check_fleet
     hosts = load_inventory(inventory).hosts
     with console.status(f"Checking {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
         fleet = check_fleet(hosts, inventory)
@@ -45,7 +51,7 @@ def hosts_check(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _check_table(fleet: FleetCheck, inventory: Path) -> Table:
+def _check_table(fleet: "FleetCheck", inventory: Path) -> Table:
     """One row per target, the host's own columns on its first row."""
     version = fleet.controller_fio
     table = Table(title=f"{inventory}: {len(fleet.checks)} hosts · controller {version}", title_justify="left")
@@ -76,6 +82,8 @@ def hosts_clean(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
 ):
     """Remove iofleet's data files that runs left on the hosts."""
+    from ..fleet.check import clean_hosts
+    from ..fleet.inventory import load_inventory
     hosts = load_inventory(inventory).hosts
     with console.status(f"Removing iofleet's data files from {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
         removed, problems = clean_hosts(hosts)
@@ -87,14 +95,14 @@ def hosts_clean(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _outcome_line(outcome: HostOutcome) -> None:
+def _outcome_line(outcome: "HostOutcome") -> None:
     if outcome.ok:
         console.print(outcome.line, markup=False, highlight=False, soft_wrap=True)
     else:
         err_console.print(Text.assemble(("error:", "red"), " ", outcome.line), highlight=False, soft_wrap=True)
 
 
-def _summary(outcomes: list[HostOutcome], done: str) -> None:
+def _summary(outcomes: "list[HostOutcome]", done: str) -> None:
     failed = sum(not o.ok for o in outcomes)
     console.print(f"{len(outcomes) - failed} of {len(outcomes)} hosts {done}.", highlight=False)
     if failed:
@@ -110,6 +118,8 @@ def hosts_deploy(
     metrics: bool = typer.Option(False, "--metrics", help="Also start node_exporter on each host's address, port 9100."),
 ):
     """Start `fio --server` on every host over SSH, then check it."""
+    from ..fleet.inventory import load_inventory
+    from ..studies.hosts import deploy_fleet
     hosts = load_inventory(inventory).hosts
     _summary(deploy_fleet(hosts, inventory, install, metrics, progress=_outcome_line), "deployed")
 
@@ -120,5 +130,7 @@ def hosts_undeploy(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML) with `ssh:` settings."),
 ):
     """Stop what `hosts deploy` started and remove its files."""
+    from ..fleet.inventory import load_inventory
+    from ..studies.hosts import undeploy_fleet
     hosts = load_inventory(inventory).hosts
     _summary(undeploy_fleet(hosts, inventory, progress=_outcome_line), "clean")

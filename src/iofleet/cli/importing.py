@@ -13,9 +13,11 @@ import typer
 
 from ..errors import PlanError
 from ..plan.expand import expand
-from ..importers import import_file, merge_results, plan_yaml
 from ..plan.load import parse_plan
 from .output import write_output
+
+# Each command imports its study, store and report when it runs: every `iofleet`
+# command imports this module (cli.main registers them all) and starts sooner without them.
 
 
 def import_command(
@@ -31,6 +33,7 @@ def import_command(
     (and kept as comments at the top of the plan). Commands, includes and
     ${VAR} expansions in the files are refused, never carried.
     """
+    from ..importers import import_file, merge_results, plan_yaml
     results, problems = [], []
     for f in files:
         try:

@@ -16,14 +16,12 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from ..analysis.theoretical import device_from_run, entered_device, measured_vs_theoretical, model_table
 from ..errors import IofleetError
-from ..plan.hardware import load_model
-from ..report.theoretical import RENDERERS, model_data, terminal_report
-from ..results.store import Store, default_data_dir
 from .output import write_output
-from ..report.fit import fit_group, print_wide
 from .common import DataDir, WideOpt
+
+# Each command imports its study, store and report when it runs: every `iofleet`
+# command imports this module (cli.main registers them all) and starts sooner without them.
 
 FORMATS = ("table", "md", "json", "csv")
 # A narrow terminal keeps what each workload (test) should and did deliver, and what bounds it.
@@ -44,6 +42,11 @@ def model_command(
     Theoretical IOPS and MB/s of a storage system from its device figures,
     layout and NICs, with the bound that applies; with --run, each test's
     measured share of it. Formulas: docs/model.md."""
+    from ..plan.hardware import load_model
+    from ..analysis.theoretical import device_from_run, entered_device, measured_vs_theoretical, model_table
+    from ..report.fit import fit_group, print_wide
+    from ..report.theoretical import RENDERERS, model_data, terminal_report
+    from ..results.store import Store, default_data_dir
     if fmt not in FORMATS:
         raise IofleetError(f"--format {fmt!r}: use {', '.join(FORMATS)}")
     model = load_model(model_file)

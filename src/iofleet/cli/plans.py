@@ -1,7 +1,7 @@
 """`iofleet validate` and `iofleet params`: what a plan will run, and what a plan may set."""
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich.table import Table
@@ -9,10 +9,13 @@ from rich.table import Table
 from ..plan import reference
 from ..plan.params import AUTO_ENGINES, PARAMS
 from ..plan.units import format_bytes, format_duration
-from ..studies.jobfiles import write_jobfiles
-from ..studies.preview import PlanPreview, preview_plan
-from ..report.fit import fit_table, left_out_line
 from .common import TargetOpt, WideOpt, console, plan_with_targets, print_table, table_width, user_errors
+
+if TYPE_CHECKING:  # annotations only
+    from ..studies.preview import PlanPreview
+
+# Each command imports its study, store and report when it runs: every `iofleet`
+# command imports this module (cli.main registers them all) and starts sooner without them.
 
 
 @user_errors
@@ -24,6 +27,9 @@ def validate(
     wide: bool = WideOpt,
 ):
     """Check a plan and list the tests it expands into."""
+    from ..report.fit import fit_table, left_out_line
+    from ..studies.jobfiles import write_jobfiles
+    from ..studies.preview import preview_plan
     plan, _ = plan_with_targets(plan_path, target)
     preview = preview_plan(plan)
     table = Table(title=f"{plan.name}: {len(preview.specs)} tests", title_justify="left")
@@ -50,7 +56,7 @@ def validate(
                       f"`iofleet import FILE` reads one back as the same test)", highlight=False, soft_wrap=True)
 
 
-def _print_costs(preview: PlanPreview) -> None:
+def _print_costs(preview: "PlanPreview") -> None:
     """A mixed plan's steps, the targets, the duration and the data files."""
     plan = preview.plan
     if preview.steps:

@@ -245,3 +245,72 @@ class TerminalProgress(RunObserver):
     def cleaning(self):
         self.model.cleaning()
         self.live_text.plain = live_text(self.model)
+
+
+# The progress of studies made of many runs (`curve`, `saturate`, `scale`): here
+# beside TerminalProgress, so that their command modules import no study until they run.
+class EachRunProgress(RunObserver):
+    """A fresh progress display for each run of the study (the sweep, then
+    the curve), closed when the next starts or the study ends."""
+
+    def __init__(self, console: Console, sweep_first: bool):
+        self.console = console
+        self.bar: TerminalProgress | None = None
+        self.sweep_next = sweep_first  # the first run is a sweep (its planned tests are an upper bound)
+
+    def run_started(self, run_id, specs, estimate_s):
+        self.close()
+        self.bar = TerminalProgress(self.console, sweep=self.sweep_next).__enter__()
+        self.sweep_next = False
+        self.bar.run_started(run_id, specs, estimate_s)
+
+    def _forward(name):  # builds the forwarding methods below (not a method itself)
+        def method(self, *args):
+            if self.bar:
+                getattr(self.bar, name)(*args)
+        return method
+
+    preparing, test_started, test_phase, test_live, test_finished, warning, cleaning = map(_forward, (
+        "preparing", "test_started", "test_phase", "test_live", "test_finished", "warning", "cleaning"))
+
+    def close(self):
+        if self.bar:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+class StepProgress(RunObserver):
+    """A fresh progress display for each step of a study (one test per run)."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.bar: TerminalProgress | None = None
+
+    def run_started(self, run_id, specs, estimate_s):
+        self.close()
+        self.bar = TerminalProgress(self.console).__enter__()
+        self.bar.run_started(run_id, specs, estimate_s)
+
+    def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):
+        if self.bar:
+            self.bar.preparing(done_bytes, total_bytes, elapsed_s, hosts)
+
+    def test_started(self, index, spec):
+        if self.bar:
+            self.bar.test_started(index, spec)
+
+    def test_phase(self, index, spec, phase):
+        if self.bar:
+            self.bar.test_phase(index, spec, phase)
+
+    def test_live(self, index, spec, live):
+        if self.bar:
+            self.bar.test_live(index, spec, live)
+
+    def test_finished(self, index, spec, result):
+        self.close()  # the step's own line says how it went
+
+    def close(self):
+        if self.bar:
+            self.bar.__exit__(None, None, None)
+            self.bar = None

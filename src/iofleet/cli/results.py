@@ -4,28 +4,27 @@
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.diagnostics import RULES, SEVERITIES, Thresholds, diagnose
 from ..errors import IofleetError
-from ..report.saturation import saturation_report, sweep_of_run
-from ..report.summary import summary_table
-from ..results.export import run_to_csv
-from ..results.ingest import import_outputs
-from ..results.model import Run
-from ..results.recover import check_store, recover_store
-from ..results.store import RUN_STATUSES, RunFilter, Store, default_data_dir
-from ..report.fit import fit_table, left_out_line
+from ..results.store import RUN_STATUSES
 from .common import (
     EXIT_FAILED, DataDir, WideOpt, check_label, console, err_console, print_table, table_width, user_errors,
 )
 from .output import write_output
 from .studies import fitted_sweep
+
+if TYPE_CHECKING:  # annotations only
+    from ..results.model import Run
+    from ..results.store import Store
+
+# Each command imports its study, store and report when it runs: every `iofleet`
+# command imports this module (cli.main registers them all) and starts sooner without them.
 
 results_app = typer.Typer(help="Browse, export and import stored results.", no_args_is_help=True)
 
@@ -39,6 +38,7 @@ def results_label(
     data_dir: Optional[str] = DataDir,
 ):
     """Label a stored run (replacing its label)."""
+    from ..results.store import Store, default_data_dir
     check_label(label)
     with Store.open(default_data_dir(data_dir)) as store:
         store.update_run(run_id, label=label)
@@ -57,6 +57,8 @@ def results_list(
     data_dir: Optional[str] = DataDir,
 ):
     """List stored runs, newest first."""
+    from ..report.fit import fit_table, left_out_line
+    from ..results.store import RunFilter, Store, default_data_dir
     if fmt not in ("table", "json"):
         raise IofleetError(f"--format {fmt!r}: use table or json")
     where = RunFilter(label=label, plan=plan, status=status, limit=limit)
@@ -109,6 +111,8 @@ def results_check(data_dir: Optional[str] = DataDir):
     """Check the results database for damage and which runs read.
 
     SQLite's integrity check, then each run read whole."""
+    from ..results.recover import check_store
+    from ..results.store import default_data_dir
     report = check_store(default_data_dir(data_dir))
     if report.ok:
         console.print(f"ok: {report.db} passed SQLite's integrity check; {len(report.readable)} runs read whole.",
@@ -142,6 +146,8 @@ def results_recover(
     """Copy the runs of a damaged store that still read into a new one.
 
     Every run that can still be read (tests, figures, files) is copied."""
+    from ..results.recover import recover_store
+    from ..results.store import default_data_dir
     report = recover_store(default_data_dir(data_dir), output)
     for run_id, why in report.lost.items():
         console.print(f"lost: run {run_id}: {why}", highlight=False, markup=False)
@@ -165,7 +171,7 @@ def file_size(n: int) -> str:
     return f"{n / 1e3:.1f} kB" if n < 1e6 else f"{n / 1e6:.1f} MB"
 
 
-def _load_run(store: Store, run_id: Optional[int]):
+def _load_run(store: "Store", run_id: Optional[int]):
     if run_id is None:
         run_id = store.latest_run_id()
         if run_id is None:
@@ -182,6 +188,8 @@ def results_show(
     data_dir: Optional[str] = DataDir,
 ):
     """Show a run's summary table, or every figure as JSON."""
+    from ..report.summary import summary_table
+    from ..results.store import Store, default_data_dir
     if fmt not in ("table", "json"):
         raise IofleetError(f"--format {fmt!r}: use table or json")
     with Store.open(default_data_dir(data_dir)) as store:
@@ -193,8 +201,9 @@ def results_show(
         _print_saturation(run, wide)
 
 
-def _print_saturation(run: Run, wide: bool) -> None:
+def _print_saturation(run: "Run", wide: bool) -> None:
     """A saturate sweep's cells, grid and verdicts (other runs: nothing)."""
+    from ..report.saturation import saturation_report, sweep_of_run
     sweep = sweep_of_run(run.to_dict())
     if sweep is not None:
         report = saturation_report(*sweep, f"Saturation sweep of run {run.id}")
@@ -213,6 +222,7 @@ def report_command(
 
     The HTML report is one file with the tables and charts (it opens offline);
     Markdown is for tickets."""
+    from ..results.store import Store, default_data_dir
     if fmt not in ("html", "md"):
         raise IofleetError(f"--format {fmt!r}: use html or md")
     with Store.open(default_data_dir(data_dir)) as store:
@@ -241,6 +251,8 @@ def results_export(
 
     CSV has one row per test; JSON every figure; the zip the report, tables,
     raw fio outputs, job files and logs."""
+    from ..results.export import run_to_csv
+    from ..results.store import Store, default_data_dir
     if fmt not in ("csv", "json", "zip"):
         raise IofleetError(f"--format {fmt!r}: use csv, json or zip")
     with Store.open(default_data_dir(data_dir)) as store:
@@ -271,6 +283,9 @@ def results_import(
     """Store existing fio JSON outputs as a run.
 
     Single-host outputs and fio client/server outputs both work."""
+    from ..report.summary import summary_table
+    from ..results.ingest import import_outputs
+    from ..results.store import Store, default_data_dir
     with Store.open(default_data_dir(data_dir)) as store:
         run_id = import_outputs(store, files, label=label)
         run = store.get_run(run_id)
@@ -290,6 +305,8 @@ def diagnose_command(
     """Say what is wrong with a run and what to change.
 
     Each finding gives the rule, the numbers it saw and the change to make."""
+    from ..analysis.diagnostics import RULES, SEVERITIES, Thresholds, diagnose
+    from ..results.store import Store, default_data_dir
     if fmt not in ("table", "json"):
         raise IofleetError(f"--format {fmt!r}: use table or json")
     limits = Thresholds().with_overrides(threshold or [])

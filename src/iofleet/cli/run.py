@@ -8,17 +8,14 @@ from typing import List, Optional
 import typer
 
 from ..errors import IofleetError
-from ..fleet.inventory import load_inventory
-from ..report.summary import summary_table
-from ..results.store import Store, default_data_dir
-from ..studies.easy_run import easy_run, probe
-from ..studies.options import easy_run_options
-from ..studies.run import prepare_resume, resume_run, run_plan
 from .common import (
     EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console,
     plan_with_targets, print_table, stop_on_signals, table_width, user_errors,
 )
-from .progress import TerminalProgress
+
+# The studies, the store and the report are imported by the commands that use
+# them: every `iofleet` command imports this module, and `iofleet run` starts
+# its hosts sooner without what only Easy Run needs.
 
 
 @user_errors
@@ -41,6 +38,11 @@ def run(
     The tests run on this machine, or on every host of an inventory at once
     with --hosts. Ctrl-C stops the run and keeps the finished tests; `--resume
     RUN` runs the rest."""
+    from ..fleet.inventory import load_inventory
+    from ..report.summary import summary_table
+    from ..results.store import Store, default_data_dir
+    from ..studies.run import run_plan
+    from .progress import TerminalProgress
     check_label(label)
     if resume is not None:
         return _resume(resume, plan_path, target, data_dir, label, hosts, destroy_data, wide)
@@ -59,6 +61,10 @@ def run(
 
 def _resume(run_id, plan_path, target, data_dir, label, hosts, destroy_data, wide) -> None:
     """`run --resume RUN`: the study checks and holds the run, then runs what is left."""
+    from ..report.summary import summary_table
+    from ..results.store import Store, default_data_dir
+    from ..studies.run import prepare_resume, resume_run
+    from .progress import TerminalProgress
     if label is not None:
         raise IofleetError(f"a resumed run keeps its label; change it with `iofleet results label {run_id} LABEL`")
     plan = plan_with_targets(plan_path, target, destroy_data)[0] if plan_path else None
@@ -75,6 +81,7 @@ def _resume(run_id, plan_path, target, data_dir, label, hosts, destroy_data, wid
 
 def resume_command(run_id: int, db: Path) -> str:
     """The command that resumes a run, with --data-dir when its store is not the default one."""
+    from ..results.store import default_data_dir
     data_dir = db.parent
     same = data_dir.resolve() == default_data_dir(None).resolve()
     return f"iofleet run --resume {run_id}" + ("" if same else f" --data-dir {shlex.quote(str(data_dir))}")
@@ -126,6 +133,12 @@ def easy_run_command(
 
     Easy Run sizes the working set and the load (jobs × iodepth) for the
     hosts, then measures each profile until steady."""
+    from ..fleet.inventory import load_inventory
+    from ..report.summary import summary_table
+    from ..results.store import Store, default_data_dir
+    from ..studies.easy_run import easy_run, probe
+    from ..studies.options import easy_run_options
+    from .progress import TerminalProgress
     check_label(label)
     durations, working_set = easy_run_options(runtime, max_runtime, ramp, round_, size)
     fleet = load_inventory(hosts).hosts if hosts else None

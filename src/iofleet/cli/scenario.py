@@ -8,15 +8,11 @@ from typing import List, Optional
 import typer
 
 from ..errors import IofleetError
-from ..fleet.inventory import load_inventory
-from ..plan.load import read_plan_text, yaml_data
-from ..plan.scenario import parse_scenario
-from ..report.summary import summary_table
-from ..results.store import Store, default_data_dir
-from ..studies.scenario import check_scenario, run_scenario
 from .common import (EXIT_FAILED, EXIT_INTERRUPTED, DataDir, TargetOpt, WideOpt, check_label, checked_targets,
                      console, print_table, stop_on_signals, table_width, user_errors)
-from .progress import TerminalProgress
+
+# Each command imports its study, store and report when it runs: every `iofleet`
+# command imports this module (cli.main registers them all) and starts sooner without them.
 
 
 def _said(record: dict) -> None:
@@ -48,6 +44,13 @@ def scenario_command(
     The load runs for its runtime; each event's fault is applied at its
     time (seconds into the measured part) and undone at its end and at any
     exit. Prints the baseline, each fault's impact and recovery."""
+    from ..fleet.inventory import load_inventory
+    from ..plan.load import read_plan_text, yaml_data
+    from ..plan.scenario import parse_scenario
+    from ..report.summary import summary_table
+    from ..results.store import Store, default_data_dir
+    from ..studies.scenario import check_scenario, run_scenario
+    from .progress import TerminalProgress
     check_label(label)
     if bool(target) == bool(hosts):
         raise IofleetError("give where the scenario runs: --target DIR (this host) or --hosts INVENTORY")

@@ -5,10 +5,11 @@ from typing import Optional
 
 import typer
 
-from ..fleet.inventory import load_inventory
-from ..results.store import Store, default_data_dir
-from ..web.security import DEFAULT_WEB_BIND, parse_web_bind
+from ..web.bind import DEFAULT_WEB_BIND
 from .common import DataDir
+
+# Each command imports its study, store and report when it runs: every `iofleet`
+# command imports this module (cli.main registers them all) and starts sooner without them.
 
 
 def serve_command(
@@ -20,6 +21,9 @@ def serve_command(
     hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers that plans may run on."),
 ):
     """Serve the web UI: plans, fleet, live runs, results and comparisons (REST API at /api/docs)."""
+    from ..fleet.inventory import load_inventory
+    from ..results.store import Store, default_data_dir
+    from ..web.bind import parse_web_bind
     import uvicorn
 
     from ..web.app import create_app

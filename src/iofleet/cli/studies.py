@@ -2,71 +2,29 @@
 or steps, each with its own progress line, then their verdict."""
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.diagnostics import diagnose
-from ..fleet.inventory import load_inventory
 from ..plan.units import format_duration, format_size
-from ..report.fit import fit_group, fit_table, left_out_line
-from ..report.saturation import saturation_report
-from ..report.summary import diagnostics_lines, methodology_notes
-from ..results.store import Store, default_data_dir
-from ..studies.options import sweep_from_options
-from ..studies.run import RunObserver
-from ..studies.saturate import Sweep, run_saturate
-from ..studies.scale import ScaleStep, parse_steps, run_scale
+from ..studies.saturate import Sweep
 from ..units import format_value
 from .common import (
     EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console,
     plan_with_targets, print_table, stop_on_signals, table_width, user_errors,
 )
-from .progress import TerminalProgress
 from .run import finish
 
+if TYPE_CHECKING:  # annotations only
+    from ..studies.scale import ScaleStep
 
-class _StepProgress(RunObserver):
-    """A fresh progress display for each step of a study (one test per run)."""
-
-    def __init__(self, console: Console):
-        self.console = console
-        self.bar: TerminalProgress | None = None
-
-    def run_started(self, run_id, specs, estimate_s):
-        self.close()
-        self.bar = TerminalProgress(self.console).__enter__()
-        self.bar.run_started(run_id, specs, estimate_s)
-
-    def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):
-        if self.bar:
-            self.bar.preparing(done_bytes, total_bytes, elapsed_s, hosts)
-
-    def test_started(self, index, spec):
-        if self.bar:
-            self.bar.test_started(index, spec)
-
-    def test_phase(self, index, spec, phase):
-        if self.bar:
-            self.bar.test_phase(index, spec, phase)
-
-    def test_live(self, index, spec, live):
-        if self.bar:
-            self.bar.test_live(index, spec, live)
-
-    def test_finished(self, index, spec, result):
-        self.close()  # the step's own line says how it went
-
-    def close(self):
-        if self.bar:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+# Each command imports its study, store and report when it runs: every `iofleet`
+# command imports this module (cli.main registers them all) and starts sooner without them.
 
 
-def _scale_step_line(step: ScaleStep) -> str:
+def _scale_step_line(step: "ScaleStep") -> str:
     where = f"step {step.number}/{step.of}: {len(step.hosts)} host{'s' if len(step.hosts) > 1 else ''}"
     run = f"run {step.run_id}" if step.run_id is not None else "no run"
     a = step.aggregate.all if step.aggregate else None
@@ -88,12 +46,16 @@ def scale(
     wide: bool = WideOpt,
 ):
     """Run one test on 1, 2, … hosts to find where IOPS stop growing."""
+    from ..fleet.inventory import load_inventory
+    from ..results.store import Store, default_data_dir
+    from ..studies.scale import parse_steps, run_scale
+    from .progress import StepProgress
     plan, plan_text = plan_with_targets(plan_path, None)
     fleet = load_inventory(hosts).select(plan.hosts)
     wanted = parse_steps(steps) if steps is not None else None
-    progress = _StepProgress(console)
+    progress = StepProgress(console)
 
-    def on_step(step: ScaleStep):
+    def on_step(step: "ScaleStep"):
         progress.close()
         console.print(_scale_step_line(step), highlight=False)
 
@@ -114,6 +76,7 @@ def scale(
 
 def _print_scaling(outcome, plan_name: str, wide: bool) -> None:
     """The steps' table, the verdict and why the study stopped."""
+    from ..report.fit import fit_table, left_out_line
     result = outcome.scaling
     table = Table(title=f"Scaling of {outcome.test_id} ({plan_name}) on up to {outcome.available} hosts",
                   title_justify="left")
@@ -144,6 +107,7 @@ def _print_scaling(outcome, plan_name: str, wide: bool) -> None:
 def fitted_sweep(report, sat, width: int | None):
     """A saturation report fitted to the terminal: its cells keep jobs,
     iodepth, IOPS, MB/s, p99, the target's column and the marks."""
+    from ..report.fit import fit_group
     keep = ("jobs", "iodepth", "IOPS", "MB/s", "p99 ms", "") + ((sat.slo.text,) if sat.slo else ())
     return fit_group(report, width, keep, ("Little", "runs", "OIO fleet", "OIO/host", "mean ms"), only_first=True)
 
@@ -195,6 +159,14 @@ def saturate(
 
     Outstanding IO doubles until IOPS stop growing; the sweep finds the knee,
     the best configuration and the most IOPS under a latency target (--slo)."""
+    from ..analysis.diagnostics import diagnose
+    from ..fleet.inventory import load_inventory
+    from ..report.saturation import saturation_report
+    from ..report.summary import diagnostics_lines, methodology_notes
+    from ..results.store import Store, default_data_dir
+    from ..studies.options import sweep_from_options
+    from ..studies.saturate import run_saturate
+    from .progress import TerminalProgress
     check_label(label)
     sweep = sweep_from_options(
         slo, bs=bs, read_pct=read_pct, random_pct=random_pct, size=size, round=round_, max_runtime=max_runtime,

@@ -92,7 +92,7 @@ def client_command(jobs: list[tuple[str, str]], status_interval: int | None = No
                    quick_clock: bool = False) -> list[str]:
     """Command for one test on many fio servers: (client argument, job file)
     pairs. With `status_interval` (an option of each server's, so after its
-    --client), each server sends its status that often; fio's client holds
+    --client and job file), each server sends its status that often; fio's client holds
     them until the end, then prints them all in its one document
     (client_stats), the final status last. ETA requests on: they are the fio
     client's only liveness check of its servers, so a host that vanishes
@@ -102,7 +102,9 @@ def client_command(jobs: list[tuple[str, str]], status_interval: int | None = No
     prints no ETA lines.)"""
     cmd = [fio_binary(), *([QUICK_CLOCK] if quick_clock else []), "--output-format=json+", "--eta=always"]
     for client, jobfile in jobs:
-        cmd += [f"--client={client}", *([f"--status-interval={status_interval}"] if status_interval else []), jobfile]
+        # The job file right after its --client: fio gives a file that comes after an
+        # option to every server (getopt moves it to the end), which the first such file wins.
+        cmd += [f"--client={client}", jobfile, *([f"--status-interval={status_interval}"] if status_interval else [])]
     return cmd
 
 

@@ -43,6 +43,7 @@ from ..fio.jobfile import Device, render_device_check, render_leftover_check, re
 from ..fio.parse import parse_output
 from .devices import RemoteDevice, exporter_mounts, where
 from .inventory import Host
+from .kept import KeptData, host_key
 from .metrics import fetch_metrics, free_bytes
 from .remote import first_engine, probe_target, remove_data_files
 from .runner import run_fio
@@ -307,10 +308,11 @@ def _device_seen(path: str, needed: int | None, output: str | None, said: str) -
     return seen
 
 
-def clean_hosts(hosts: list[Host]) -> tuple[dict[str, int], list[str]]:
+def clean_hosts(hosts: list[Host], kept: KeptData | None = None) -> tuple[dict[str, int], list[str]]:
     """`hosts clean`: remove iofleet's data files that runs left on the
     hosts' targets, with the targets locked as a run locks them: (host →
-    files removed, one line per host that could not be cleaned)."""
+    files removed, one line per host that could not be cleaned). `kept`:
+    the results directory's record of kept data, whose cleaned hosts go."""
     with_files = [h for h in hosts if not isinstance(where(h.targets), Device)]
     with ThreadPoolExecutor(max_workers=min(32, len(with_files)) or 1) as pool:
         reasons = dict(zip([h.name for h in with_files], pool.map(lambda h: _connect(*h.endpoint), with_files)))
@@ -328,4 +330,6 @@ def clean_hosts(hosts: list[Host]) -> tuple[dict[str, int], list[str]]:
         for lock in locks:
             lock.release()
     problems += [f"host {name}: removing iofleet's data files failed through its fio server" for name in failed]
+    if kept is not None:
+        kept.update(forget=[host_key(h) for h in reachable if h.name not in failed])
     return removed, problems

@@ -21,6 +21,7 @@ from .control import NO_SSH, drop_caches
 from .control import host_facts as ssh_host_facts
 from .devices import check_local_device, fit_regions, local_device, needed_bytes, where
 from .inventory import Host, host_groups
+from .kept import LOCAL, KeptData, data_key, files_state, fingerprint, host_key, kept_entry
 from .metrics import MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
 from .local import TargetDirs, drop_kernel_caches, host_facts, resolve_engine, target_facts
 from .place import Measured, Place, Prepared, collect_artifacts, verdict
@@ -97,6 +98,7 @@ class LocalPlace(Place):
         self.dirs = TargetDirs([] if isinstance(self.where, Device) else targets)
         self.locks: list[TargetLock] = []  # held from prepare() to release()
         self._engines: dict[tuple[str, bool], str] = {}
+        self.data_state: dict = {}  # what prepare_data wrote whole, or found kept (fleet/kept.py)
 
     def describe(self) -> dict:
         out: dict = {"targets": [str(t) for t in self.targets]}
@@ -189,13 +191,22 @@ class LocalPlace(Place):
         return self._engines[key]
 
     def prepare_data(self, steps: list[TestSpec], mode: str, passes: int, bs: int, work: Path,
-                     stop: threading.Event, progress) -> Prepared:
+                     stop: threading.Event, progress, kept: KeptData | None = None) -> Prepared:
         """Write every data file's working set sequentially before the first
-        test; `progress(done_bytes, total_bytes, elapsed_s, hosts)`."""
+        test, unless `kept` records the same preparation of these very
+        files; `progress(done_bytes, total_bytes, elapsed_s, hosts)`."""
         prepared, total = _prepare_sizes(steps, passes)
         self.dirs.claim(max(s.jobs for s in steps))
-        job = render_prepare(prepare_tiers(steps), self.where, self.engine_for(steps[0]), steps[0].direct,
-                             mode, passes, bs)
+        tiers = prepare_tiers(steps)
+        print_ = fingerprint(tiers, self.where, mode, passes, bs)
+        key = data_key(LOCAL, self.targets)
+        entry = kept.usable(key, print_, files_state(self.targets)) if kept else None
+        if entry:
+            self.data_state = {"fingerprint": print_, "run": entry["run"], "prepared_at": entry["prepared_at"]}
+            return Prepared(mode, passes, bs, {LOCAL: prepared}, {}, 0.0, reused={LOCAL: entry["run"]})
+        if kept:
+            kept.update(forget=[key])  # written again from here: the record no longer holds
+        job = render_prepare(tiers, self.where, self.engine_for(steps[0]), steps[0].direct, mode, passes, bs)
         (work / "prepare.fio").write_text(job)
         done = last = 0.0
 
@@ -208,7 +219,16 @@ class LocalPlace(Place):
         fio = run_fio(run_command(str(work / "prepare.fio")), work, stop, on_live)
         if fio.returncode != 0 and not fio.stopped:
             raise FioError(f"preparing the data failed: {error_line(fio.stderr, fio.stdout)}")
-        return Prepared(mode, passes, bs, {"local": prepared}, {"local": total}, fio.wall_s)
+        if not fio.stopped and print_:
+            self.data_state = {"fingerprint": print_}
+        return Prepared(mode, passes, bs, {LOCAL: prepared}, {LOCAL: total}, fio.wall_s)
+
+    def record_data(self, kept: KeptData, run_id: int, keep: bool) -> None:
+        key = data_key(LOCAL, self.targets)
+        if keep and self.data_state:
+            kept.update({key: kept_entry(self.data_state, run_id, files_state(self.targets))})
+        else:
+            kept.update(forget=[key])
 
     def run_test(self, step: TestSpec, work: Path, stop: threading.Event, phase, on_live,
                  steady_now=None) -> Measured:
@@ -292,6 +312,8 @@ class FleetPlace(Place):
         self.lost: set[str] = set()  # hosts that gave no result in a test (dropped or not)
         self.not_cleaned: tuple[str, ...] = ()  # after cleanup(): hosts whose data files are left
         self._started = list(hosts)  # every host the run began with
+        self._leftovers: dict[str, bool | None] = {}  # host → its check found iofleet's data files there
+        self.data_state: dict[str, dict] = {}  # host → what prepare_data wrote whole, or found kept (fleet/kept.py)
 
     def _where(self, host: Host) -> list[Path] | Device:
         return where(host.targets, self._strides.get(host.name, 0))
@@ -387,6 +409,7 @@ class FleetPlace(Place):
             facts_round.join()
             # The engines the check's own fio run found working: not probed again.
             self._engines.update({(key, c.host.name): e for c in checks for key, e in c.engines.items()})
+            self._leftovers = {c.host.name: c.leftovers for c in checks}  # kept data still there (prepare_data)
         except BaseException:
             self.release()
             raise
@@ -434,20 +457,37 @@ class FleetPlace(Place):
         return engines
 
     def prepare_data(self, steps: list[TestSpec | MixedStep], mode: str, passes: int, bs: int, work: Path,
-                     stop: threading.Event, progress) -> Prepared:
-        """Write every host's working sets at once, in one fio client run.
-        fio's client reports nothing until the end: progress shows each
-        host's disk and network rates from its node_exporter."""
+                     stop: threading.Event, progress, kept: KeptData | None = None) -> Prepared:
+        """Write every host's working sets at once, in one fio client run,
+        on the hosts where `kept` does not record the same preparation (and
+        the host check found its data files). fio's client reports nothing
+        until the end: progress shows each host's disk and network rates
+        from its node_exporter."""
         per_host = self._specs_per_host(steps)
         hosts = [h for h in self.hosts if h.name in per_host]
-        first = {name: specs[0] for name, specs in per_host.items()}
+        self._max_jobs = max([self._max_jobs] + [s.jobs for specs in per_host.values() for s in specs])
+        sizes = {name: _prepare_sizes(specs, passes) for name, specs in per_host.items()}
+        prints = {h.name: fingerprint(prepare_tiers(per_host[h.name]), self._where(h), mode, passes, bs)
+                  for h in hosts}
+        reused = {}
+        for h in hosts:
+            entry = kept.usable(host_key(h), prints[h.name]) if kept and self._leftovers.get(h.name) else None
+            if entry:
+                reused[h.name] = entry["run"]
+                self.data_state[h.name] = {"fingerprint": prints[h.name], "run": entry["run"],
+                                           "prepared_at": entry["prepared_at"]}
+        hosts = [h for h in hosts if h.name not in reused]
+        working_sets = {name: ws for name, (ws, _) in sizes.items()}
+        if not hosts:
+            return Prepared(mode, passes, bs, working_sets, {}, 0.0, reused=reused)
+        if kept:
+            kept.update(forget=[host_key(h) for h in hosts])  # written again from here
+        first = {h.name: per_host[h.name][0] for h in hosts}
         engines = self._engines_for(first, work, stop)
         jobfiles = {h.name: render_prepare(prepare_tiers(per_host[h.name]), self._where(h),
                                            engines[h.name], first[h.name].direct, mode, passes, bs)
                     for h in hosts}
-        sizes = {name: _prepare_sizes(specs, passes) for name, specs in per_host.items()}
-        totals = {name: written for name, (_, written) in sizes.items()}
-        self._max_jobs = max([self._max_jobs] + [s.jobs for specs in per_host.values() for s in specs])
+        totals = {h.name: sizes[h.name][1] for h in hosts}
 
         def on_live(live):
             progress(None, sum(totals.values()), live.elapsed_s, live.hosts)
@@ -459,7 +499,16 @@ class FleetPlace(Place):
         if not run.fio.stopped and (run.lost or run.fio.returncode != 0 or any(j.error for j in run.jobs)):
             why = lost_reason(run) if run.lost else error_line(run.fio.stderr, run.fio.stdout)
             raise FioError(f"preparing the data failed: {why}")
-        return Prepared(mode, passes, bs, {name: ws for name, (ws, _) in sizes.items()}, totals, run.fio.wall_s)
+        if not run.fio.stopped:
+            self.data_state |= {h.name: {"fingerprint": prints[h.name]} for h in hosts if prints[h.name]}
+        return Prepared(mode, passes, bs, working_sets, totals, run.fio.wall_s, reused=reused)
+
+    def record_data(self, kept: KeptData, run_id: int, keep: bool) -> None:
+        """Kept: each host's data as prepared or used (not a lost host's:
+        what it holds is not known); else, or on a host without, forgotten."""
+        put = {host_key(h): kept_entry(self.data_state[h.name], run_id) for h in self._started
+               if keep and h.name in self.data_state and h.name not in self.lost}
+        kept.update(put, forget=[host_key(h) for h in self._started])
 
     def run_test(self, step: TestSpec | MixedStep, work: Path, stop: threading.Event, phase, on_live,
                  steady_now=None) -> Measured:

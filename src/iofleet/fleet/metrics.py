@@ -15,8 +15,6 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from prometheus_client.parser import text_string_to_metric_families
-
 
 @dataclass
 class HostCpu:
@@ -124,6 +122,8 @@ def _samples(text: str, names: tuple[str, ...]):
     """(name, labels, value) of the named metrics in exporter text. Only their
     lines go to the parser: a whole node_exporter page (~1000 lines) takes
     ~8 ms to parse, too much once a second for many hosts."""
+    from prometheus_client.parser import text_string_to_metric_families  # here: a run without node_exporter never needs it (~10 ms)
+
     wanted = re.compile(r"^(?:%s)[{ ].*$" % "|".join(map(re.escape, names)), re.M)
     for family in text_string_to_metric_families("\n".join(wanted.findall(text)) + "\n"):
         for s in family.samples:

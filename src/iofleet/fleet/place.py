@@ -46,13 +46,15 @@ class Prepared:
     passes: int
     bs: int
     working_set_per_host: dict[str, int]  # bytes of data files prepared
-    written_per_host: dict[str, int]  # bytes written, all passes
+    written_per_host: dict[str, int]  # bytes written, all passes (hosts whose data was written)
     seconds: float
+    reused: dict[str, int] = field(default_factory=dict)  # host → run whose kept data it uses (fleet/kept.py)
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "passes": self.passes, "bs": self.bs,
                 "working_set_per_host": self.working_set_per_host,
-                "written_per_host": self.written_per_host, "seconds": round(self.seconds, 1)}
+                "written_per_host": self.written_per_host, "seconds": round(self.seconds, 1)} | (
+            {"reused": self.reused} if self.reused else {})
 
 
 Step = TestSpec | MixedStep
@@ -91,9 +93,15 @@ class Place(ABC):
 
     @abstractmethod
     def prepare_data(self, steps: list[Step], mode: str, passes: int, bs: int, work: Path,
-                     stop: threading.Event, progress) -> Prepared:
+                     stop: threading.Event, progress, kept=None) -> Prepared:
         """Write every data file's working set before the first test;
-        `progress(done_bytes, total_bytes, elapsed_s, hosts)`."""
+        `progress(done_bytes, total_bytes, elapsed_s, hosts)`. `kept`
+        (fleet/kept.py): a host whose kept data is the same is not written."""
+
+    @abstractmethod
+    def record_data(self, kept, run_id: int, keep: bool) -> None:
+        """The run is over: record in `kept` what each host's data now is
+        (`keep`: kept, and prepared whole), or forget it."""
 
     @abstractmethod
     def specs_by_host(self, step: Step) -> dict[str, TestSpec]:

@@ -1,15 +1,14 @@
-"""Runs a test on many `fio --server` hosts at once: one job file and one
-fio client per host, all started together.
+"""Runs a test on many `fio --server` hosts at once: one job file per host,
+all through ONE fio client, each host's connection through iofleet's relay
+(relay.py).
 
-One client per host, not one for all: fio's client prints its results only
-when its last server has ended, so one frozen host (its fio stopped, its
-connection still up) would hold every host's results, and stopping that
-client would lose them all. Here a host that dies, freezes, vanishes or
-falls far behind costs its own result only, within a stated time."""
+One client starts every host within about a second (a client per host
+costs a fio process each and spreads the starts over seconds). Through the
+relay, a host that dies, freezes, vanishes or falls far behind is ended
+alone: fio's client goes on without it and prints the other hosts'
+results, so the host costs its own result only, within a stated time."""
 
 import json
-import os
-import queue
 import re
 import threading
 import time
@@ -19,19 +18,20 @@ from pathlib import Path
 from ..errors import FioError, ImportFormatError
 from ..fio.command import client_command, error_line
 from ..fio.jobfile import Device, render_cleanup, render_probe
-from ..fio.parse import parse_output
+from ..fio.parse import ALL_CLIENTS, parse_output
 from ..fio.status import Round, client_rounds
 from ..plan.params import AUTO_ENGINES
 from ..fio.records import DiskUtil, JobResult
 from .devices import where
 from .inventory import Host
-from .runner import FioRun, killed_reason, run_fio
+from .relay import Relay
+from .runner import MOUNTED_REFUSAL, STOP_GRACE_S, FioRun, killed_reason, run_fio
 
 # fio's client prints this when it loses a server.
 _DISCONNECTED = re.compile(r"client: host=(\S+) disconnected")
 # Once a host has returned its results, another host still running this
 # long after its own planned end (plus the delay the finished hosts took
-# beyond theirs) is declared lost and its fio client stopped: healthy
+# beyond theirs) is declared lost and its connection ended: healthy
 # hosts end within a second or two of each other (docs/fleet.md).
 LATE_HOST_S = 15.0
 # A step whose length cannot be planned (preparing the data): once a host
@@ -43,12 +43,16 @@ PREPARE_SLOWDOWN = 2.0
 MOST_JOBS = 1024
 # A clean-up reads 4 KiB of each file and removes it: seconds, even for 1024 files.
 CLEANUP_TIMEOUT_S = 30.0
+# After a stop, a host that has not sent its results this long after fio's
+# client was asked to stop is ended, so that the client, which prints
+# nothing until its last host has ended, is not killed with every result.
+STOP_DROP_S = STOP_GRACE_S - 1.5
 
 
 @dataclass
 class FleetRun:
-    fio: FioRun  # every host's fio client as one: first failing return code, all messages, longest time
-    runs: dict[str, FioRun] = field(default_factory=dict)  # host → its own fio client
+    fio: FioRun  # the fio client of every host: its return code, all messages, its time
+    runs: dict[str, FioRun] = field(default_factory=dict)  # host → its part: its document, messages, end
     jobs: list[JobResult] = field(default_factory=list)
     disks: list[DiskUtil] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # hosts that gave no result
@@ -64,145 +68,179 @@ def run_on_hosts(
     work_bytes: dict[str, int] | None = None, status_s: int | None = None, per_tick: dict[str, int] | None = None,
     start_together: bool = False,
 ) -> FleetRun:
-    """Run one job file per host (by host name), each through a fio client
-    of its own, all at once. A host whose client has not ended `timeout_s`
-    after the start, or, with `planned_s` (host → its test's planned
-    seconds, warm-up + runtime), LATE_HOST_S after its planned end once
-    another host has finished (plus that host's delay beyond its own
-    planned end), is lost: its client is killed (its server then stops its
-    jobs, as when iofleet dies) and its output dropped. `work_bytes` (host →
-    bytes to write, for a step of no planned length): once a host has
-    finished, one still running PREPARE_SLOWDOWN times as long as its bytes
-    take at the slowest finished host's rate, plus LATE_HOST_S, is lost.
-    `status_s`: each server sends its status every so many seconds, one
-    round each (fio/status.py); `per_tick` (host → its job file's jobs)
-    splits them. `start_together` (a measured test): each client keeps
-    fio's own clock choice, so that every host starts alike (fio.command.QUICK_CLOCK)."""
-    commands = {}
-    for h in hosts:
-        path = work / f"{tag}.{h.name}.fio"
-        path.write_text(jobfiles[h.name])
-        commands[h.name] = client_command([(h.fio_client_arg, str(path))], status_s, quick_clock=not start_together)
-    halt = {h.name: threading.Event() for h in hosts}  # the user stopped the run: results wanted
-    drop = {h.name: threading.Event() for h in hosts}  # the host is lost: its client is killed at once
-    runs: dict[str, FioRun] = {}
-    ended: dict[str, float] = {}  # host → seconds from the start to its client's end
-    late: dict[str, str] = {}  # host → why it was stopped as lost
-    crashed: list[BaseException] = []
-    all_ended = threading.Event()
-    if not hosts:
-        all_ended.set()
-    # Every client starts at once, once every host has its thread: the
-    # hosts start closer together, and no client takes the GIL from the
-    # next one's thread start.
-    go = threading.Event()
-    start = time.monotonic()
-
-    def drive(name: str) -> None:
-        go.wait()
-        try:
-            runs[name] = run_fio(commands[name], work, halt[name], abandon=drop[name])
-        except BaseException as exc:  # raised below, once every client has ended
-            crashed.append(exc)
-        finally:
-            ended[name] = time.monotonic() - start
-            if len(ended) == len(hosts):
-                all_ended.set()
-
-    try:
+    """Run one job file per host (by host name), all through one fio
+    client. A host that has not ended `timeout_s` after the start, or, with
+    `planned_s` (host → its test's planned seconds, warm-up + runtime),
+    LATE_HOST_S after its planned end once another host has finished (plus
+    that host's delay beyond its own planned end), is lost: its connection
+    is ended (its server then stops its jobs, as when iofleet dies) and it
+    gives no result. `work_bytes` (host → bytes to write, for a step of no
+    planned length): once a host has finished, one still running
+    PREPARE_SLOWDOWN times as long as its bytes take at the slowest finished
+    host's rate, plus LATE_HOST_S, is lost. `status_s`: each server sends
+    its status every so many seconds, one round each (fio/status.py);
+    `per_tick` (host → its job file's jobs) splits them. `start_together`
+    (a measured test): the client keeps fio's own clock choice
+    (fio.command.QUICK_CLOCK)."""
+    late: dict[str, str] = {}  # host → why it was ended as lost
+    with Relay({h.name: h.endpoint for h in hosts}) as relay:
+        for name, why in relay.open().items():
+            late[name] = f"no result (fio server not reachable: {why})"
+        pairs = []
         for h in hosts:
-            _CREW.run(drive, h.name)
-    finally:
-        start = time.monotonic()
-        go.set()
-    while not all_ended.wait(0.1):  # wakes at once when the last client ends
-        if stop.is_set():
-            for event in halt.values():
-                event.set()
+            if h.name not in late:
+                path = work / f"{tag}.{h.name}.fio"
+                path.write_text(jobfiles[h.name])
+                pairs.append((relay.client_arg(h.name), str(path)))
+        fio = _client(client_command(pairs, status_s, quick_clock=not start_together), work, stop, relay,
+                      [h.name for h in hosts if h.name not in late], late,
+                      lambda name, now, done: _overdue(name, now, timeout_s, planned_s, done, work_bytes))
+    views, said = _split(fio, hosts, relay, work)
+    return _collect(hosts, views, replace(fio, stdout="", stderr=said), late, per_tick if status_s else None,
+                    (status_s or 1) * 1000)
+
+
+def _client(cmd: list[str], work: Path, stop: threading.Event, relay: Relay, names: list[str],
+            late: dict[str, str], overdue) -> FioRun:
+    """Run the one fio client, ending hosts as the rules say: `overdue(name,
+    seconds from the start, {finished host: seconds})` says why a host is
+    lost; after a stop, hosts still silent STOP_DROP_S later are ended."""
+    if not names:
+        return FioRun(returncode=1, final_output=None, stdout="", stderr="", stopped=stop.is_set(),
+                      killed=False, wall_s=0.0)
+    start = time.monotonic()
+    halt, give_up = threading.Event(), threading.Event()
+    result: list = []
+
+    def drive() -> None:
+        try:
+            result.append(run_fio(cmd, work, halt, abandon=give_up))
+        except BaseException as exc:  # raised below
+            result.append(exc)
+
+    client = threading.Thread(target=drive, name="fio-client", daemon=True)
+    client.start()
+    stopped_at = all_ended_at = None
+    while client.is_alive():
+        client.join(0.1)
+        now = time.monotonic()
+        open_ = [n for n in names if relay.ended(n) is None]
+        if not open_:
+            all_ended_at = all_ended_at or now
+            if now - all_ended_at > STOP_GRACE_S:  # every host is over: the client has nothing left to wait for
+                give_up.set()
+        elif stop.is_set():
+            halt.set()
+            stopped_at = stopped_at or now
+            if now - stopped_at > STOP_DROP_S:
+                for name in open_:
+                    relay.drop(name)
         else:
-            now = time.monotonic() - start
-            for h in hosts:
-                if h.name not in ended and h.name not in late:
-                    why = _overdue(h.name, now, timeout_s, planned_s, ended, runs, work_bytes)
-                    if why:
-                        late[h.name] = why
-                        drop[h.name].set()
-    if crashed:
-        raise crashed[0]
-    return _collect(hosts, runs, late, per_tick if status_s else None, (status_s or 1) * 1000)
+            done = {n: relay.finished(n) - start for n in names if relay.finished(n) is not None}
+            for name in open_:
+                why = name not in late and overdue(name, now - start, done)
+                if why:
+                    late[name] = why
+                    relay.drop(name)
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
 
 
-class _Crew:
-    """Threads kept for the next test's fio clients, one client each at a
-    time: a new thread takes about a millisecond to start on a small VM
-    (64 hosts × every test of a run). Daemon threads, as the ones they
-    replace: a client left running does not keep iofleet from exiting."""
+def _split(fio: FioRun, hosts: list[Host], relay: Relay, work: Path) -> tuple[dict[str, FioRun], str]:
+    """Each host's part of the client's run, as a client of its own would
+    have given it: its document, its messages (each line "<its address> "),
+    fio's client's lines about it (or about no host in particular), its end;
+    and its logs named after its address (fio's client named them after its
+    relay's). Also the client's own lines, each host's address put back."""
+    address = {h.name: h.endpoint[0] for h in hosts}
+    relay_of = {name: re.compile(rf"{re.escape(link.address)}(?![0-9])") for name, link in relay.links.items()}
+    try:
+        doc = json.loads(fio.final_output) if fio.final_output else None
+    except ValueError:
+        doc = None
+    # "<hostname> ...": a server's message, which the relay had from that host itself.
+    said = [l for l in (fio.stdout + fio.stderr).splitlines(keepends=True) if not l.startswith("<")]
 
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._idle = 0
-        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+    def readdress(line: str) -> str:
+        for name, pattern in relay_of.items():
+            line = pattern.sub(address[name], line)
+        return line
 
-    def run(self, task, *args) -> None:
-        """Run task(*args) on an idle thread, or a new one. `task` handles its own exceptions."""
-        with self._lock:
-            reuse = self._idle > 0
-            if reuse:
-                self._idle -= 1
-        if not reuse:
-            threading.Thread(target=self._work, daemon=True, name="fio-client").start()
-        self._tasks.put((task, args))
+    views = {}
+    for h in hosts:
+        link = relay.links[h.name]
+        own = [readdress(l) for l in said if relay_of[h.name].search(l) or
+               not any(p.search(l) for p in relay_of.values())]
+        text = "".join(f"<{address[h.name]}> {line}\n" for m in link.messages for line in m.splitlines())
+        mine = _host_doc(doc, link.address, h.endpoint) if doc else None
+        end = link.quit_at or link.ended_at
+        views[h.name] = FioRun(
+            returncode=_host_returncode(link.exit, fio.returncode, text),
+            final_output=json.dumps(mine) if mine and (mine["client_stats"] or mine["disk_util"]) else None,
+            stdout=text, stderr="".join(own), stopped=fio.stopped, killed=fio.killed and link.exit is None,
+            wall_s=end - relay.opened_at if end and link.connected else 0.0, ended_early=fio.ended_early)
+    names = {link.address: name for name, link in relay.links.items()}
+    for f in work.iterdir():  # PREFIX_KIND.N.log.ADDRESS
+        stem, _, at = f.name.rpartition(".log.")
+        if stem and at in names:
+            f.rename(f.with_name(f"{stem}.log.{address[names[at]]}"))
+    return views, "".join(readdress(l) for l in said)
 
-    def _work(self) -> None:
-        while True:
-            task, args = self._tasks.get()
-            task(*args)  # were it to raise, this thread would end, not counted idle
-            with self._lock:
-                self._idle += 1
+
+def _host_returncode(exit: tuple[int, int] | None, client_rc: int, text: str) -> int:
+    """A host's part: its server's exit value; 1 when it gave none (it
+    was lost) or fio refused to write to a mounted device (and exited 0)."""
+    if exit is None:
+        return client_rc or 1
+    value, signal = exit
+    return value or (128 + signal if signal else 0) or (1 if MOUNTED_REFUSAL in text else 0)
 
 
-_CREW = _Crew()
-os.register_at_fork(after_in_child=_CREW.__init__)  # a forked child has none of these threads
+def _host_doc(doc: dict, address: str, endpoint: tuple[str, int]) -> dict:
+    """The client's document with only one host's entries, named by the host's own address."""
+    def own(entries):
+        return [{**e, "hostname": endpoint[0], "port": endpoint[1]} for e in entries
+                if isinstance(e, dict) and e.get("hostname") == address and e.get("jobname") != ALL_CLIENTS]
+    return {**doc, "client_stats": own(doc.get("client_stats", [])), "disk_util": own(doc.get("disk_util", []))}
 
 
 def _overdue(name: str, now: float, timeout_s: float | None, planned_s: dict[str, float] | None,
-             ended: dict[str, float], runs: dict[str, FioRun],
-             work_bytes: dict[str, int] | None = None) -> str | None:
-    """Why a host still running `now` s after the start is lost, or None."""
-    done = [n for n in list(ended) if n in runs and runs[n].returncode == 0]
+             done: dict[str, float], work_bytes: dict[str, int] | None = None) -> str | None:
+    """Why a host still running `now` s after the start is lost, or None.
+    `done`: hosts that ended without error → seconds from the start."""
     if work_bytes is not None and done:
-        rate = min(work_bytes[n] / max(ended[n], 0.1) for n in done)  # bytes/s of the slowest finished host
+        rate = min(work_bytes[n] / max(t, 0.1) for n, t in done.items())  # bytes/s of the slowest finished host
         expected = work_bytes[name] / rate if rate > 0 else 0.0
         if now > PREPARE_SLOWDOWN * expected + LATE_HOST_S:
             return (f"no result {now:.0f} s into the step, while the other hosts had ended at a rate that "
-                    f"would have taken it {expected:.0f} s (its fio frozen, or far behind); its fio client was ended")
+                    f"would have taken it {expected:.0f} s (its fio frozen, or far behind); its connection was ended")
     if planned_s is not None and done:
         # Hosts that ended early (steady state) count as on time.
-        delay = max(0.0, *(ended[n] - planned_s[n] for n in done))
+        delay = max(0.0, *(t - planned_s[n] for n, t in done.items()))
         if now > planned_s[name] + delay + LATE_HOST_S:
             return (f"no result {now - planned_s[name]:.0f} s after its planned end, while the other hosts "
-                    f"had ended (its fio frozen, or far behind); its fio client was ended")
+                    f"had ended (its fio frozen, or far behind); its connection was ended")
     if timeout_s is not None and now > timeout_s:
-        return f"no result in {timeout_s:.0f} s; its fio client was ended"
+        return f"no result in {timeout_s:.0f} s; its connection was ended"
     return None
 
 
-def _collect(hosts: list[Host], runs: dict[str, FioRun], late: dict[str, str],
+def _collect(hosts: list[Host], views: dict[str, FioRun], fio: FioRun, late: dict[str, str],
              per_tick: dict[str, int] | None = None, interval_ms: int = 1000) -> FleetRun:
     """The hosts' results, each job named by its host's inventory name,
     and with `per_tick`, each host's status rounds."""
-    ordered = [(h.name, runs[h.name]) for h in hosts]
+    ordered = [(h.name, views[h.name]) for h in hosts]
     counted = [r for name, r in ordered if name not in late]
     run = FleetRun(fio=FioRun(
-        returncode=next((r.returncode for _, r in ordered if r.returncode != 0), 0),
-        final_output=None,  # one document per host: FleetRun.runs
-        stdout="".join(r.stdout for _, r in ordered), stderr="".join(r.stderr for _, r in ordered),
+        returncode=fio.returncode, final_output=None,  # one document per host: FleetRun.runs
+        stdout="".join(r.stdout for _, r in ordered), stderr=fio.stderr,
         stopped=any(r.stopped for r in counted), killed=any(r.killed for r in counted),
-        wall_s=max((r.wall_s for _, r in ordered), default=0.0)), runs=dict(ordered))
+        wall_s=fio.wall_s), runs=dict(ordered))
     for name, r in ordered:
         if name in late or not r.final_output:
             continue
-        if per_tick and _DISCONNECTED.search(r.stdout + r.stderr):
+        if per_tick and _DISCONNECTED.search(r.stderr):
             # Its status snapshots so far are no result (the host is lost), but its rounds up
             # to the loss are kept, named lost (a scenario's series shows it up to its fault).
             try:
@@ -224,7 +262,7 @@ def _collect(hosts: list[Host], runs: dict[str, FioRun], late: dict[str, str],
         run.job_errors += [replace(j, host=name) for j in parsed.jobs + parsed.warmup_jobs if j.error]
     seen = {j.host for j in run.jobs}
     run.lost = [name for name, _ in ordered if name not in seen]
-    run.why_lost = {name: late.get(name) or _no_result(runs[name]) for name in run.lost}
+    run.why_lost = {name: late.get(name) or _no_result(views[name]) for name in run.lost}
     return run
 
 

@@ -16,17 +16,19 @@ differs from the listed one is always refused.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Awaitable, Callable
-
-import asyncssh
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from .inventory import Host, SshConfig
+
+if TYPE_CHECKING:  # imported where used: a fleet without `ssh:` never loads them (~0.1 s)
+    import asyncio
+
+    import asyncssh
 
 # Connections opened at once: enough for 64 hosts in one wave; a bound so a
 # large inventory does not open thousands of sockets and handshakes at once.
@@ -59,6 +61,8 @@ def run_on_all(hosts: list[Host], command: str | Callable[[Host], str], timeout_
     targets = [h for h in hosts if h.ssh is not None]
     if not targets:
         return {}
+    import asyncio
+
     commands = {h.name: command(h) if callable(command) else command for h in targets}
     work = _run_all(targets, commands, timeout_s, as_root, on_reply)
     try:
@@ -72,6 +76,8 @@ def run_on_all(hosts: list[Host], command: str | Callable[[Host], str], timeout_
 
 async def _run_all(hosts: list[Host], commands: dict[str, str], timeout_s: float,
                    as_root: bool, on_reply) -> dict[str, Reply]:
+    import asyncio
+
     limit = asyncio.Semaphore(MAX_CONNECTIONS)
     known = _KnownHosts()
 
@@ -93,6 +99,10 @@ def _as_root(command: str, cfg: SshConfig) -> str:
 
 async def _run_one(host: Host, command: str, timeout_s: float, as_root: bool,
                    limit: asyncio.Semaphore, known: "_KnownHosts") -> Reply:
+    import asyncio
+
+    import asyncssh
+
     cfg = host.ssh
     address = host.endpoint[0]
     if as_root:
@@ -149,6 +159,10 @@ def _known_hosts_path(cfg: SshConfig) -> Path:
 
 def _connect_error(host: Host, exc: BaseException, key_state: str) -> str:
     """One line naming the host and the fix, for a failed connect or login."""
+    import asyncio
+
+    import asyncssh
+
     cfg, address = host.ssh, host.endpoint[0]
     where = f"{cfg.user}@{address}:{cfg.port}"
     kh = _known_hosts_path(cfg)
@@ -188,6 +202,8 @@ class _KnownHosts:
         """(known_hosts for asyncssh, key state): "listed" (its key is checked),
         "unknown" (not listed: the connection will be refused) or "trusted" (not
         listed and the inventory trusts unknown keys: asyncssh checks nothing)."""
+        import asyncssh
+
         path = _known_hosts_path(cfg)
         if path not in self._files:
             self._files[path] = (asyncssh.read_known_hosts(str(path)) if path.exists() or cfg.known_hosts

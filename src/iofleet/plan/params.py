@@ -500,6 +500,9 @@ RUN_PARAMS: dict[str, Param] = {
               choices=("p90", "p95", "p99", "p99.9"), in_matrix=False),
         Param("keep_files", "bool", False, "keep iofleet's data files after the run (a later run reuses them)",
               "(iofleet)", in_matrix=False),
+        Param("reuse_data", "bool", True,
+              "use data a run kept (keep_files) as that run's tests left it, instead of preparing it again, "
+              "where the preparation would be the same; false: prepare it again", "(iofleet)", in_matrix=False),
         Param("on_error", "choice", "continue", "what a failed test does to the run: go on, or stop it",
               "(iofleet)", choices=("continue", "stop"), in_matrix=False),
         Param("on_host_loss", "choice", "continue",

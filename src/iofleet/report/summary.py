@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..analysis.diagnostics import RULES, SEVERITIES, Finding, diagnose
 from ..analysis.host_facts import host_line, recorded_facts
+from ..analysis.methodology import prepare_note
 from ..analysis.skew import MIN_OVERLAP_PCT
 from ..analysis.steady import SteadyVerdict
 from ..analysis.stragglers import stragglers
@@ -269,8 +270,10 @@ def resume_note(r: dict) -> str:
     line = f"Resumed at {r['at']}: " + (f"ran {ran}." if ran else "no test was left to run.")
     for test, status in r["replaced"].items():
         line += f" {test} was run again; its {status} result was replaced."
-    if r.get("prepare"):
+    if r.get("prepare") and (r["prepare"].get("written_per_host") or not r["prepare"].get("reused")):
         line += f" The data files were written again first ({r['prepare']['seconds']:.1f} s)."
+    if r.get("prepare") and r["prepare"].get("reused"):
+        line += " Data a run kept (keep_files) was used as it is, not written again."
     return line
 
 
@@ -295,11 +298,7 @@ def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
     tests = [t for t in run.tests if t.methodology]
     prepared = method.get("prepare")
     if prepared:
-        per_host = prepared["working_set_per_host"]
-        sizes = {format_bytes(b) for b in per_host.values()}
-        notes.append((f"Preparation: {prepared['mode']} data written sequentially over {' / '.join(sorted(sizes))} "
-                      f"per host ({prepared['passes']} passes of {format_bytes(prepared['bs'])} writes) on "
-                      f"{len(per_host)} host{'s' if len(per_host) > 1 else ''} in {prepared['seconds']:.1f} s.", None))
+        notes.append((prepare_note(prepared), None))
     elif method:  # reads of the unwritten data are a diagnostics finding (unprepared_reads)
         notes.append(("Preparation: none (prepare: none); the data files were not written before the tests.", None))
     for r in method.get("resumes") or []:  # `run --resume`: when, and what ran then

@@ -4,24 +4,27 @@ first (a run of its own) or stored (`from_run`), then runs fixed-rate tests
 at shares of it, on the sweep's best jobs × iodepth, as ONE stored run whose
 tests carry `params.rate_iops` (the test's total over hosts and jobs)."""
 
+from __future__ import annotations
+
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import yaml
 
 from ..analysis.curve import DEFAULT_POINTS, CurveResult, curve_of_run, curve_record, even_loads, load_rule
 from ..analysis.saturation import saturation_of_run
 from ..errors import IofleetError
-from ..fleet.execute import place_for
-from ..fleet.inventory import Host
 from ..plan import parse_plan
 from ..plan.params import PARAMS
 from ..plan.units import format_duration, format_size
-from ..results.store import Store
-from .run import RunObserver, RunOutcome, RunSession
 from .saturate import Sweep, place_names, run_saturate
+
+if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Curve's defaults without them
+    from ..fleet.inventory import Host
+    from ..results.store import Store
+    from .run import RunObserver, RunOutcome
 
 MAX_POINTS = 50  # a day's worth of 30-minute points; more is a typo
 MAX_LOAD_PCT = 1000.0  # a load beyond the maximum shows the wall; ten times it is a typo
@@ -120,6 +123,8 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
     curve's fixed-rate tests as one stored run. `given`: the IO options the
     user set (checked against a stored sweep's); `on_maximum(line)`: says
     where the maximum is, before the curve runs."""
+    from ..fleet.execute import place_for
+    from .run import RunSession
     # A sweep run first checks the hosts itself.
     names = place_names(hosts, targets, "curve", checking="curve" if curve.from_run is not None else None)
     stop = stop or threading.Event()

@@ -17,6 +17,7 @@ from ..fio.command import fio_version
 from ..fio.jobfile import LOG_INTERVAL_MS
 from ..fleet.execute import place_for
 from ..fleet.inventory import Host, load_inventory
+from ..fleet.kept import KeptData
 from ..fleet.local import host_facts
 from ..fleet.place import Measured, Place
 from ..fleet.runner import LiveFigures
@@ -142,6 +143,8 @@ class RunSession:
         self.done = False  # stopped by the user, an error (on_error: stop) or lost hosts
         self._caches = None
         self._prepared = False
+        self._data_whole = False  # preparation ended (not stopped): kept data can be recorded as prepared
+        self.kept = KeptData(store.data_dir, reuse=plan.reuse_data)
         self.methodology: dict = {}  # what was done before the tests (stored with the run)
 
     def __enter__(self) -> "RunSession":
@@ -157,9 +160,11 @@ class RunSession:
             if plan.prepare != "none" and self.specs:
                 with work_dir("iofleet-prepare-") as tmp:
                     prepared = self.place.prepare_data(self.specs, plan.prepare, plan.prepare_passes,
-                                                       plan.prepare_bs, Path(tmp), self.stop, self.observer.preparing)
+                                                       plan.prepare_bs, Path(tmp), self.stop, self.observer.preparing,
+                                                       self.kept)
                 method["prepare"] = prepared.to_dict()
-                self._prepared = True
+                self._prepared = True  # kept data used as it is counts as prepared too
+                self._data_whole = not self.stop.is_set()
             if self.resume is not None:
                 method = self.resume.methodology_with(method, [self.resume.specs[i].id for i in self.resume.todo])
             self.methodology = method
@@ -207,6 +212,11 @@ class RunSession:
             self.observer.cleaning()
             outcome.cleaned = self.place.cleanup()
             outcome.not_cleaned = list(self.place.not_cleaned)
+        try:  # what the targets now hold, for the next run's preparation (fleet/kept.py)
+            self.place.record_data(self.kept, self.run_id, keep=self.plan.keep_files and self._data_whole)
+        except OSError as exc:
+            self.observer.warning(f"cannot update {self.kept.path} ({exc.strerror}): fix its permissions, or "
+                                  f"give the next run reuse_data: false")
         # A resumed run ends as if it had run straight through: its kept tests count.
         statuses = {t.status for t in outcome.tests} | set(outcome.kept.values())
         if self.stop.is_set() or "interrupted" in statuses:

@@ -5,12 +5,14 @@ passing and the first failing step. Cells end when steady; a cell whose
 verdict is within noise is repeated. Every cell (and repeat) is a test of
 one stored run, so the sweep is a run like any other."""
 
+from __future__ import annotations
+
 import math
 import os
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import yaml
 
@@ -19,16 +21,16 @@ from ..analysis.saturation import (
     NOISE_PCT, Cell, Saturation, Slo, analyse, apart, bisect_bracket, cells_of, more_iops, near_limit, peak,
 )
 from ..errors import IofleetError
-from ..fleet.check import require_ready
-from ..fleet.facts import fleet_facts
-from ..fleet.inventory import Host
 from ..plan import parse_plan
 from ..plan.expand import expand, with_load
 from ..plan.params import PARAMS, RUN_PARAMS
 from ..plan.units import format_duration, format_size
-from ..results.store import Store
 from ..units import format_value
-from .run import RunObserver, RunOutcome, RunSession
+
+if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Sweep's defaults without them
+    from ..fleet.inventory import Host
+    from ..results.store import Store
+    from .run import RunObserver, RunOutcome
 
 # Without a CPU count for the fleet's hosts, the jobs axis goes up to this.
 DEFAULT_MAX_JOBS = 4
@@ -100,6 +102,7 @@ def doubling(top: int) -> list[int]:
 
 
 def _max_jobs(sweep: Sweep, hosts: list[Host] | None) -> int:
+    from ..fleet.facts import fleet_facts
     if sweep.max_jobs:
         return sweep.max_jobs
     if not hosts:
@@ -140,6 +143,7 @@ def place_names(hosts: list[Host] | None, targets: list[Path] | None, study: str
     """A study's plan targets: none on a fleet (its inventory names them),
     whose hosts are checked first unless `checking` is None; else the
     targets given, resolved."""
+    from ..fleet.check import require_ready
     if hosts:
         if checking:
             require_ready(hosts, what=checking)
@@ -164,6 +168,7 @@ def run_saturate(
     one stored run whose tests are the cells (a repeat is a test of the
     same id), then analyse it. `destroy_data` names devices whose data may
     be destroyed."""
+    from .run import RunSession
     names = place_names(hosts, targets, "saturate", checking="sweep")
     jobs_axis = doubling(_max_jobs(sweep, hosts))
     depth_axis = doubling(sweep.max_iodepth)

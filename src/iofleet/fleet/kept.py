@@ -1,0 +1,143 @@
+"""Data a run kept on its targets (`keep_files: true`), and what prepared
+it: a later run whose preparation would write exactly the same uses the
+data as the last run's tests left it instead of writing it again
+(`reuse_data: false` writes it again).
+
+One JSON file in the results directory (KEPT_NAME), one entry per host
+and its targets (the key): the fio server's endpoint, or "local". An
+entry names the run that prepared the data, a fingerprint of that
+preparation and, on this machine, each data file's size and mtime (any
+write since, by any program, changes it: the data is not used). A fleet
+host's files are known only through fio: `hosts check`'s read of job 0's
+data file says they are still there (check.HostCheck.leftovers).
+
+Runs on other targets update the file at the same time: each change is
+made under a lock (flock) and written whole (rename), so none is lost and
+no reader sees half a file.
+"""
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..fio.jobfile import DATA_DIR_NAME, Device, render_prepare
+from .local import owned_data_files
+
+KEPT_NAME = "kept-data.json"
+LOCAL = "local"
+
+
+def fingerprint(tiers: list[tuple[int, int]], where: list[Path] | Device, mode: str, passes: int,
+                bs: int) -> str | None:
+    """What a preparation writes where: the hash of its job file, rendered
+    with one engine and buffered IO (the bytes on the targets do not depend
+    on them). None on a device: its regions are never reused."""
+    if isinstance(where, Device):
+        return None
+    text = render_prepare(tiers, where, "psync", False, mode, passes, bs)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def data_key(endpoint: str, targets: list) -> str:
+    """An entry's key: the host (address:port, or "local") and its targets, in order."""
+    return json.dumps([endpoint, [str(t) for t in targets]])
+
+
+def host_key(host) -> str:
+    """A fleet host's key: its fio server and its targets."""
+    return data_key("{}:{}".format(*host.endpoint), host.targets)
+
+
+def files_state(targets: list[Path]) -> dict[str, list[int]]:
+    """iofleet's data files on this machine's targets: path → [size, mtime_ns]."""
+    out = {}
+    for target in targets:
+        for f in owned_data_files(Path(target) / DATA_DIR_NAME):
+            with contextlib.suppress(OSError):
+                st = os.stat(f, follow_symlinks=False)
+                out[str(f)] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def kept_entry(prepared: dict, run_id: int, files: dict | None = None) -> dict:
+    """The entry a run stores at its end for a host whose data it prepared
+    (`prepared` without a run) or used as kept."""
+    entry = {"fingerprint": prepared["fingerprint"], "run": prepared.get("run") or run_id,
+             "prepared_at": prepared.get("prepared_at") or _now(), "kept_by": run_id, "kept_at": _now()}
+    return entry | ({"files": files} if files is not None else {})
+
+
+class KeptData:
+    """The kept-data file of one results directory; `reuse`: whether a
+    run may use what it records (the plan's reuse_data)."""
+
+    def __init__(self, data_dir: Path, reuse: bool = True):
+        self.path = Path(data_dir) / KEPT_NAME
+        self.reuse = reuse
+
+    def entries(self) -> dict[str, dict]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}  # none yet, or unreadable: nothing is reused
+        entries = data.get("entries") if isinstance(data, dict) else None
+        return {k: v for k, v in entries.items() if isinstance(v, dict)} if isinstance(entries, dict) else {}
+
+    def usable(self, key: str, print_: str | None, files: dict | None = None) -> dict | None:
+        """The entry of `key` when this run may use its data: the same
+        fingerprint and (on this machine) the same files, untouched."""
+        if not self.reuse or print_ is None:
+            return None
+        entry = self.entries().get(key)
+        if not entry or entry.get("fingerprint") != print_ or not isinstance(entry.get("run"), int):
+            return None
+        if files is not None and (not files or entry.get("files") != files):
+            return None
+        return entry
+
+    def update(self, put: dict[str, dict] | None = None, forget=()) -> None:
+        """Remove the entries of `forget`, then store `put`'s."""
+        put, forget = put or {}, set(forget) - set(put or {})
+        if not put and not forget & self.entries().keys():
+            return  # (a key is only ever changed by the run holding its targets' locks)
+        with self._locked():
+            entries = self.entries()
+            if not forget & entries.keys() and not put:
+                return
+            for key in forget:
+                entries.pop(key, None)
+            entries.update(put)
+            self._write(entries)
+
+    @contextlib.contextmanager
+    def _locked(self):
+        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _write(self, entries: dict) -> None:
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{KEPT_NAME}.")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"about": "data iofleet runs kept on their targets, and what prepared it",
+                           "entries": entries}, f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise

@@ -1,0 +1,230 @@
+"""Kept data (fleet/kept.py): a run with keep_files records what its
+targets hold and what prepared it; a later run with the same preparation
+uses the data as it is, on the hosts where it is still there, and the
+record goes with a clean-up, a failed or stopped preparation, or a new one."""
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from iofleet.analysis.methodology import prepare_note
+from iofleet.fio.jobfile import Device
+from iofleet.fleet import execute
+from iofleet.fleet.execute import FleetPlace, LocalPlace
+from iofleet.fleet.inventory import Host
+from iofleet.fleet.kept import KEPT_NAME, KeptData, data_key, files_state, fingerprint, host_key, kept_entry
+from iofleet.fleet.local import TargetDirs
+from iofleet.fleet.remote import FleetRun
+from iofleet.fleet.runner import FioRun
+from iofleet.plan import expand, parse_plan
+
+MiB = 1024 * 1024
+PLAN = {"name": "k", "prepare_passes": 1, "defaults": {"size": "1m", "ramp": "0s", "runtime": "1s"},
+        "workloads": [{"name": "w", "jobs": 2}]}
+
+
+def test_the_fingerprint_is_what_is_written_where_not_how():
+    tiers, where = [(2, MiB)], [Path("/data/a"), Path("/data/b")]
+    same = fingerprint(tiers, where, "random", 2, 131072)
+    assert same == fingerprint(list(tiers), list(where), "random", 2, 131072) and len(same) == 64
+    others = [fingerprint([(2, 2 * MiB)], where, "random", 2, 131072), fingerprint([(3, MiB)], where, "random", 2,
+              131072), fingerprint(tiers, where[:1], "random", 2, 131072), fingerprint(tiers, where[::-1], "random",
+              2, 131072), fingerprint(tiers, where, "zero", 2, 131072), fingerprint(tiers, where, "random", 1, 131072),
+              fingerprint(tiers, where, "random", 2, 4096)]
+    assert same not in others and len(set(others)) == len(others)
+    assert fingerprint(tiers, Device("/dev/sdb", MiB), "random", 2, 131072) is None  # a device is never reused
+
+
+def test_an_entry_is_used_only_when_it_matches(tmp_path):
+    kept, key = KeptData(tmp_path), data_key("10.0.0.1:8765", ["/data"])
+    assert kept.usable(key, "f1") is None  # no file yet
+    kept.update({key: kept_entry({"fingerprint": "f1"}, 7, {"/data/x": [1, 2]})})
+    assert kept.usable(key, "f1", {"/data/x": [1, 2]})["run"] == 7
+    assert kept.usable(key, "f2", {"/data/x": [1, 2]}) is None  # another preparation
+    assert kept.usable(key, "f1", {"/data/x": [1, 3]}) is None  # written since
+    assert kept.usable(key, "f1", {}) is None  # the files are gone
+    assert kept.usable(data_key("10.0.0.1:8765", ["/other"]), "f1") is None
+    assert KeptData(tmp_path, reuse=False).usable(key, "f1", {"/data/x": [1, 2]}) is None  # reuse_data: false
+    # Used as kept by run 9: the run that prepared it stays named.
+    kept.update({key: kept_entry(kept.usable(key, "f1", {"/data/x": [1, 2]}), 9)}, forget=[key])
+    assert (kept.entries()[key]["run"], kept.entries()[key]["kept_by"]) == (7, 9)
+    kept.update(forget=[key])
+    assert kept.entries() == {} and kept.usable(key, "f1") is None
+    (tmp_path / KEPT_NAME).write_text("{not json")
+    assert kept.entries() == {}  # a damaged file: nothing is reused
+
+
+def test_concurrent_runs_lose_no_entry_and_no_reader_sees_half_a_file(tmp_path):
+    kept = KeptData(tmp_path)
+    seen_bad = []
+
+    def writer(n):
+        for i in range(15):
+            kept.update({f"h{n}-{i}": {"fingerprint": "f", "run": n}}, forget=[f"h{n}-{i - 1}"])
+
+    def reader():
+        for _ in range(200):
+            try:
+                json.loads((tmp_path / KEPT_NAME).read_text() or "{}")
+            except FileNotFoundError:
+                pass
+            except ValueError:
+                seen_bad.append(1)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)] + [threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(kept.entries()) == sorted(f"h{n}-14" for n in range(6)) and not seen_bad
+    assert sorted(os.listdir(tmp_path)) == [KEPT_NAME, "kept-data.lock"]  # no temporary file left
+
+
+def _local(tmp_path, kept):
+    target = tmp_path / "t"
+    target.mkdir(exist_ok=True)
+    place = LocalPlace([target])
+    place.prepare()
+    steps = expand(parse_plan(PLAN))
+    prepared = place.prepare_data(steps, "random", 1, 131072, tmp_path, threading.Event(), lambda *a: None, kept)
+    return place, prepared
+
+
+def test_local_data_is_reused_until_a_file_changes(tmp_path, monkeypatch):
+    fio_calls = []
+
+    def fake_fio(cmd, work, stop, on_live=None, **kw):  # writes the files as preparation would
+        fio_calls.append(cmd)
+        for n in range(2):
+            (tmp_path / "t" / "iofleet" / f"iofleet-data.{n}.0").write_bytes(b"x" * 4096)
+        return FioRun(0, None, "", "", False, False, 0.1)
+
+    monkeypatch.setattr(execute, "run_fio", fake_fio)
+    monkeypatch.setattr(execute, "resolve_engine", lambda target, engine, direct: "psync")
+    kept = KeptData(tmp_path)
+    place, prepared = _local(tmp_path, kept)
+    assert len(fio_calls) == 1 and not prepared.reused and prepared.written_per_host == {"local": 2 * MiB}
+    place.record_data(kept, 1, keep=True)
+    place.release()
+    key = data_key("local", [tmp_path / "t"])
+    assert set(kept.entries()[key]["files"]) == {str(tmp_path / "t" / "iofleet" / f"iofleet-data.{n}.0")
+                                                 for n in range(2)}
+
+    place, prepared = _local(tmp_path, kept)
+    assert len(fio_calls) == 1 and prepared.reused == {"local": 1} and prepared.written_per_host == {}
+    assert prepared.to_dict()["reused"] == {"local": 1} and prepared.working_set_per_host == {"local": 2 * MiB}
+    place.record_data(kept, 2, keep=True)
+    place.release()
+    assert (kept.entries()[key]["run"], kept.entries()[key]["kept_by"]) == (1, 2)
+
+    f = tmp_path / "t" / "iofleet" / "iofleet-data.1.0"
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1000))  # a write since: prepared again
+    place, prepared = _local(tmp_path, kept)
+    assert len(fio_calls) == 2 and not prepared.reused
+    place.record_data(kept, 3, keep=False)  # not kept (its clean-up ran): the record goes
+    place.release()
+    assert kept.entries() == {}
+
+
+def test_a_stopped_local_preparation_leaves_no_record(tmp_path, monkeypatch):
+    monkeypatch.setattr(execute, "run_fio", lambda *a, **kw: FioRun(-15, None, "", "", True, False, 0.1))
+    monkeypatch.setattr(execute, "resolve_engine", lambda target, engine, direct: "psync")
+    kept = KeptData(tmp_path)
+    key = data_key("local", [tmp_path / "t"])
+    kept.update({key: {"fingerprint": "older", "run": 1}})
+    place, prepared = _local(tmp_path, kept)
+    assert key not in kept.entries()  # forgotten as the new preparation began
+    place.record_data(kept, 2, keep=True)
+    place.release()
+    assert kept.entries() == {}
+
+
+def _fleet(monkeypatch, tmp_path, leftovers):
+    prepared_on = []
+
+    def fake_run(jobfiles, hosts, work, stop, **kw):
+        prepared_on.append(sorted(jobfiles))
+        return FleetRun(fio=FioRun(0, None, "", "", False, False, 0.5))
+
+    monkeypatch.setattr(execute, "run_on_hosts", fake_run)
+    monkeypatch.setattr(execute, "resolve_fleet_engines",
+                        lambda todo, engine, direct, work, stop: {h.name: "psync" for h in todo})
+    hosts = [Host(name=f"h{i}", address=f"10.0.0.{i}", targets=["/data"]) for i in (1, 2, 3)]
+    place = FleetPlace(hosts)
+    place._leftovers = leftovers  # what prepare()'s host check found
+    return place, place.fit(expand(parse_plan(PLAN)), True), prepared_on
+
+
+def test_only_fleet_hosts_without_their_kept_data_are_prepared(tmp_path, monkeypatch):
+    kept = KeptData(tmp_path)
+    place, steps, prepared_on = _fleet(monkeypatch, tmp_path, {"h1": True, "h2": True, "h3": True})
+    place.prepare_data(steps, "random", 1, 131072, tmp_path, threading.Event(), lambda *a: None, kept)
+    assert prepared_on == [["h1", "h2", "h3"]]
+    place.lost = {"h3"}  # lost in a test: what it holds is not known
+    place.record_data(kept, 4, keep=True)
+    assert sorted(kept.entries()) == sorted(host_key(h) for h in place.hosts[:2])
+
+    # h2's files are gone (its check read nothing): only h2 is written; h3 has no record.
+    place, steps, prepared_on = _fleet(monkeypatch, tmp_path, {"h1": True, "h2": False, "h3": True})
+    prepared = place.prepare_data(steps, "random", 1, 131072, tmp_path, threading.Event(), lambda *a: None, kept)
+    assert prepared_on == [["h2", "h3"]] and prepared.reused == {"h1": 4}
+    assert sorted(prepared.written_per_host) == ["h2", "h3"] and len(prepared.working_set_per_host) == 3
+    place.record_data(kept, 5, keep=True)
+    assert {k: v["run"] for k, v in kept.entries().items()} == {host_key(h): run for h, run in
+                                                                zip(place.hosts, (4, 5, 5))}
+
+    # Everything kept: no preparation round at all. Another preparation (2 passes): all written again.
+    place, steps, prepared_on = _fleet(monkeypatch, tmp_path, {"h1": True, "h2": True, "h3": True})
+    prepared = place.prepare_data(steps, "random", 1, 131072, tmp_path, threading.Event(), lambda *a: None, kept)
+    assert prepared_on == [] and prepared.reused == {"h1": 4, "h2": 5, "h3": 5} and prepared.seconds == 0
+    place.prepare_data(steps, "random", 2, 131072, tmp_path, threading.Event(), lambda *a: None, kept)
+    assert prepared_on == [["h1", "h2", "h3"]] and kept.entries() == {}  # forgotten while it writes
+
+
+def test_the_preparation_note_says_which_hosts_used_kept_data():
+    old = {"mode": "random", "passes": 2, "bs": 131072, "working_set_per_host": {"h1": 16 * MiB, "h2": 16 * MiB},
+           "written_per_host": {"h1": 32 * MiB, "h2": 32 * MiB}, "seconds": 4.84}
+    assert prepare_note(old) == ("Preparation: random data written sequentially over 16.0 MiB per host (2 passes "
+                                 "of 128.0 KiB writes) on 2 hosts in 4.8 s.")  # as runs stored before reuse say
+    every = old | {"written_per_host": {}, "seconds": 0.0, "reused": {"h1": 12, "h2": 12}}
+    assert prepare_note(every) == ("Preparation: data prepared by run 12 and kept (keep_files) is used as it is on "
+                                   "2 hosts, as the last run's tests left it: not written again.")
+    some = old | {"written_per_host": {"h2": 32 * MiB}, "seconds": 1.2, "reused": {"h1": 3, "h3": 5},
+                  "working_set_per_host": {"h1": 16 * MiB, "h2": 8 * MiB, "h3": 16 * MiB}}
+    assert prepare_note(some) == (
+        "Preparation: random data written sequentially over 8.0 MiB per host (2 passes of 128.0 KiB writes) on 1 "
+        "host in 1.2 s. Data prepared by runs 3 (1 host), 5 (1 host) and kept (keep_files) is used as it is on 2 "
+        "hosts, as the last run's tests left it: not written again.")
+
+
+def test_files_state_lists_only_iofleets_data_files(tmp_path):
+    dirs = TargetDirs([tmp_path])
+    dirs.prepare()
+    dirs.claim(1)
+    (tmp_path / "iofleet" / "iofleet-data.0.0").write_bytes(b"x" * 8192)
+    (tmp_path / "iofleet" / "notes.txt").write_text("a user's")
+    dirs.release()
+    state = files_state([tmp_path])
+    assert list(state) == [str(tmp_path / "iofleet" / "iofleet-data.0.0")] and state[list(state)[0]][0] == 8192
+
+
+@pytest.mark.parametrize("value,ok", [(True, True), (False, True), ("maybe", False)])
+def test_reuse_data_is_validated_like_the_other_run_settings(value, ok):
+    if ok:
+        assert parse_plan(PLAN | {"reuse_data": value}).reuse_data in (True, False)
+    else:
+        with pytest.raises(Exception, match="reuse_data: expected true or false"):
+            parse_plan(PLAN | {"reuse_data": value})
+    assert parse_plan(PLAN).reuse_data is True
+
+
+def test_a_resume_that_used_kept_data_says_so_not_that_it_wrote_it():
+    from iofleet.report.summary import resume_note
+    r = {"at": "2026-11-24T13:00:00+00:00", "tests": ["t1"], "replaced": {}}
+    reused = {"written_per_host": {}, "seconds": 0.0, "reused": {"local": 3}}
+    assert resume_note(r | {"prepare": reused}) == ("Resumed at 2026-11-24T13:00:00+00:00: ran t1. Data a run kept "
+                                                    "(keep_files) was used as it is, not written again.")
+    assert "written again first (0.4 s)" in resume_note(r | {"prepare": {"seconds": 0.4}})
