@@ -137,8 +137,8 @@ def one_run(fleet: TestFleet, inv: Path, plan: Path, data: Path) -> dict:
 
 
 def stored_jobfiles(data: Path) -> dict[str, str]:
-    """host → the job file iofleet's test ran there, from the run's stored archive."""
-    archive = next(data.glob("artifacts/run-*/*/files.zip"))
+    """host → the job file iofleet's test ran there, from the last run's stored archive."""
+    archive = max(data.glob("artifacts/run-*/*/files.zip"), key=lambda p: int(p.parent.parent.name.split("-")[1]))
     with zipfile.ZipFile(archive) as z:
         return {n.split(".")[1]: z.read(n).decode() for n in z.namelist() if n.startswith("job.")}
 
@@ -203,7 +203,7 @@ def main() -> None:
                 for h in fleet.hosts:  # from zero: the first run prepares the data, and keeps it
                     for f in h.target.iterdir():
                         shutil.rmtree(f) if f.is_dir() else f.unlink()
-                cold.append(one_run(fleet, inv, plan, tmp / f"cold{i}"))
+                cold.append(one_run(fleet, inv, plan, tmp / f"data{i}"))
                 runs.append(one_run(fleet, inv, plan, tmp / f"data{i}"))  # the data kept: not prepared again
                 runs[-1]["alone_s"] = fio_alone(fleet, stored_jobfiles(tmp / f"data{i}"), tmp / f"alone{i}")
                 print(f"run {i + 1}: from zero {cold[-1]}, data kept {runs[-1]}", file=sys.stderr, flush=True)
@@ -217,7 +217,7 @@ def main() -> None:
     cmd = f".venv/bin/python bench/fleet_start.py --hosts {a.hosts} --runtime {a.runtime} --repeats {a.repeats}"
     facts = f"{platform.node()} ({os.cpu_count()} cores, {platform.release()})"
     rows = "\n".join(f"| {i + 1} | {c['from_iofleet_s']:.2f} | {_step_cell(c, 'prepare')} | {r['from_iofleet_s']:.2f} | "
-                     f"{r['from_client_s']:.2f} | {_step_cell(r, 'check')} | {_step_cell(r, 'job')} | "
+                     f"{_step_cell(r, 'prepare')} | {r['from_client_s']:.2f} | {_step_cell(r, 'check')} | {_step_cell(r, 'job')} | "
                      f"{r['controller_cpu_pct']:.1f} | {r['run_s']:.1f} | {r['alone_s']:.2f} |"
                      for i, (c, r) in enumerate(zip(cold, runs)))
     text = f"""{SECTION}
@@ -236,8 +236,8 @@ below its `fio --server` listener). The steps: when iofleet's fio clients of eac
 from `iofleet run` start; check = the shared host check with the engine probe). Controller CPU:
 iofleet and its fio client while all hosts run, in % of one core.
 
-| repeat | from zero: all running (s) | its preparation | data kept: all running (s) | from the test's fio client (s) | check | test client | controller CPU (%) | whole run (s) | fio alone (s) |
-| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| repeat | from zero: all running (s) | its preparation | data kept: all running (s) | its preparation | from the test's fio client (s) | check | test client | controller CPU (%) | whole run (s) | fio alone (s) |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 {rows}
 
 Result: fleet-start-{a.hosts}-s = {med['from_iofleet_s']:.2f}
