@@ -22,6 +22,7 @@ connected to, so each host gets an address of its own on loopback
 of its own.
 """
 
+import contextlib
 import errno
 import selectors
 import socket
@@ -203,7 +204,7 @@ class Relay:
                 link, role = key.data
                 try:
                     self._serve(link, role, key.fileobj, mask)
-                except OSError:
+                except Exception:  # noqa: BLE001 — a broken link ends that host alone, never the relay
                     self._close_link(link)
             for link in self.links.values():
                 if link.dropped and link.ended_at is None:
@@ -273,7 +274,7 @@ class Relay:
         for sock in (link.listener, link.client, link.server):
             if sock is None:
                 continue
-            if sock in self._sel.get_map():
+            with contextlib.suppress(KeyError, ValueError):  # not registered, or already closed
                 self._sel.unregister(sock)
             sock.close()
         link.listener = link.client = link.server = None
