@@ -19,11 +19,13 @@ own throughput, latency, CPU, start skew and per-second noise.
 
 The timed code is iofleet's own: a RunSession over a FleetPlace of 64
 inventory hosts, each test through FleetPlace.run_test and the run study's
-_run_test (run_on_hosts → parse_output, read_series, rebase_series,
-aggregate, measure_skew, test_totals/judge_steady, Store.save_test). Only
-three things are replaced: fio itself (its output and logs, pre-generated,
-are hard-linked into the test's work directory as fio would write them),
-the engine probe and hosts check (no servers), and the metrics sampler
+_run_test (run_on_hosts → each host's part of the client's document and
+logs, parse_output, read_series, rebase_series, aggregate, measure_skew,
+test_totals/judge_steady, Store.save_test). Only four things are replaced:
+fio itself (its output and logs, pre-generated, are hard-linked into the
+test's work directory as fio's client would write them), the relay's
+sockets (fleet/relay.py: no servers), the engine probe and hosts check (no
+servers either), and the metrics sampler
 (600 pre-made samples of the controller, and of every host with
 --node-exporter, instead of reading /proc and scraping).
 """
@@ -45,11 +47,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.common import machine, profile_table, result_line, spread, write_section  # noqa: E402
+from iofleet.fleet.relay import loopback_address  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "fio"
 SECTION = "## Ingest at scale"
 GOAL_S, GOAL_BYTES = 10.0, 1 << 30
-GENERATOR_VERSION = 2  # bump when generate() changes: --inputs regenerates
+GENERATOR_VERSION = 4  # bump when generate() changes: --inputs regenerates
 EPOCH_MS = 1_795_235_281_000  # the clock of the recorded fixture (log_unix_epoch)
 FIO_PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
 # Per job, iodepth 4, 100 % random: IOPS by block size (a modest all-flash host).
@@ -156,10 +159,10 @@ def _direction(template: dict, bins: dict[int, int], bs: int, runtime_ms: int) -
 
 
 def generate(out: Path, hosts: list[dict], specs, samples: int, seed: int = 1) -> None:
-    """For each test: <test id>/fio-output.<host address>.json (the json+
-    document of that host's fio client: iofleet runs one client per host),
-    <test id>/stdout.<host address>.txt, and the logs as fio's client writes
-    them: series_{iops,bw,lat}.<job>.log.<host address>."""
+    """For each test: <test id>/fio-output.json (the json+ document of the
+    fio client that iofleet runs for every host, each host named by its
+    relay's loopback address: fleet/relay.py), and the logs as fio's client
+    writes them: series_{iops,bw,lat}.<job>.log.<relay address>."""
     t = _templates()
     rng = random.Random(seed)
     host_speed = [min(1.3, max(0.7, rng.gauss(1.0, 0.06))) for _ in hosts]
@@ -172,7 +175,7 @@ def generate(out: Path, hosts: list[dict], specs, samples: int, seed: int = 1) -
         totals = {"read": [0, 0, 0, 0.0], "write": [0, 0, 0, 0.0]}  # ios, bytes, bw_bytes, iops
         start = EPOCH_MS + k * (runtime_ms + 5000)
         for h, host in enumerate(hosts):
-            addr = host["address"]
+            addr = loopback_address(h)  # the relay's, as fio's client knows the host
             for job in range(spec.jobs):
                 speed = host_speed[h] * rng.uniform(0.97, 1.03)
                 iops = BASE_IOPS[spec.bs] * speed * (1.0 if spec.read_pct else 0.85)
@@ -192,7 +195,7 @@ def generate(out: Path, hosts: list[dict], specs, samples: int, seed: int = 1) -
                 entry = json.loads(json.dumps(t["entry"]))
                 entry.update(jobname=spec.id, groupid=0, error=0, read=dirs["read"], write=dirs["write"],
                              job_runtime=runtime_ms, usr_cpu=rng.uniform(3, 6), sys_cpu=rng.uniform(10, 20),
-                             hostname=addr, port=8765)
+                             hostname=addr, port=40000 + h)
                 entry["job options"] = {"ioengine": "libaio", "direct": "1", "directory": host["targets"][0],
                                         "size": str(spec.size), "bs": str(spec.bs), "rw": "randrw" if spec.read_pct
                                         else "randwrite", "iodepth": str(spec.iodepth), "numjobs": str(spec.jobs),
@@ -201,19 +204,14 @@ def generate(out: Path, hosts: list[dict], specs, samples: int, seed: int = 1) -
                     entry["job options"]["rwmixread"] = str(spec.read_pct)
                 entries.append(entry)
                 _write_logs(d, job + 1, addr, means, spec.bs, start + host_skew_ms[h], samples, rng)
-            disk = dict(t["disk"], hostname=addr, port=8765, name="sdb", util=rng.uniform(85, 99))
+            disk = dict(t["disk"], hostname=addr, port=40000 + h, name="sdb", util=rng.uniform(85, 99))
             disk.update(read_ios=int(totals["read"][0] / len(hosts)), write_ios=int(totals["write"][0] / len(hosts)))
             disks.append(disk)
         when = start // 1000 + samples
-        for host in hosts:
-            addr = host["address"]
-            doc = {"fio version": "fio-3.33", "timestamp": when,
-                   "time": time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime(when)), "global options": {},
-                   "client_stats": [e for e in entries if e["hostname"] == addr],
-                   "disk_util": [x for x in disks if x["hostname"] == addr]}
-            (d / f"fio-output.{addr}.json").write_text(json.dumps(doc, indent=2) + "\n")
-            (d / f"stdout.{addr}.txt").write_text(
-                f"hostname={host['name']}, be=0, 64-bit, os=Linux, arch=x86-64, fio=fio-3.33, flags=1\n")
+        doc = {"fio version": "fio-3.33", "timestamp": when,
+               "time": time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime(when)), "global options": [],
+               "client_stats": entries, "disk_util": disks}
+        (d / "fio-output.json").write_text(json.dumps(doc, indent=2, separators=(",", " : ")) + "\n")  # as fio
 
 
 def _write_logs(d: Path, job: int, addr: str, means: dict, bs: int, start_ms: int, samples: int,
@@ -257,28 +255,39 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
     from iofleet.studies.run import RunSession
 
     def fake_fio(cmd, workdir, stop, on_live=None, timeout_s=None, abandon=None):
-        """One host's fio client: that host's logs appear in the work
+        """The fio client of every host: their logs appear in the work
         directory and its json+ document is its stdout."""
         jobfile = Path(next(a for a in cmd if a.endswith(".fio")))
-        addr = next(a for a in cmd if a.startswith("--client=")).split(":", 1)[1].rsplit(",", 1)[0]
         test_id = next(line[1:-1] for line in jobfile.read_text().splitlines() if line.startswith("["))
-        src = inputs / test_id
-        for f in logs[test_id].get(addr, ()):
+        for f in logs[test_id]:
             try:
                 os.link(f, workdir / f.name)
             except OSError:  # --inputs on another file system
                 os.symlink(f, workdir / f.name)
-        return FioRun(returncode=0, final_output=(src / f"fio-output.{addr}.json").read_text(),
-                      stdout=(src / f"stdout.{addr}.txt").read_text(), stderr="", stopped=False, killed=False,
-                      wall_s=samples + 1.5)
+        return FioRun(returncode=0, final_output=(inputs / test_id / "fio-output.json").read_text(),
+                      stdout="", stderr="", stopped=False, killed=False, wall_s=samples + 1.5)
+
+    class NoRelay(remote.Relay):
+        """The relay without its sockets (no servers here): each host's
+        address on loopback as the relay gives it, every host done."""
+
+        def open(self, timeout_s=0.0):
+            self.opened_at = time.monotonic()
+            for link in self.links.values():
+                link.connected, link.exit, link.quit_at = True, (0, 0), self.opened_at + samples
+            return {}
+
+        def client_arg(self, name):
+            return f"ip:{self.links[name].address},8765"
+
+        def close(self):
+            pass
 
     # Each host's logs, listed before the clock starts: fio's client writes
     # them in another process, at no cost to iofleet's (a glob per host did).
-    logs: dict[str, dict[str, list[Path]]] = {}
+    logs: dict[str, list[Path]] = {}
     for test_dir in (d for d in inputs.iterdir() if d.is_dir()):
-        for name in os.listdir(test_dir):
-            if name.startswith("series_"):
-                logs.setdefault(test_dir.name, {}).setdefault(name.split(".log.", 1)[1], []).append(test_dir / name)
+        logs[test_dir.name] = [test_dir / name for name in os.listdir(test_dir) if name.startswith("series_")]
     rng = random.Random(2)
     host_samples = [[HostSample(t_s=float(i + 1), cpu_pct=rng.uniform(20, 60), disk_busy_pct=rng.uniform(80, 100),
                                 disk_iops=rng.uniform(8e3, 2e4), net_rx_bytes_s=rng.uniform(1e6, 1e8),
@@ -314,6 +323,7 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
             return {name: "libaio" for name in specs}
 
     remote.run_fio = fake_fio
+    remote.Relay = NoRelay
     execute.MetricsSampler = Sampler
     text = plan_text(samples)
     plan = parse_plan_text(text)

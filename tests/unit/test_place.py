@@ -78,11 +78,11 @@ def test_artifacts_one_rule_named_by_host_on_a_fleet(tmp_path):
     warmup, measured = f"{WARMUP_LOG_PREFIX}_iops.1.log", f"{LOG_PREFIX}_iops.1.log"
     for name in (measured, warmup, f"{measured}.10.0.0.1", "other.log"):
         (tmp_path / name).write_text(name)
-    here = collect_artifacts(tmp_path, {"": "[job]"}, {"": _fio(stdout="a\n", stderr="b\n", output="{}")}, ".log")
+    here = collect_artifacts(tmp_path, {"": "[job]"}, _fio(stdout="a\n", stderr="b\n", output="{}"), ".log")
     assert list(here) == ["job.fio", "fio-output.json", "fio-messages.txt", warmup, measured]
     assert (here["fio-messages.txt"], here[measured]) == (b"a\nb\n", measured.encode())
-    fleet = collect_artifacts(tmp_path, {"h1": "[job]", "h2": "[job]"},
-                              {"h1": _fio(stdout="a\n", output="{}"), "h2": _fio()}, ".log.*")
-    assert list(fleet) == ["job.h1.fio", "job.h2.fio", "fio-output.h1.json", "fio-messages.txt",
+    fleet = collect_artifacts(tmp_path, {"h1": "[job]", "h2": "[job]"}, _fio(stdout="<10.0.0.1> a\n", output="{}"),
+                              ".log.*")
+    assert list(fleet) == ["job.h1.fio", "job.h2.fio", "fio-output.json", "fio-messages.txt",
                            f"{measured}.10.0.0.1"]
-    assert fleet["fio-messages.txt"] == b"== h1\na\n"
+    assert fleet["fio-messages.txt"] == b"<10.0.0.1> a\n"

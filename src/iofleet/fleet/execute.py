@@ -273,7 +273,7 @@ class LocalPlace(Place):
         m.cache = {"local": _cache_note(self.clear_cache, drop_why, isinstance(self.where, Device))}
         m.host_metrics = [sampler.summary(skip_s=step.ramp, until_s=fio.wall_s)["local"]]
         m.host_cpu = m.host_metrics[0].cpu
-        m.artifacts = collect_artifacts(work, {"": jobfile}, {"": fio}, ".log")
+        m.artifacts = collect_artifacts(work, {"": jobfile}, fio, ".log")
         if m.jobs:
             m.series = read_series(work, "local", files=m.artifacts)  # the logs as just read, not again
             rebase_series(m.series)
@@ -556,7 +556,8 @@ class FleetPlace(Place):
         # caches were dropped where SSH reaches the host (as root).
         m.cache = {h.name: _cache_note(self.clear_cache, dropped.get(h.name, NO_SSH),
                                        isinstance(self._where(h), Device)) for h in hosts}
-        m.artifacts = collect_artifacts(work, jobfiles, run.runs, ".log.*")
+        # fio's client's own document (every host in it, by its address) and all its messages.
+        m.artifacts = collect_artifacts(work, jobfiles, run.fio, ".log.*")
         listing = os.listdir(work)
         # A lost host's logs (a late one's may come with its stopped client) are no result.
         m.series = [s for h in hosts if h.name not in run.lost

@@ -176,21 +176,17 @@ def verdict(fio: FioRun, jobs: list[JobResult], disks: list[DiskUtil], job_error
     return Measured("ok", None, jobs, disks)
 
 
-def collect_artifacts(work: Path, jobfiles: dict[str, str], runs: dict[str, FioRun], logs: str) -> dict[str, bytes]:
+def collect_artifacts(work: Path, jobfiles: dict[str, str], fio: FioRun, logs: str) -> dict[str, bytes]:
     """The files a test keeps beside its figures: its job files as they
-    ran, fio's output and messages, and the per-second logs in `work`
-    (their names end in `logs`). Keyed by host name, "" on this host (whose
-    files carry no host name)."""
-    def named(stem: str, host: str, ext: str) -> str:
-        return ".".join(part for part in (stem, host, ext) if part)
-
-    out = {named("job", host, "fio"): text.encode() for host, text in jobfiles.items()}
-    out.update({named("fio-output", host, "json"): r.final_output.encode() for host, r in runs.items()
-                if r.final_output})
-    said = "".join((f"== {host}\n" if host else "") + r.stdout + r.stderr for host, r in runs.items()
-                   if r.stdout or r.stderr)
-    if said:
-        out["fio-messages.txt"] = said.encode()
+    ran (keyed by host name, "" on this host, whose file carries no host
+    name), fio's output and messages (on a fleet: its client's, every host
+    in it by its address), and the per-second logs in `work` (their names
+    end in `logs`)."""
+    out = {".".join(p for p in ("job", host, "fio") if p): text.encode() for host, text in jobfiles.items()}
+    if fio.final_output:
+        out["fio-output.json"] = fio.final_output.encode()
+    if fio.stdout or fio.stderr:
+        out["fio-messages.txt"] = (fio.stdout + fio.stderr).encode()
     for prefix in (WARMUP_LOG_PREFIX, LOG_PREFIX):
         for f in sorted(work.glob(f"{prefix}_*{logs}")):
             out[f.name] = f.read_bytes()

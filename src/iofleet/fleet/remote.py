@@ -51,8 +51,8 @@ STOP_DROP_S = STOP_GRACE_S - 1.5
 
 @dataclass
 class FleetRun:
-    fio: FioRun  # the fio client of every host: its return code, all messages, its time
-    runs: dict[str, FioRun] = field(default_factory=dict)  # host → its part: its document, messages, end
+    fio: FioRun  # the fio client of every host: its return code, document (hosts by address), messages, time
+    runs: dict[str, FioRun] = field(default_factory=dict)  # host → its part: its messages, exit value, end
     jobs: list[JobResult] = field(default_factory=list)
     disks: list[DiskUtil] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # hosts that gave no result
@@ -95,9 +95,8 @@ def run_on_hosts(
         fio = _client(client_command(pairs, status_s, quick_clock=not start_together), work, stop, relay,
                       [h.name for h in hosts if h.name not in late], late,
                       lambda name, now, done: _overdue(name, now, timeout_s, planned_s, done, work_bytes))
-    views, said = _split(fio, hosts, relay, work)
-    return _collect(hosts, views, replace(fio, stdout="", stderr=said), late, per_tick if status_s else None,
-                    (status_s or 1) * 1000)
+    views, docs, fio = _split(fio, hosts, relay, work)
+    return _collect(hosts, views, docs, fio, late, per_tick if status_s else None, (status_s or 1) * 1000)
 
 
 def _client(cmd: list[str], work: Path, stop: threading.Event, relay: Relay, names: list[str],
@@ -147,14 +146,17 @@ def _client(cmd: list[str], work: Path, stop: threading.Event, relay: Relay, nam
     return result[0]
 
 
-def _split(fio: FioRun, hosts: list[Host], relay: Relay, work: Path) -> tuple[dict[str, FioRun], str]:
+def _split(fio: FioRun, hosts: list[Host], relay: Relay,
+           work: Path) -> tuple[dict[str, FioRun], dict[str, dict], FioRun]:
     """Each host's part of the client's run, as a client of its own would
-    have given it: its document, its messages (each line "<its address> "),
-    fio's client's lines about it (or about no host in particular), its end;
-    and its logs named after its address (fio's client named them after its
-    relay's). Also the client's own lines, each host's address put back."""
-    address = {h.name: h.endpoint[0] for h in hosts}
+    have given it: its messages (each line "<its address> "), fio's
+    client's lines about it (or about no host in particular), its end, and
+    its entries of the client's document; its logs are renamed after its
+    address (fio's client named them after its relay's). Also the client's
+    run with each host's address put back in its lines and its document."""
+    address = {h.name: h.endpoint for h in hosts}
     relay_of = {name: re.compile(rf"{re.escape(link.address)}(?![0-9])") for name, link in relay.links.items()}
+    names = {link.address: name for name, link in relay.links.items()}
     try:
         doc = json.loads(fio.final_output) if fio.final_output else None
     except ValueError:
@@ -164,28 +166,37 @@ def _split(fio: FioRun, hosts: list[Host], relay: Relay, work: Path) -> tuple[di
 
     def readdress(line: str) -> str:
         for name, pattern in relay_of.items():
-            line = pattern.sub(address[name], line)
+            line = pattern.sub(address[name][0], line)
         return line
 
-    views = {}
+    views, docs = {}, {}
     for h in hosts:
         link = relay.links[h.name]
         own = [readdress(l) for l in said if relay_of[h.name].search(l) or
                not any(p.search(l) for p in relay_of.values())]
-        text = "".join(f"<{address[h.name]}> {line}\n" for m in link.messages for line in m.splitlines())
-        mine = _host_doc(doc, link.address, h.endpoint) if doc else None
+        text = "".join(f"<{address[h.name][0]}> {line}\n" for m in link.messages for line in m.splitlines())
         end = link.quit_at or link.ended_at
         views[h.name] = FioRun(
-            returncode=_host_returncode(link.exit, fio.returncode, text),
-            final_output=json.dumps(mine) if mine and (mine["client_stats"] or mine["disk_util"]) else None,
+            returncode=_host_returncode(link.exit, fio.returncode, text), final_output=None,
             stdout=text, stderr="".join(own), stopped=fio.stopped, killed=fio.killed and link.exit is None,
             wall_s=end - relay.opened_at if end and link.connected else 0.0, ended_early=fio.ended_early)
-    names = {link.address: name for name, link in relay.links.items()}
+    for name, mine in _host_docs(doc, names).items():
+        docs[name] = mine
     for f in work.iterdir():  # PREFIX_KIND.N.log.ADDRESS
         stem, _, at = f.name.rpartition(".log.")
         if stem and at in names:
-            f.rename(f.with_name(f"{stem}.log.{address[names[at]]}"))
-    return views, "".join(readdress(l) for l in said)
+            f.rename(f.with_name(f"{stem}.log.{address[names[at]][0]}"))
+
+    def host_of(m: re.Match) -> str:  # fio writes `"hostname" : "ADDRESS",` then `"port" : N`
+        host, port = address.get(names.get(m.group(1)), (m.group(1), m.group(3)))
+        return f'"hostname" : "{host}",{m.group(2)}"port" : {port}'
+
+    document = _HOSTNAME.sub(host_of, fio.final_output) if fio.final_output else None
+    return views, docs, replace(fio, final_output=document, stdout="", stderr="".join(readdress(l) for l in said))
+
+
+# A host's name and port in fio's JSON output, as its client prints them.
+_HOSTNAME = re.compile(r'"hostname" : "([^"]*)",(\s*)"port" : (\d+)')
 
 
 def _host_returncode(exit: tuple[int, int] | None, client_rc: int, text: str) -> int:
@@ -197,12 +208,19 @@ def _host_returncode(exit: tuple[int, int] | None, client_rc: int, text: str) ->
     return value or (128 + signal if signal else 0) or (1 if MOUNTED_REFUSAL in text else 0)
 
 
-def _host_doc(doc: dict, address: str, endpoint: tuple[str, int]) -> dict:
-    """The client's document with only one host's entries, named by the host's own address."""
-    def own(entries):
-        return [{**e, "hostname": endpoint[0], "port": endpoint[1]} for e in entries
-                if isinstance(e, dict) and e.get("hostname") == address and e.get("jobname") != ALL_CLIENTS]
-    return {**doc, "client_stats": own(doc.get("client_stats", [])), "disk_util": own(doc.get("disk_util", []))}
+def _host_docs(doc: dict | None, names: dict[str, str]) -> dict[str, dict]:
+    """host → the client's document with only its entries (fio's "All
+    clients" sum left out), for the hosts that have any; `names`: relay
+    address → host."""
+    if doc is None:
+        return {}
+    out: dict[str, dict] = {}
+    for key in ("client_stats", "disk_util"):
+        for e in doc.get(key, []):
+            name = names.get(e.get("hostname")) if isinstance(e, dict) and e.get("jobname") != ALL_CLIENTS else None
+            if name is not None:
+                out.setdefault(name, {**doc, "client_stats": [], "disk_util": []})[key].append(e)
+    return out
 
 
 def _overdue(name: str, now: float, timeout_s: float | None, planned_s: dict[str, float] | None,
@@ -226,36 +244,33 @@ def _overdue(name: str, now: float, timeout_s: float | None, planned_s: dict[str
     return None
 
 
-def _collect(hosts: list[Host], views: dict[str, FioRun], fio: FioRun, late: dict[str, str],
-             per_tick: dict[str, int] | None = None, interval_ms: int = 1000) -> FleetRun:
-    """The hosts' results, each job named by its host's inventory name,
-    and with `per_tick`, each host's status rounds."""
+def _collect(hosts: list[Host], views: dict[str, FioRun], docs: dict[str, dict], fio: FioRun,
+             late: dict[str, str], per_tick: dict[str, int] | None = None, interval_ms: int = 1000) -> FleetRun:
+    """The hosts' results (from `docs`: host → its part of the client's
+    document), each job named by its host's inventory name, and with
+    `per_tick`, each host's status rounds."""
     ordered = [(h.name, views[h.name]) for h in hosts]
     counted = [r for name, r in ordered if name not in late]
-    run = FleetRun(fio=FioRun(
-        returncode=fio.returncode, final_output=None,  # one document per host: FleetRun.runs
-        stdout="".join(r.stdout for _, r in ordered), stderr=fio.stderr,
-        stopped=any(r.stopped for r in counted), killed=any(r.killed for r in counted),
-        wall_s=fio.wall_s), runs=dict(ordered))
+    run = FleetRun(fio=replace(fio, stdout="".join(r.stdout for _, r in ordered),
+                               stopped=any(r.stopped for r in counted), killed=any(r.killed for r in counted)),
+                   runs=dict(ordered))
     for name, r in ordered:
-        if name in late or not r.final_output:
-            continue
-        if per_tick and _DISCONNECTED.search(r.stderr):
-            # Its status snapshots so far are no result (the host is lost), but its rounds up
-            # to the loss are kept, named lost (a scenario's series shows it up to its fault).
-            try:
-                run.rounds[name] = client_rounds(json.loads(r.final_output), per_tick[name], interval_ms)[0].rounds
-            except (ImportFormatError, ValueError):
-                pass
+        doc = docs.get(name)
+        if name in late or doc is None:
             continue
         try:
-            doc = r.final_output
+            if per_tick and _DISCONNECTED.search(r.stderr):
+                # Its status snapshots so far are no result (the host is lost), but its rounds up
+                # to the loss are kept, named lost (a scenario's series shows it up to its fault).
+                run.rounds[name] = client_rounds(doc, per_tick[name], interval_ms)[0].rounds
+                continue
             if per_tick:
-                rounds, doc = client_rounds(json.loads(doc), per_tick[name], interval_ms)
+                rounds, doc = client_rounds(doc, per_tick[name], interval_ms)
                 run.rounds[name] = rounds.rounds
             parsed = parse_output(doc)
-        except (ImportFormatError, ValueError) as exc:  # ValueError: not JSON
-            run.parse_error = run.parse_error or f"host {name}: {exc}"
+        except ImportFormatError as exc:
+            if not _DISCONNECTED.search(r.stderr):
+                run.parse_error = run.parse_error or f"host {name}: {exc}"
             continue
         run.jobs += [replace(j, host=name) for j in parsed.jobs]
         run.disks += [replace(d, host=name) for d in parsed.disks]
