@@ -1,5 +1,5 @@
 """Ingest at scale: what `iofleet run --hosts` does after fio returns —
-parse each host's fio client json+ output and per-second logs,
+split the fio client's json+ output by host, parse the per-second logs,
 aggregate exactly, judge steady state and skew, store the test with its
 series and artifacts — for 64 hosts × 24 tests × 600 per-second samples.
 Writes the seconds (median of 3) and peak memory (RSS) to BENCHMARKS.md,
@@ -557,19 +557,19 @@ Command: `make bench` (= `.venv/bin/python bench/ingest.py --hosts {a.hosts} --s
 Measured {machine()}.
 
 What `iofleet run --hosts` does after fio returns, for {len(specs)} tests (examples/hcibench-24.yaml:
-4k–128k × 0/20/70 % read × 1–2 jobs, iodepth 4) of {a.samples} s on {a.hosts} hosts: parse each host's fio client
-json+ document (one per host and test, {json_bytes / len(specs) / 1e6:.1f} MB a test with every job's latency bins), parse
+4k–128k × 0/20/70 % read × 1–2 jobs, iodepth 4) of {a.samples} s on {a.hosts} hosts: split the fio client's
+json+ document by host (one a test, {json_bytes / len(specs) / 1e6:.1f} MB with every job's latency bins), parse
 {len(log_files):,} per-second logs ({log_lines:,} lines, {logs_bytes / 1e6:.0f} MB: {series:,} series of
 {a.samples} samples), aggregate exactly, judge steady state and start skew, and store each test
 with its series and artifacts (json+, job files, logs: one zip a test) in a fresh data directory on this
 machine's ext4 disk. The inputs are generated from the recorded fio 3.33 outputs in
 tests/fixtures/fio (see the script's docstring); the code timed is iofleet's run study, with only
-fio, the engine probe and the metrics scrapes replaced. Each ingest runs in its own process:
+fio, the relay's sockets, the engine probe and the metrics scrapes replaced. Each ingest runs in its own process:
 seconds from the run's start to its last test stored, CPU seconds of all its threads, peak RSS of
 the process (wait4). The goal's figure is without node_exporter (fio's outputs only); one row
 stores no artifacts (diagnostic), the last adds what a fleet with node_exporter also stores.
 Load average: the 1-minute load at the end of each ingest, the ingest itself included (about 1.2
-CPUs); other projects' test suites ran on the machine meanwhile.
+CPUs): above that, other work ran on the machine meanwhile.
 
 | ingest | node_exporter | artifacts | seconds | CPU seconds | peak RSS (MiB) | load average |
 | ---: | --- | --- | ---: | ---: | ---: | ---: |
