@@ -30,6 +30,8 @@ import struct
 import threading
 import time
 
+from ..errors import FioError
+
 # fio's network protocol (server.h).
 _HEADER = struct.Struct("<HHIQIHH")  # version, opcode, flags, tag, pdu_len, cmd_crc16, pdu_crc16
 _QUIT, _TEXT, _STOP = 1, 5, 12
@@ -114,7 +116,6 @@ class Relay:
     def __init__(self, upstreams: dict[str, tuple[str, int]]):
         self.links = {name: _Link(name, up, loopback_address(i)) for i, (name, up) in enumerate(upstreams.items())}
         self._sel = selectors.DefaultSelector()
-        self._lock = threading.Lock()
         self._closing = False
         self._thread = threading.Thread(target=self._loop, name="iofleet-relay", daemon=True)
         self.opened_at = 0.0
@@ -132,7 +133,11 @@ class Relay:
         waiting = {}
         for link in self.links.values():
             link.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            link.listener.bind((link.address, 0))
+            try:
+                link.listener.bind((link.address, 0))
+            except OSError as exc:
+                raise FioError(f"iofleet's relay cannot listen on {link.address} ({exc.strerror}): it needs "
+                               f"this machine's loopback interface up with 127.0.0.0/8 (`ip addr show lo`)") from None
             link.listener.listen(1)
             try:
                 family, _, _, _, peer = socket.getaddrinfo(*link.upstream, type=socket.SOCK_STREAM)[0]
