@@ -169,7 +169,7 @@ def _split(fio: FioRun, hosts: list[Host], relay: Relay,
             line = pattern.sub(address[name][0], line)
         return line
 
-    views, docs = {}, {}
+    views = {}
     for h in hosts:
         link = relay.links[h.name]
         own = [readdress(l) for l in said if relay_of[h.name].search(l) or
@@ -180,8 +180,7 @@ def _split(fio: FioRun, hosts: list[Host], relay: Relay,
             returncode=_host_returncode(link.exit, fio.returncode, text), final_output=None,
             stdout=text, stderr="".join(own), stopped=fio.stopped, killed=fio.killed and link.exit is None,
             wall_s=end - relay.opened_at if end and link.connected else 0.0, ended_early=fio.ended_early)
-    for name, mine in _host_docs(doc, names).items():
-        docs[name] = mine
+    docs = _host_docs(doc, names)
     for f in work.iterdir():  # PREFIX_KIND.N.log.ADDRESS
         stem, _, at = f.name.rpartition(".log.")
         if stem and at in names:
