@@ -155,7 +155,6 @@ def _split(fio: FioRun, hosts: list[Host], relay: Relay,
     address (fio's client named them after its relay's). Also the client's
     run with each host's address put back in its lines and its document."""
     address = {h.name: h.endpoint for h in hosts}
-    relay_of = {name: re.compile(rf"{re.escape(link.address)}(?![0-9])") for name, link in relay.links.items()}
     names = {link.address: name for name, link in relay.links.items()}
     try:
         doc = json.loads(fio.final_output) if fio.final_output else None
@@ -163,17 +162,15 @@ def _split(fio: FioRun, hosts: list[Host], relay: Relay,
         doc = None
     # "<hostname> ...": a server's message, which the relay had from that host itself.
     said = [l for l in (fio.stdout + fio.stderr).splitlines(keepends=True) if not l.startswith("<")]
+    about = [{names[a] for a in _RELAY_ADDRESS.findall(l) if a in names} for l in said]  # the hosts each names
 
     def readdress(line: str) -> str:
-        for name, pattern in relay_of.items():
-            line = pattern.sub(address[name][0], line)
-        return line
+        return _RELAY_ADDRESS.sub(lambda m: address[names[m[0]]][0] if m[0] in names else m[0], line)
 
     views = {}
     for h in hosts:
         link = relay.links[h.name]
-        own = [readdress(l) for l in said if relay_of[h.name].search(l) or
-               not any(p.search(l) for p in relay_of.values())]
+        own = [readdress(l) for l, hosts_named in zip(said, about) if not hosts_named or h.name in hosts_named]
         text = "".join(f"<{address[h.name][0]}> {line}\n" for m in link.messages for line in m.splitlines())
         end = link.quit_at or link.ended_at
         views[h.name] = FioRun(
@@ -194,6 +191,8 @@ def _split(fio: FioRun, hosts: list[Host], relay: Relay,
     return views, docs, replace(fio, final_output=document, stdout="", stderr="".join(readdress(l) for l in said))
 
 
+# A relay's address (relay.loopback_address) in a line of fio's client.
+_RELAY_ADDRESS = re.compile(r"(?<![0-9.])127\.100\.[0-9]+\.[0-9]+(?![0-9])")
 # A host's name and port in fio's JSON output, as its client prints them.
 _HOSTNAME = re.compile(r'"hostname" : "([^"]*)",(\s*)"port" : (\d+)')
 
