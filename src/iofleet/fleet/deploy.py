@@ -121,7 +121,8 @@ stop() {
     # its process group: fio's per-client and job processes go with the server
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
     i=0
-    while ours "$dir/$1.pid" "$2" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    # until its whole group is gone (reaped), not just its command line: "stopped" means no process left
+    while { kill -0 -- "-$pid" 2>/dev/null || ours "$dir/$1.pid" "$2"; } && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
     if ours "$dir/$1.pid" "$2"; then kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid"; fi
     echo "stopped_$1=$pid"
   elif [ -f "$dir/$1.pid" ]; then
