@@ -55,6 +55,9 @@ PROBE_TIMEOUT_S = 60.0
 # The shared check of every host (a second or two at 64 hosts): past this,
 # each host is checked on its own, with PROBE_TIMEOUT_S.
 SHARED_TIMEOUT_S = 20.0
+# A host's own check is run again (up to this many times in all) when the
+# server's lines naming its problem were lost (_lost_lines).
+LOST_LINES_TRIES = 3
 _VERSION = re.compile(r"\bfio=(fio-[^\s,]+)")
 _NOT_A_DIR = re.compile(r"fio: (\S+) is not a directory")
 
@@ -237,7 +240,10 @@ def _probe(check: HostCheck, controller_version: str, needed: int | None = None)
         # connection), and these lines name the problem.
         cmd = [fio_binary(), "--output-format=normal,json", "--eta=never",
                f"--client={host.fio_client_arg}", str(job)]
-        fio = run_fio(cmd, tmp, threading.Event(), timeout_s=PROBE_TIMEOUT_S)
+        for _ in range(LOST_LINES_TRIES):
+            fio = run_fio(cmd, tmp, threading.Event(), timeout_s=PROBE_TIMEOUT_S)
+            if not _lost_lines(fio):
+                break
     said = fio.stdout + fio.stderr
     version = _VERSION.search(said)
     if not version:
@@ -283,6 +289,15 @@ def _probe(check: HostCheck, controller_version: str, needed: int | None = None)
     for t in check.targets:
         if t.problem:
             check.problems.append(f"target {t.path} {t.problem}")
+
+
+def _lost_lines(fio) -> bool:
+    """The server answered, then ended the connection with neither a job's
+    result nor the line naming why: a server that refuses a job file resets
+    the connection, which can drop its last lines before they leave it."""
+    said = fio.stdout + fio.stderr
+    return bool(_VERSION.search(said) and not _NOT_A_DIR.search(said)
+                and '"jobname"' not in (fio.final_output or ""))
 
 
 def _device_seen(path: str, needed: int | None, output: str | None, said: str) -> RemoteDevice:
