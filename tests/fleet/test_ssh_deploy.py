@@ -1,7 +1,10 @@
 """`iofleet hosts deploy|undeploy` over SSH on namespace hosts running a real
 sshd (and no fio server until deploy starts one), through the CLI."""
 
-from ..cli import iofleet, write_plan
+import contextlib
+import socket
+
+from ..cli import iofleet, wait_for, write_plan
 from .netns import DEPLOY_ROOT
 from .sshfleet import all_fio, deployed, ssh_fleet
 
@@ -28,9 +31,14 @@ def test_deploy_check_run_undeploy_leaves_nothing(tmp_path, make_fleet, data_dir
                       workloads=[{"name": "r", "read_pct": 100}])
     assert "1 of 1 tests ok" in iofleet("run", plan, "--hosts", inv, data_dir=data_dir).stdout
 
-    out = iofleet("hosts", "undeploy", inv, data_dir=data_dir).stdout
-    assert out.count("stopped fio --server") == 3 and "3 of 3 hosts clean." in out
-    assert not all_fio(fleet), "no fio process is left in any namespace"
+    # a client still connected: each server has forked a process for it, which undeploy must end too
+    with contextlib.ExitStack() as stack:
+        for h in fleet.hosts:
+            stack.enter_context(socket.create_connection((h.address, h.port), timeout=5))
+        wait_for(lambda: all(len(p) >= 2 for p in all_fio(fleet).values()), 10, "a process per connection")
+        out = iofleet("hosts", "undeploy", inv, data_dir=data_dir).stdout
+        assert out.count("stopped fio --server") == 3 and "3 of 3 hosts clean." in out
+        assert not all_fio(fleet), "no fio process is left in any namespace"
     assert not fleet.deploy_dirs(), "undeploy removes each host's directory"
     assert iofleet("hosts", "undeploy", inv, data_dir=data_dir).stdout.count("nothing deployed") == 3
 

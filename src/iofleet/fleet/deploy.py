@@ -118,17 +118,17 @@ _STOP = r"""
 [ -d "$dir" ] || { echo "state=nothing"; exit 0; }
 stop() {
   if ours "$dir/$1.pid" "$2"; then
-    # its process group: fio's per-client and job processes go with the server
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+    # its process group (a session of its own: fio --daemonize, setsid): fio's
+    # per-client and job processes go with the server. `kill -s SIG -- -PGID`:
+    # dash refuses `kill -SIG -- -PGID` ("Illegal number").
+    kill -s TERM -- "-$pid" 2>/dev/null || kill -s TERM "$pid"
     i=0
-    # until its whole group is gone (reaped), not just its command line: "stopped" means no process left
-    while { kill -0 -- "-$pid" 2>/dev/null || ours "$dir/$1.pid" "$2"; } && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-    # what SIGTERM did not end in 5 s is killed (a CI run saw a run's per-client
-    # processes still there: "stopped" must mean gone)
-    if [ $i -ge 50 ]; then
-      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+    # until the whole group is gone, not just the server: "stopped" means no process left
+    while { kill -s 0 -- "-$pid" 2>/dev/null || ours "$dir/$1.pid" "$2"; } && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    if [ $i -ge 50 ]; then  # what SIGTERM did not end in 5 s
+      kill -s KILL -- "-$pid" 2>/dev/null || kill -s KILL "$pid" 2>/dev/null
       i=0
-      while kill -0 -- "-$pid" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
+      while kill -s 0 -- "-$pid" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
     fi
     echo "stopped_$1=$pid"
   elif [ -f "$dir/$1.pid" ]; then
