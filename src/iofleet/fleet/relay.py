@@ -24,6 +24,7 @@ of its own.
 
 import contextlib
 import errno
+import re
 import selectors
 import socket
 import struct
@@ -46,6 +47,10 @@ CONNECT_TIMEOUT_S = 10.0
 def loopback_address(i: int) -> str:
     """The relay's own address for the i-th host (127.0.0.0/8 is all loopback on Linux)."""
     return f"127.100.{i // 250}.{i % 250 + 1}"
+
+
+# One of these addresses in a line of fio's client.
+RELAY_ADDRESS = re.compile(r"(?<![0-9.])127\.100\.[0-9]+\.[0-9]+(?![0-9])")
 
 
 class _Frames:

@@ -24,7 +24,7 @@ from ..plan.params import AUTO_ENGINES
 from ..fio.records import DiskUtil, JobResult
 from .devices import where
 from .inventory import Host
-from .relay import Relay
+from .relay import RELAY_ADDRESS, Relay
 from .runner import MOUNTED_REFUSAL, STOP_GRACE_S, FioRun, killed_reason, run_fio
 
 # fio's client prints this when it loses a server.
@@ -162,15 +162,15 @@ def _split(fio: FioRun, hosts: list[Host], relay: Relay,
         doc = None
     # "<hostname> ...": a server's message, which the relay had from that host itself.
     said = [l for l in (fio.stdout + fio.stderr).splitlines(keepends=True) if not l.startswith("<")]
-    about = [{names[a] for a in _RELAY_ADDRESS.findall(l) if a in names} for l in said]  # the hosts each names
-
-    def readdress(line: str) -> str:
-        return _RELAY_ADDRESS.sub(lambda m: address[names[m[0]]][0] if m[0] in names else m[0], line)
+    about = [{names[a] for a in RELAY_ADDRESS.findall(l) if a in names} for l in said]  # the hosts each names
+    # each line with the hosts' own addresses in place of their relays'
+    readdressed = [RELAY_ADDRESS.sub(lambda m: address[names[m[0]]][0] if m[0] in names else m[0], l)
+                   for l in said]
 
     views = {}
     for h in hosts:
         link = relay.links[h.name]
-        own = [readdress(l) for l, hosts_named in zip(said, about) if not hosts_named or h.name in hosts_named]
+        own = [l for l, hosts_named in zip(readdressed, about) if not hosts_named or h.name in hosts_named]
         text = "".join(f"<{address[h.name][0]}> {line}\n" for m in link.messages for line in m.splitlines())
         end = link.quit_at or link.ended_at
         views[h.name] = FioRun(
@@ -188,11 +188,9 @@ def _split(fio: FioRun, hosts: list[Host], relay: Relay,
         return f'"hostname" : "{host}",{m.group(2)}"port" : {port}'
 
     document = _HOSTNAME.sub(host_of, fio.final_output) if fio.final_output else None
-    return views, docs, replace(fio, final_output=document, stdout="", stderr="".join(readdress(l) for l in said))
+    return views, docs, replace(fio, final_output=document, stdout="", stderr="".join(readdressed))
 
 
-# A relay's address (relay.loopback_address) in a line of fio's client.
-_RELAY_ADDRESS = re.compile(r"(?<![0-9.])127\.100\.[0-9]+\.[0-9]+(?![0-9])")
 # A host's name and port in fio's JSON output, as its client prints them.
 _HOSTNAME = re.compile(r'"hostname" : "([^"]*)",(\s*)"port" : (\d+)')
 
