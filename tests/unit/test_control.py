@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from iofleet.analysis.diagnostics import diagnose
 from iofleet.analysis.host_facts import comparable, differences, host_line, how_hosts_differ, recorded_facts
 from iofleet.fleet.control import NO_SSH, _why_not, active_scheduler, facts_command, parse_facts
-from iofleet.fleet.execute import _cache_note
+from iofleet.fleet.targets import Access, target_for
 from iofleet.fleet.facts import ssh_facts
 from iofleet.fleet.inventory import Host
 from iofleet.fleet.ssh import Reply
@@ -84,10 +84,13 @@ def test_why_a_command_did_not_do_its_part():
 
 
 def test_cache_notes_read_like_the_local_one():
-    assert _cache_note(True, None) == "page cache of iofleet's files invalidated; kernel caches dropped"
-    assert _cache_note(True, NO_SSH) == ("page cache of iofleet's files invalidated; kernel caches kept (no SSH "
-                                         "access to the host: add `ssh:` to the inventory)")
-    assert _cache_note(False, NO_SSH) == "caches kept (clear_cache: false)"
+    host = target_for(["/tmp/ctl-t"], Access(host="h1"))
+    assert host.cache_note(True, None, {}) == "page cache of iofleet's files invalidated; kernel caches dropped"
+    assert host.cache_note(True, NO_SSH, {}) == ("page cache of iofleet's files invalidated; kernel caches kept "
+                                                 "(no SSH access to the host: add `ssh:` to the inventory)")
+    assert host.cache_note(False, NO_SSH, {}) == "caches kept (clear_cache: false)"
+    fuse = {"/tmp/ctl-t": {"filesystem": "fuse.ceph-fuse"}}  # a client with a cache of its own is named
+    assert "ceph-fuse's object cacher (client_oc) is not dropped" in host.cache_note(True, None, fuse)
 
 
 def test_easy_run_facts_of_a_host_read_through_ssh():

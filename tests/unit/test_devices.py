@@ -11,12 +11,13 @@ from types import SimpleNamespace
 import pytest
 
 from iofleet.errors import DeviceError, FioError, PlanError
-from iofleet.fio.jobfile import Device, render_device_check, render_prepare, render_probe, render_test
+from iofleet.fio.jobfile import device_where, render_device_check, render_prepare, render_probe, render_test
 from iofleet.fleet.devices import (Backing, BlockLayer, LocalDevice, RemoteDevice, exporter_mounts, fit_regions,
                                    in_use, local_device, loop_backings, memory_backing, mounts_of, signature_of,
-                                   spinning, swaps_of, where, write_locks)
+                                   spinning, swaps_of, write_locks)
 from iofleet.fleet.local import _mount_of, target_facts
 from iofleet.fleet.inventory import Inventory
+from iofleet.fleet.targets import target_for
 from iofleet.plan import expand, parse_plan
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -265,20 +266,20 @@ def test_regions_share_the_device_without_a_size_and_keep_a_given_one():
 
 def test_job_files_on_a_device_use_its_regions_and_never_create_files():
     spec = specs(defaults={"size": "8m", "jobs": 2, "working_set_pct": 50})[0]
-    text = render_test(spec, Device("/dev/sdb", 8 * MiB), "libaio")
+    text = render_test(spec, device_where("/dev/sdb", 8 * MiB), "libaio")
     for line in ("filename=/dev/sdb", "allow_file_create=0", f"offset_increment={8 * MiB}", f"size={4 * MiB}"):
         assert line in text.splitlines()
     assert "directory=" not in text and "filename_format" not in text
-    prep = render_prepare([(2, 8 * MiB)], Device("/dev/sdb", 8 * MiB), "libaio", True, "random", 2, 128 * 1024)
+    prep = render_prepare([(2, 8 * MiB)], device_where("/dev/sdb", 8 * MiB), "libaio", True, "random", 2, 128 * 1024)
     assert "filename=/dev/sdb" in prep and f"offset_increment={8 * MiB}" in prep
-    probe = render_probe(Device("/dev/sdb"), "libaio", True)  # only reads: nothing written before preparation
+    probe = render_probe(device_where("/dev/sdb"), "libaio", True)  # only reads: nothing written before preparation
     assert "rw=randread" in probe and "unlink" not in probe and "offset_increment" not in probe
     check = render_device_check("/dev/sdb", 2 * GiB).split("[end]")
     assert "verify=pattern" in check[0] and "verify_pattern=0" in check[0] and "rw=read" in check[0]
     assert f"offset={2 * GiB - 4096}" in check[1] and "write" not in "".join(check)
     for bad in ("/dev/a:b", "/dev/sdb\nexec_prerun=id", "/etc/passwd", "/dev/x,y"):
         with pytest.raises(FioError, match="refused"):
-            render_test(spec, Device(bad, MiB), "libaio")
+            render_test(spec, device_where(bad, MiB), "libaio")
 
 
 def test_remote_device_problems_say_what_cannot_be_seen():
@@ -307,12 +308,12 @@ def test_plan_and_inventory_take_one_device_alone_and_destroy_data():
     plan = parse_plan({"name": "p", "targets": ["/dev/disk/by-id/nvme-X_1"], "destroy_data": ["/dev/sdb"],
                        "workloads": [{"name": "w", "matrix": {"size": ["1g", "2g"]}}]})
     assert plan.destroy_data == ["/dev/sdb"] and plan.sets("size") and not plan.sets("bs")
-    assert where(plan.targets) == Device("/dev/disk/by-id/nvme-X_1") and where(["/a", "/b"]) == [Path("/a"), Path("/b")]
+    assert target_for(plan.targets).kind == "device" and target_for(["/a", "/b"]).kind == "directory"
     for bad in ({"targets": ["/dev/sdb", "/dev/sdc"]}, {"targets": ["/dev/sdb", "/mnt/x"]},
                 {"destroy_data": ["/mnt/x"]}, {"destroy_data": ["/dev/sd*"]}):
         with pytest.raises(PlanError):
             parse_plan({"name": "p", "workloads": [{"name": "w"}]} | bad)
-    with pytest.raises(ValueError, match="a device target is tested alone"):
+    with pytest.raises(ValueError, match="a device or RBD image target is tested alone"):
         Inventory.model_validate({"hosts": [{"address": "10.0.0.1", "targets": ["/dev/sdb", "/dev/sdc"]}]})
 
 

@@ -159,9 +159,9 @@ def test_csv(run):
     assert ok["runtime_s"] == "10" and ok["ramp_s"] == "2" and ok["engine"] == "io_uring"
     assert (ok["until"], ok["max_runtime_s"], ok["round_s"]) == ("steady", "600", "30")
     # The parameter columns are the parameter table's, in its order; a parameter not stored is empty.
-    assert header[10:29] == ["bs_bytes", "read_pct", "random_pct", "iodepth", "jobs", "size_bytes", "working_set_pct",
+    assert header[10:30] == ["bs_bytes", "read_pct", "random_pct", "iodepth", "jobs", "size_bytes", "working_set_pct",
                              "runtime_s", "ramp_s", "engine", "direct", "compress_pct", "dedupe_pct", "rate_iops",
-                             "rate_mb_s", "until",
+                             "rate_mb_s", "rbd_cache", "until",
                              "max_runtime_s", "round_s", "fio_jobs"]
     assert ok["compress_pct"] == "" and partial["until"] == ""
     assert float(ok["read_iops"]) == 300.0 and float(ok["read_lat_p99_us"]) == 100.0

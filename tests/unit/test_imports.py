@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from iofleet.cli.importing import import_command
 from iofleet.errors import IofleetError, PlanError
-from iofleet.fio.jobfile import render_test
+from iofleet.fio.jobfile import directory_where, render_test
 from iofleet.importers import detect_kind, import_file, load_plan_source
 from iofleet.plan import expand, parse_plan
 
@@ -268,7 +268,7 @@ def test_dangerous_options_are_refused_and_never_reach_a_job_file(tmp_path):
 
     # Absent from the plan, its YAML, and every job file rendered from it.
     plan_text = yaml.safe_dump(r.plan)
-    job_text = render_test(spec, [tmp_path], "libaio")
+    job_text = render_test(spec, directory_where([tmp_path]), "libaio")
     for word in DANGEROUS_WORDS:
         assert word not in plan_text, word
         assert word not in job_text.replace("$jobnum", "").replace("$filenum", ""), word

@@ -23,10 +23,11 @@ import yaml
 
 from iofleet.errors import IofleetError, PlanError
 from iofleet.fio import jobfile
-from iofleet.fio.jobfile import (ALLOWED_OPTIONS, DATA_FILE_FORMAT, PROBE_FILE, Device, render_cleanup,
-                                 render_layout, render_prepare, render_probe, render_target_check, render_test)
+from iofleet.fio.jobfile import (ALLOWED_OPTIONS, DATA_FILE_FORMAT, PROBE_FILE, device_where, directory_probe,
+                                 directory_where, render_cleanup, render_layout, render_prepare, render_probe, render_target_check, render_test)
 from iofleet.fleet import execute, remote
-from iofleet.fleet.devices import where
+from iofleet.fleet.check import host_targets
+from iofleet.fleet.targets import Access, target_for
 from iofleet.fleet.execute import FleetPlace, LocalPlace
 from iofleet.fleet.inventory import InventoryError, load_inventory
 from iofleet.fleet.runner import FioRun
@@ -134,22 +135,22 @@ def refused_cleanly(exc: IofleetError, *names: str) -> None:
 def render_plan(plan) -> dict[str, str]:
     """Every job file a local run of the plan writes: engine probes,
     preparation, layouts, tests, cleanup, target check."""
-    targets = plan.targets or ["/t"]
-    place = where(targets, 1024**3)
+    target = target_for(plan.targets or ["/t"], Access(host="h1"))  # its paths as written, not resolved here
     steps = expand_mixed(plan) if plan.mixed else expand(plan)
     specs = [s for step in steps for s in (step.groups.values() if plan.mixed else [step])]
-    files = {f"probe.{e}": render_probe(place if isinstance(place, Device) else place[0], e, True)
-             for e in AUTO_ENGINES}
+    target.fit(specs, True, local=False)
+    place = target.fio_where()
+    files = {f"probe.{e}": render_probe(target.probe_where("probe"), e, True) for e in AUTO_ENGINES}
     for mode in ("random", "zero"):
         files[f"prepare.{mode}"] = render_prepare(prepare_tiers(specs), place, "psync", True, mode, 2, 128 * 1024)
     for i, spec in enumerate(specs):
         for engine in ("psync", "io_uring"):
             files[f"test{i}.{engine}"] = render_test(spec, place, engine, clear_cache=i % 2 == 0)
-        if not isinstance(place, Device):
-            files[f"layout{i}"] = render_layout(spec, place)
-    if not isinstance(place, Device):
-        files["cleanup"] = render_cleanup(place, max(s.jobs for s in specs))
-        files["check"] = render_target_check(place)
+        if target.holds_files:
+            files[f"layout{i}"] = render_layout(spec, target.targets)
+    if target.holds_files:
+        files["cleanup"] = render_cleanup(target.targets, max(s.jobs for s in specs))
+        files["check"] = render_target_check(target.targets)
     return files
 
 
@@ -235,7 +236,7 @@ def test_targets_of_a_real_local_run(monkeypatch, tmp_path):
     monkeypatch.setattr(execute, "resolve_engine", lambda target, engine, direct: "psync")
     target = tmp_path / f"exec_prerun={MARK} x"
     plan = parse_plan(_set(BASE, "targets[]", str(target)) | {"targets": [str(target)]})
-    place = LocalPlace(plan.target_paths())
+    place = LocalPlace(target_for(plan.targets))
     specs = expand(plan)
     with pytest.raises(IofleetError):
         place.prepare_data(specs, "random", 2, 128 * 1024, tmp_path, threading.Event(), lambda *a: None)
@@ -254,16 +255,19 @@ def test_the_renderer_refuses_what_slips_past_the_model():
     (built by hand) is refused by the renderer itself."""
     spec = expand(parse_plan(BASE))[0]
     for payload in PAYLOADS:
-        for place, valid in (([Path(payload)], re.fullmatch(r"[A-Za-z0-9_./+@,=~ -]+", str(Path(payload)))),
-                             (Device(payload), re.fullmatch(r"/dev(/[A-Za-z0-9_+@=~-][A-Za-z0-9_.+@=~-]*)+", payload))):
+        for where, valid in ((lambda: directory_where([Path(payload)]),
+                              re.fullmatch(r"[A-Za-z0-9_./+@,=~ -]+", str(Path(payload)))),
+                             (lambda: device_where(payload),
+                              re.fullmatch(r"/dev(/[A-Za-z0-9_+@=~-][A-Za-z0-9_.+@=~-]*)+", payload))):
             if valid:
+                place = where()
                 assert_safe_jobfile(render_test(spec, place, "psync"), [str(Path(payload)), payload])
             else:
                 with pytest.raises(IofleetError, match="refused"):
-                    render_test(spec, place, "psync")
+                    render_test(spec, where(), "psync")
     for engine in ("exec", "external:/x.so", f"psync\nexec_prerun={MARK}", "auto"):
         with pytest.raises(IofleetError):
-            render_test(spec, [Path("/t")], engine)
+            render_test(spec, directory_where([Path("/t")]), engine)
     for key in FORBIDDEN:
         with pytest.raises(IofleetError, match="allow-list"):
             jobfile._option(key, "x")
@@ -276,7 +280,7 @@ def test_the_renderer_refuses_what_slips_past_the_model():
                     jobfile._option(key, payload)
         if unsafe:
             with pytest.raises(IofleetError, match="refused"):
-                render_probe(Path("/t"), payload, True)  # (the engine is also in its comment line)
+                render_probe(directory_probe(Path("/t")), payload, True)  # (the engine is also in its comment line)
 
 
 # --- the inventory and the fleet --------------------------------------------------------------------
@@ -325,9 +329,9 @@ def fleet_jobfiles(monkeypatch, tmp_path, hosts, plan) -> list[tuple[str, str, s
     monkeypatch.setattr(remote, "Relay", NoRelay)
     stop = threading.Event()
     with pytest.raises(IofleetError, match="no IO engine works"):
-        remote.resolve_fleet_engines(hosts, "auto", True, tmp_path, stop)
+        remote.resolve_fleet_engines(hosts, "auto", True, tmp_path, stop, host_targets(hosts))
     monkeypatch.setattr(execute, "resolve_fleet_engines",
-                        lambda todo, engine, direct, work, stop: {h.name: "psync" for h in todo})
+                        lambda todo, engine, direct, work, stop, targets: {h.name: "psync" for h in todo})
     place = FleetPlace(hosts)
     steps = place.fit(expand(plan), True)
     with pytest.raises(IofleetError, match="preparing the data failed"):
@@ -361,7 +365,7 @@ def test_inventory_payloads_are_refused_or_never_reach_a_job_file(field, monkeyp
         seen = fleet_jobfiles(monkeypatch, work, inventory.hosts, plan)
         assert {name.split(".")[0] for _, name, _ in seen} >= {"probe-io_uring", "prepare", "job", "layout",
                                                               "cleanup"} - ({"layout", "cleanup"} if any(
-            isinstance(where(h.targets), Device) for h in inventory.hosts) else set())
+            not target_for(h.targets).holds_files for h in inventory.hosts) else set())
         for client, name, text in seen:
             h = next(h for h in inventory.hosts if name.endswith(f".{h.name}.fio"))
             assert re.fullmatch(r"((ip|ip6):)?[A-Za-z0-9.:%_-]+,[0-9]{1,5}", client), client

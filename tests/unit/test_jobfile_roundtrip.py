@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from iofleet.errors import PlanError
-from iofleet.fio.jobfile import IOFLEET_LINE, WARMUP_JOB, Device, render_test
+from iofleet.fio.jobfile import IOFLEET_LINE, WARMUP_JOB, device_where, directory_where, render_test
 from iofleet.importers import import_file
 from iofleet.plan import expand, parse_plan
 from iofleet.plan.load import load_plan
@@ -34,7 +34,7 @@ def valid_values(draw) -> dict:
         engine=draw(st.sampled_from(ENGINES)), direct=draw(st.booleans()),
         compress_pct=draw(PCT), dedupe_pct=draw(PCT), until=until, round=round_s,
         max_runtime=draw(st.integers(STEADY_WINDOW_ROUNDS * round_s, 30 * 86400)),
-        rate_iops=None, rate_mbps=None)
+        rate_iops=None, rate_mbps=None, rbd_cache=draw(st.sampled_from([None, True, False])))
     rate = draw(st.sampled_from([None, "rate_iops", "rate_mbps"]))  # one of them, or none
     if rate:
         values[rate] = draw(st.integers(1, PARAMS[rate].maximum))
@@ -61,14 +61,14 @@ def test_a_rendered_job_file_imports_as_the_same_test(tmp_path_factory, values, 
     engine = resolved if spec.engine == "auto" else spec.engine
     directory = tmp_path_factory.mktemp("jobs")
     path = directory / "test.fio"
-    path.write_text(render_test(spec, [directory], engine))
+    path.write_text(render_test(spec, directory_where([directory]), engine))
     assert imported(path).values() == spec.values()
 
 
 def test_the_warm_up_group_is_the_ramp_and_the_comment_wins(tmp_path):
     spec = spec_of(dict(bs=8192, read_pct=70, random_pct=50, size=1024**3, working_set_pct=50, ramp=10,
                         until="steady", max_runtime=600, round=30, engine="auto"))
-    text = render_test(spec, [tmp_path], "libaio")
+    text = render_test(spec, directory_where([tmp_path]), "libaio")
     assert f"[{WARMUP_JOB}]" in text and "ioengine=libaio" in text and "runtime=600" in text
     assert f"{IOFLEET_LINE}size=1g working_set_pct=50 runtime=1m engine=auto until=steady" in text
     path = tmp_path / "job.fio"
@@ -81,7 +81,7 @@ def test_the_warm_up_group_is_the_ramp_and_the_comment_wins(tmp_path):
 def test_a_job_file_on_a_device_imports_with_the_device_noted(tmp_path):
     spec = spec_of(dict(jobs=2, size=1024**3))
     path = tmp_path / "job.fio"
-    path.write_text(render_test(spec, Device("/dev/sdz", 1024**3), "libaio"))
+    path.write_text(render_test(spec, device_where("/dev/sdz", 1024**3), "libaio"))
     assert "offset_increment=" in path.read_text()  # one region per job: iofleet's device layout
     assert imported(path).values() == spec.values()
     [note] = import_file(path).notes
@@ -110,7 +110,7 @@ def test_the_job_files_of_an_example_plan_import_back(tmp_path, example):
     for i, spec in enumerate(expand(load_plan(EXAMPLES / example))):
         engine = AUTO_ENGINES[i % len(AUTO_ENGINES)] if spec.engine == "auto" else spec.engine
         path = tmp_path / f"{i}.fio"
-        path.write_text(render_test(spec, [tmp_path], engine))
+        path.write_text(render_test(spec, directory_where([tmp_path]), engine))
         assert imported(path).values() == spec.values(), spec.id
 
 
@@ -118,7 +118,7 @@ def test_a_fleet_hosts_job_file_states_the_tests_whole_rate(tmp_path):
     """On a fleet each host's file carries its share of the rate; the
     `; iofleet:` line keeps the test's total, so it imports as the same test."""
     spec = spec_of(dict(read_pct=70, jobs=2, rate_iops=6000))
-    text = render_test(spec, [tmp_path], "libaio", hosts=3)
+    text = render_test(spec, directory_where([tmp_path]), "libaio", hosts=3)
     assert "rate_iops=700,300" in text and f"{IOFLEET_LINE}engine=auto rate_iops=6000" in text
     path = tmp_path / "job.fio"
     path.write_text(text)

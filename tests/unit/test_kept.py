@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from iofleet.analysis.methodology import prepare_note
-from iofleet.fio.jobfile import Device
+from iofleet.fleet.targets import Access, target_for
 from iofleet.fleet import execute
 from iofleet.fleet.execute import FleetPlace, LocalPlace
 from iofleet.fleet.inventory import Host
@@ -27,15 +27,20 @@ PLAN = {"name": "k", "prepare_passes": 1, "defaults": {"size": "1m", "ramp": "0s
 
 
 def test_the_fingerprint_is_what_is_written_where_not_how():
-    tiers, where = [(2, MiB)], [Path("/data/a"), Path("/data/b")]
+    tiers, names = [(2, MiB)], ["/data/a", "/data/b"]
+
+    def on(names):
+        return target_for(names, Access(host="h1"))  # a fleet host's paths, as written
+
+    where = on(names)
     same = fingerprint(tiers, where, "random", 2, 131072)
-    assert same == fingerprint(list(tiers), list(where), "random", 2, 131072) and len(same) == 64
+    assert same == fingerprint(list(tiers), on(list(names)), "random", 2, 131072) and len(same) == 64
     others = [fingerprint([(2, 2 * MiB)], where, "random", 2, 131072), fingerprint([(3, MiB)], where, "random", 2,
-              131072), fingerprint(tiers, where[:1], "random", 2, 131072), fingerprint(tiers, where[::-1], "random",
-              2, 131072), fingerprint(tiers, where, "zero", 2, 131072), fingerprint(tiers, where, "random", 1, 131072),
-              fingerprint(tiers, where, "random", 2, 4096)]
+              131072), fingerprint(tiers, on(names[:1]), "random", 2, 131072), fingerprint(tiers, on(names[::-1]),
+              "random", 2, 131072), fingerprint(tiers, where, "zero", 2, 131072),
+              fingerprint(tiers, where, "random", 1, 131072), fingerprint(tiers, where, "random", 2, 4096)]
     assert same not in others and len(set(others)) == len(others)
-    assert fingerprint(tiers, Device("/dev/sdb", MiB), "random", 2, 131072) is None  # a device is never reused
+    assert fingerprint(tiers, on(["/dev/sdb"]), "random", 2, 131072) is None  # a device is never reused
 
 
 def test_an_entry_is_used_only_when_it_matches(tmp_path):
@@ -86,7 +91,7 @@ def test_concurrent_runs_lose_no_entry_and_no_reader_sees_half_a_file(tmp_path):
 def _local(tmp_path, kept):
     target = tmp_path / "t"
     target.mkdir(exist_ok=True)
-    place = LocalPlace([target])
+    place = LocalPlace(target_for([str(target)]))
     place.prepare()
     steps = expand(parse_plan(PLAN))
     prepared = place.prepare_data(steps, "random", 1, 131072, tmp_path, threading.Event(), lambda *a: None, kept)
@@ -151,7 +156,7 @@ def _fleet(monkeypatch, tmp_path, leftovers):
 
     monkeypatch.setattr(execute, "run_on_hosts", fake_run)
     monkeypatch.setattr(execute, "resolve_fleet_engines",
-                        lambda todo, engine, direct, work, stop: {h.name: "psync" for h in todo})
+                        lambda todo, engine, direct, work, stop, targets: {h.name: "psync" for h in todo})
     hosts = [Host(name=f"h{i}", address=f"10.0.0.{i}", targets=["/data"]) for i in (1, 2, 3)]
     place = FleetPlace(hosts)
     place._leftovers = leftovers  # what prepare()'s host check found

@@ -13,6 +13,7 @@ import iofleet
 from iofleet.fio.parse import parse_output
 from iofleet.fleet.execute import FleetPlace, LocalPlace
 from iofleet.fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX
+from iofleet.fleet.targets import target_for
 from iofleet.fleet.place import Place, collect_artifacts, verdict
 from iofleet.fleet.runner import FioRun
 
@@ -43,7 +44,7 @@ def test_no_study_asks_which_place_it_has():
 
 
 def test_the_local_place_is_one_host_that_is_never_lost(tmp_path):
-    place = LocalPlace([tmp_path])
+    place = LocalPlace(target_for([str(tmp_path)]))
     assert place.specs_by_host("spec") == {"local": "spec"}
     assert place.hosts_record("spec") is None
     assert place.drop([]) == 1

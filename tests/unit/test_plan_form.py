@@ -42,7 +42,7 @@ def test_a_filled_form_makes_a_valid_plan_that_shows_the_same_form():
     assert shown == {name: value for name, value in form.items()} | {
         "targets": "/mnt/a\n/mnt/b", "iodepth": "1, 4, 16", "random_pct": "", "working_set_pct": "",
         # every other parameter of the table is on the form too, empty
-        "compress_pct": "", "dedupe_pct": "", "rate_iops": "", "rate_mbps": "", "until": "", "max_runtime": "", "round": "", "repeat": ""}
+        "compress_pct": "", "dedupe_pct": "", "rate_iops": "", "rate_mbps": "", "rbd_cache": "", "until": "", "max_runtime": "", "round": "", "repeat": ""}
 
 
 def test_the_yaml_reads_like_the_docs():

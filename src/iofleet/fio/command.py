@@ -61,6 +61,10 @@ def run_command(jobfile: str, status_interval: int | None = 1) -> list[str]:
 # quick clock started them 1.3 s sooner, as spread; at 4 hosts a 2-s test overlapped
 # 33 %. The test's one client for every host keeps fio's clock: 0.13 s, once.)
 QUICK_CLOCK = "--clocksource=clock_gettime"
+# What a fio server's answer says: its version (each server's "fio=..."),
+# and a target directory that is not there.
+SERVER_VERSION_RE = re.compile(r"\bfio=(fio-[^\s,]+)")
+NOT_A_DIR_RE = re.compile(r"fio: (\S+) is not a directory")
 
 
 # fio's clocks as `--debug=time` numbers them (gettime.h enum fio_cs).

@@ -8,7 +8,6 @@ commands through options such as exec_prerun, and expand ${VAR}).
 """
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FioError
@@ -25,7 +24,7 @@ ALLOWED_OPTIONS = frozenset(
     write_lat_log per_job_logs log_unix_epoch create_only unlink invalidate
     stonewall buffer_compress_percentage dedupe_percentage
     refill_buffers zero_buffers loops end_fsync filename allow_file_create
-    offset offset_increment verify verify_pattern rate rate_iops""".split()
+    offset offset_increment verify verify_pattern rate rate_iops pool rbdname clientname""".split()
 )
 _TEST_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}\Z")  # \Z: `$` would pass "id\n"
 _SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]*\Z")
@@ -51,15 +50,9 @@ LOG_METRICS = {"iops": ("iops", 1.0), "bw": ("bw_bytes_s", 1024.0), "lat": ("lat
 BLANK_CHECK_BYTES = 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Device:
-    """A raw block device as the target: fio works on the device itself and
-    job N's region starts at N x stride (one region per job, as one file
-    per job in a directory), so preparation and every test of a run meet
-    the same regions."""
-
-    path: str
-    stride: int = 0
+# Where a job's IO goes: job-file options made by the functions below (a
+# target kind, fleet/targets/, picks its own).
+Where = list[tuple[str, object]]
 
 
 def _option(key: str, value) -> str:
@@ -97,14 +90,29 @@ def _directory_value(targets: list[Path]) -> str:
     return ":".join(dirs)  # fio spreads the job files across ':'-separated dirs
 
 
-def _where(targets: list[Path] | Device) -> list[tuple[str, object]]:
-    """Where the IO goes: iofleet's files in the target directories, or a
-    device's regions. On a device fio may never create a file: a device
-    that is gone must not become a file in /dev."""
-    if isinstance(targets, Device):
-        opts: list[tuple[str, object]] = [("filename", targets.path), ("allow_file_create", False)]
-        return opts + ([("offset_increment", targets.stride)] if targets.stride else [])
+def directory_where(targets: list[Path]) -> Where:
+    """iofleet's files in the target directories, named by job number."""
     return [("directory", _directory_value(targets)), ("filename_format", DATA_FILE_FORMAT)]
+
+
+def directory_probe(target: Path, section: str = "probe") -> Where:
+    """A probe file of its own in one target directory, removed after."""
+    name = PROBE_FILE if section == "probe" else f"{PROBE_FILE}.{section}"
+    return [("directory", _directory_value([target])), ("filename_format", name), ("rw", "randrw"),
+            ("unlink", True)]  # leaves nothing behind, locally or on a fio server
+
+
+def device_where(path: str, stride: int = 0) -> Where:
+    """A device's regions: job N's starts at N x stride. On a device fio may
+    never create a file: a device that is gone must not become a file in /dev."""
+    opts: Where = [("filename", path), ("allow_file_create", False)]
+    return opts + ([("offset_increment", stride)] if stride else [])
+
+
+def rbd_where(pool: str, image: str, client: str, stride: int = 0) -> Where:
+    """An RBD image through fio's rbd engine (librbd), job N at N x stride."""
+    opts: Where = [("pool", pool), ("rbdname", image), ("clientname", client)]
+    return opts + ([("offset_increment", stride)] if stride else [])
 
 
 def iofleet_line(spec: TestSpec, engine: str, hosts: int = 1) -> str:
@@ -122,8 +130,7 @@ def iofleet_line(spec: TestSpec, engine: str, hosts: int = 1) -> str:
     return IOFLEET_LINE + " ".join(f"{name}={text}" for name, text in own.items()) if own else ""
 
 
-def render_test(spec: TestSpec, targets: list[Path] | Device, engine: str, clear_cache: bool = True,
-                hosts: int = 1) -> str:
+def render_test(spec: TestSpec, where: Where, engine: str, clear_cache: bool = True, hosts: int = 1) -> str:
     """The job file for one test. `engine` is the resolved engine (not auto);
     `hosts`: how many hosts run it at once (they share its rate).
 
@@ -135,7 +142,7 @@ def render_test(spec: TestSpec, targets: list[Path] | Device, engine: str, clear
     if engine not in ENGINES or engine == "auto":
         raise FioError(f"internal: engine {engine!r} must be resolved before rendering")
     common: list[tuple[str, object]] = [
-        *_where(targets),
+        *where,
         *fio_options(spec.values() | {"engine": engine}, hosts),
         ("time_based", True),
         # Total latency (submission + completion) with its histogram, so
@@ -168,7 +175,7 @@ def render_test(spec: TestSpec, targets: list[Path] | Device, engine: str, clear
                             iofleet_line(spec, engine, hosts))
 
 
-def render_prepare(tiers: list[tuple[int, int]], targets: list[Path] | Device, engine: str, direct: bool,
+def render_prepare(tiers: list[tuple[int, int]], where: Where, engine: str, direct: bool,
                    mode: str, passes: int, bs: int) -> str:
     """Preparation: write the data files sequentially, `passes` times, with
     random (incompressible) data or zeros. `tiers` are (jobs, bytes per
@@ -181,7 +188,7 @@ def render_prepare(tiers: list[tuple[int, int]], targets: list[Path] | Device, e
         options: list[tuple[str, object]] = [
             ("ioengine", engine),
             ("direct", direct),
-            *_where(targets),
+            *where,
             ("size", size),
             ("numjobs", jobs),
             ("bs", bs),
@@ -210,17 +217,12 @@ def render_layout(spec: TestSpec, targets: list[Path]) -> str:
     return _render(f"iofleet layout for {spec.id}", "layout", options)
 
 
-def render_probe(target: Path | Device, engine: str, direct: bool, section: str = "probe") -> str:
-    """A tiny job that checks an engine and direct IO work on a target
-    (on a device it only reads: nothing is written before preparation).
-    Another `section` (probes side by side in one job file, fleet/check.py)
-    gets a file of its own: fio lays out every job's file first."""
-    if isinstance(target, Device):
-        where: list[tuple[str, object]] = [*_where(Device(target.path)), ("rw", "randread")]
-    else:
-        name = PROBE_FILE if section == "probe" else f"{PROBE_FILE}.{section}"
-        where = [("directory", _directory_value([target])), ("filename_format", name), ("rw", "randrw"),
-                 ("unlink", True)]  # leaves nothing behind, locally or on a fio server
+def render_probe(where: Where, engine: str, direct: bool, section: str = "probe") -> str:
+    """A tiny job that checks an engine and direct IO work on a target,
+    where the target's probe_where says (a device or image is only read:
+    nothing is written before preparation). Another `section` (probes side
+    by side in one job file, fleet/check.py) gets a file of its own."""
+    where = where if any(k == "rw" for k, _ in where) else [*where, ("rw", "randread")]
     options: list[tuple[str, object]] = [
         ("ioengine", engine),
         ("direct", direct),
@@ -275,7 +277,7 @@ def render_device_check(device: str, needed: int | None) -> str:
     it is all zeros (fio's verify_pattern on a read job); section `end`
     reads the last 4 KiB the plan's regions need, and reads nothing when
     the device is smaller (fio stops at a device's end)."""
-    common: list[tuple[str, object]] = [("ioengine", "psync"), *_where(Device(device)), ("rw", "read")]
+    common: list[tuple[str, object]] = [("ioengine", "psync"), *device_where(device), ("rw", "read")]
     sections = [("blank", [*common, ("bs", 64 * 1024), ("size", BLANK_CHECK_BYTES), ("verify", "pattern"),
                            ("verify_pattern", 0)])]
     if needed:

@@ -27,25 +27,24 @@ but the controller's, or no answer in SHARED_TIMEOUT_S) is checked again
 by a fio client of its own, whose output names its problem.
 """
 
-import errno
-import os
-import re
 import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ImportFormatError, IofleetError
-from ..fio.command import QUICK_CLOCK, error_line, fio_binary, fio_version
-from ..fio.jobfile import Device, render_device_check, render_leftover_check, render_probe, render_target_check
+from ..fio.command import NOT_A_DIR_RE, QUICK_CLOCK, SERVER_VERSION_RE, error_line, fio_binary, fio_version
+from ..fio.jobfile import render_leftover_check, render_probe, render_target_check
 from ..fio.parse import parse_output
-from .devices import RemoteDevice, exporter_mounts, where
+from .devices import RemoteDevice, exporter_mounts
 from .inventory import Host
 from .kept import KeptData, host_key
 from .metrics import fetch_metrics, free_bytes
-from .remote import first_engine, probe_target, remove_data_files
+from .remote import first_engine, remove_data_files
+from .targets import Access, Target, target_for
+from .targets.directory import leftovers_seen
 from .runner import run_fio
 from .targets_lock import holder_facts, lock_fleet_target
 from .workdir import work_dir
@@ -58,8 +57,6 @@ SHARED_TIMEOUT_S = 20.0
 # A host's own check is run again (up to this many times in all) when the
 # server's lines naming its problem were lost (_lost_lines).
 LOST_LINES_TRIES = 3
-_VERSION = re.compile(r"\bfio=(fio-[^\s,]+)")
-_NOT_A_DIR = re.compile(r"fio: (\S+) is not a directory")
 
 
 @dataclass
@@ -81,22 +78,29 @@ class HostCheck:
     problems: list[str] = field(default_factory=list)
     leftovers: bool | None = None  # iofleet's data files of an earlier run are there (None: not known)
     engines: dict[tuple[str, bool], str] = field(default_factory=dict)  # (engine, direct) asked → engine that works
+    target: Target | None = None  # the host's target (fleet/targets)
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
+def host_targets(hosts: list[Host], access: Access = Access()) -> dict[str, Target]:
+    """Each host's target, as a run without a plan's settings sees it."""
+    return {h.name: target_for(h.targets, replace(access, host=h.name)) for h in hosts}
+
+
 def check_hosts(hosts: list[Host], controller_version: str, destroy_data: list[str] | None = None,
-                needed: dict[str, int] | None = None,
+                targets: dict[str, Target] | None = None,
                 probes: dict[str, list[tuple[str, bool]]] | None = None) -> list[HostCheck]:
     """Check every host at once; the result is in the inventory's order.
-    A run passes its plan's `destroy_data` and the bytes each host's device
-    regions need; without them (`hosts check`) a device is only looked at.
-    `probes`: host → the (engine, direct) pairs its tests use, probed in
-    the same fio run where the host has directory targets (HostCheck.engines)."""
-    needed, probes = needed or {}, probes or {}
-    checks = [HostCheck(h, targets=[TargetCheck(t) for t in h.targets]) for h in hosts]
+    A run passes its plan's `destroy_data` and each host's target as the
+    run fitted it (a device's regions: how far they reach); without them
+    (`hosts check`) a device is only looked at. `probes`: host → the
+    (engine, direct) pairs its tests use, probed in the same fio run where
+    the host has directory targets (HostCheck.engines)."""
+    targets, probes = targets or host_targets(hosts), probes or {}
+    checks = [HostCheck(h, targets=[TargetCheck(t) for t in h.targets], target=targets[h.name]) for h in hosts]
     with ThreadPoolExecutor(max_workers=min(64, len(hosts)) or 1) as pool:
         reasons = list(pool.map(lambda h: _connect(*h.endpoint), hosts))
     for check, reason in zip(checks, reasons):
@@ -105,11 +109,10 @@ def check_hosts(hosts: list[Host], controller_version: str, destroy_data: list[s
             check.problems.append(f"fio server not reachable on port {port}: {reason}; "
                                   f"start it there with `iofleet server --bind {check.host.address}`")
         check.reachable = not reason
-    shared = [c for c in checks if c.reachable and not isinstance(where(c.host.targets), Device)]
+    shared = [c for c in checks if c.reachable and c.target.holds_files]
     ready = _probe_together(shared, controller_version, probes) if len(shared) > 1 else set()
     with ThreadPoolExecutor(max_workers=min(32, len(hosts)) or 1) as pool:
-        list(pool.map(lambda c: _finish(c, controller_version, destroy_data, needed.get(c.host.name),
-                                        c.host.name not in ready), checks))
+        list(pool.map(lambda c: _finish(c, controller_version, destroy_data, c.host.name not in ready), checks))
     return checks
 
 
@@ -118,11 +121,11 @@ class HostCheckError(IofleetError):
 
 
 def require_ready(hosts: list[Host], what: str = "test", destroy_data: list[str] | None = None,
-                  needed: dict[str, int] | None = None,
+                  targets: dict[str, Target] | None = None,
                   probes: dict[str, list[tuple[str, bool]]] | None = None) -> list[HostCheck]:
     """Raise one line per problem (and nothing was started) unless every
     host passes; the checks (with the engines `probes` found working)."""
-    checks = check_hosts(hosts, fio_version(), destroy_data, needed, probes)
+    checks = check_hosts(hosts, fio_version(), destroy_data, targets, probes)
     problems = problem_lines(checks)
     if problems:
         raise HostCheckError("\n".join(
@@ -135,13 +138,12 @@ def problem_lines(checks: list[HostCheck]) -> list[str]:
     return [f"host {c.host.name} ({c.host.address}): {p}" for c in checks for p in c.problems]
 
 
-def _finish(check: HostCheck, controller_version: str, destroy_data: list[str] | None, needed: int | None,
-            probe: bool) -> None:
+def _finish(check: HostCheck, controller_version: str, destroy_data: list[str] | None, probe: bool) -> None:
     """The rest of a host's check: its own fio check (`probe`: the shared
     one did not show it ready), its free space, its device's problems."""
     host = check.host
     if check.reachable and probe:
-        _probe(check, controller_version, needed)
+        _probe(check, controller_version)
     if host.metrics:
         try:
             text = fetch_metrics(host.metrics)
@@ -152,19 +154,19 @@ def _finish(check: HostCheck, controller_version: str, destroy_data: list[str] |
             for t in check.targets:
                 if t.device:
                     t.device.mounts = exporter_mounts(text, t.path)
-                elif not isinstance(where(host.targets), Device):
+                elif check.target.holds_files:
                     t.free_bytes = free_bytes(text, t.path)
     for t in check.targets:
         if t.device:
             check.problems += t.device.problems(destroy_data)
 
 
-def _probe_jobs(host: Host, probes: list[tuple[str, bool]]) -> str:
+def _probe_jobs(target: Target, probes: list[tuple[str, bool]]) -> str:
     """The engine probes of a host's check (sections probe0, probe1, ...,
     each with a file of its own: the target check removes the probe file
     it wrote)."""
-    return "".join(render_probe(probe_target(host), first_engine(engine), direct, section=f"probe{k}")
-                   for k, (engine, direct) in enumerate(probes))
+    return "".join(render_probe(target.probe_where(f"probe{k}"), first_engine(target, engine), direct,
+                                section=f"probe{k}") for k, (engine, direct) in enumerate(probes))
 
 
 def _probe_together(checks: list[HostCheck], controller_version: str,
@@ -177,10 +179,10 @@ def _probe_together(checks: list[HostCheck], controller_version: str,
             targets = [Path(t) for t in c.host.targets]
             job = tmp / f"check.{c.host.name}.fio"
             job.write_text(render_target_check(targets) + render_leftover_check(targets)
-                           + _probe_jobs(c.host, probes.get(c.host.name, [])))
+                           + _probe_jobs(c.target, probes.get(c.host.name, [])))
             cmd += [f"--client={c.host.fio_client_arg}", str(job)]
         fio = run_fio(cmd, tmp, threading.Event(), timeout_s=SHARED_TIMEOUT_S)
-    versions = set(_VERSION.findall(fio.stdout + fio.stderr))
+    versions = set(SERVER_VERSION_RE.findall(fio.stdout + fio.stderr))
     if fio.stopped or versions != {controller_version} or not fio.final_output:
         return set()  # each host is checked on its own
     try:
@@ -197,19 +199,13 @@ def _probe_together(checks: list[HostCheck], controller_version: str,
         if any(f"t{i}" not in mine or mine[f"t{i}"].error for i in range(len(c.targets))):
             continue
         c.fio_version = controller_version  # every server that answered runs it
-        c.leftovers = _leftovers(mine.get("leftover"))
+        c.leftovers = leftovers_seen(mine.get("leftover"))
         for k, key in enumerate(probes.get(c.host.name, [])):
             probe = mine.get(f"probe{k}")
             if probe is not None and not probe.error:
-                c.engines[key] = first_engine(key[0])
+                c.engines[key] = first_engine(c.target, key[0])
         ready.add(c.host.name)
     return ready
-
-
-def _leftovers(job) -> bool | None:
-    """What the leftover check's job saw: job 0's data file (every run
-    makes one) is there; None when the job did not run."""
-    return None if job is None or job.error else job.read.io_bytes >= 4096
 
 
 def _connect(address: str, port: int) -> str | None:
@@ -228,13 +224,11 @@ def _connect(address: str, port: int) -> str | None:
         return exc.strerror or str(exc)
 
 
-def _probe(check: HostCheck, controller_version: str, needed: int | None = None) -> None:
+def _probe(check: HostCheck, controller_version: str) -> None:
     host = check.host
-    target = where(host.targets)
     with work_dir("iofleet-check-") as tmp:
         job = tmp / "check.fio"
-        job.write_text(render_device_check(target.path, needed) if isinstance(target, Device)
-                       else render_target_check(target) + render_leftover_check(target))
+        job.write_text(check.target.check_job())
         # fio's own clock choices here: a faster client more often loses the
         # lines of a server that refuses the job file (it resets the
         # connection), and these lines name the problem.
@@ -245,7 +239,7 @@ def _probe(check: HostCheck, controller_version: str, needed: int | None = None)
             if not _lost_lines(fio):
                 break
     said = fio.stdout + fio.stderr
-    version = _VERSION.search(said)
+    version = SERVER_VERSION_RE.search(said)
     if not version:
         if fio.stopped:
             check.problems.append(f"the fio server gave no answer in {PROBE_TIMEOUT_S:g} s")
@@ -258,37 +252,7 @@ def _probe(check: HostCheck, controller_version: str, needed: int | None = None)
             f"runs {check.fio_version} but this controller runs {controller_version}; "
             f"install the same fio version on every host")
         return  # results of another version's server are not to be trusted
-    if isinstance(target, Device):
-        check.targets[0].device = _device_seen(target.path, needed, fio.final_output, said)
-        return
-    for missing in _NOT_A_DIR.findall(said):
-        for t in check.targets:
-            if t.path == missing:
-                t.problem = "does not exist (or is not a directory)"
-    results, leftover = {}, None
-    if fio.final_output:
-        try:
-            jobs = parse_output(fio.final_output).jobs
-        except ImportFormatError:
-            jobs = []
-        results = {j.job: j.error for j in jobs}
-        leftover = next((j for j in jobs if j.job == "leftover"), None)
-    check.leftovers = _leftovers(leftover)
-    missing = any(t.problem for t in check.targets)
-    for i, t in enumerate(check.targets):
-        code = results.get(f"t{i}")
-        if t.problem:
-            pass
-        elif code:
-            t.problem = f"cannot write there ({errno.errorcode.get(code, code)}: {os.strerror(code)})"
-        elif code is None:
-            t.checked = False
-            if not missing:  # else fio refused the whole check for the missing target
-                said = "\n".join(l for l in fio.stdout.splitlines() if not _VERSION.search(l))
-                t.problem = f"not checked ({error_line(fio.stderr, said)})"
-    for t in check.targets:
-        if t.problem:
-            check.problems.append(f"target {t.path} {t.problem}")
+    check.target.read_check(check, fio)
 
 
 def _lost_lines(fio) -> bool:
@@ -296,31 +260,8 @@ def _lost_lines(fio) -> bool:
     result nor the line naming why: a server that refuses a job file resets
     the connection, which can drop its last lines before they leave it."""
     said = fio.stdout + fio.stderr
-    return bool(_VERSION.search(said) and not _NOT_A_DIR.search(said)
+    return bool(SERVER_VERSION_RE.search(said) and not NOT_A_DIR_RE.search(said)
                 and '"jobname"' not in (fio.final_output or ""))
-
-
-def _device_seen(path: str, needed: int | None, output: str | None, said: str) -> RemoteDevice:
-    """What the read-only device check (jobfile.render_device_check) showed."""
-    seen = RemoteDevice(path, needed=needed)
-    try:
-        parsed = parse_output(output) if output else None
-    except ImportFormatError:
-        parsed = None
-    jobs = {j.job: j for j in parsed.jobs} if parsed else {}
-    blank, end = jobs.get("blank"), jobs.get("end")
-    if "file creation disallowed" in said:  # allow_file_create=0 met a missing path
-        seen.exists = False
-    elif blank is None:
-        seen.read_error = error_line("", said)
-    elif not parsed.disks:  # fio lists the disks under the files it used: none for a file or character device
-        seen.block = False
-    elif blank.error and blank.error != errno.EILSEQ:  # EILSEQ: verify_pattern found data
-        seen.read_error = f"{errno.errorcode.get(blank.error, blank.error)}: {os.strerror(blank.error)}"
-    else:
-        seen.blank = not blank.error
-        seen.fits = None if not needed else end is not None and end.read.io_bytes >= 4096
-    return seen
 
 
 def clean_hosts(hosts: list[Host], kept: KeptData | None = None) -> tuple[dict[str, int], list[str]]:
@@ -328,7 +269,8 @@ def clean_hosts(hosts: list[Host], kept: KeptData | None = None) -> tuple[dict[s
     hosts' targets, with the targets locked as a run locks them: (host →
     files removed, one line per host that could not be cleaned). `kept`:
     the results directory's record of kept data, whose cleaned hosts go."""
-    with_files = [h for h in hosts if not isinstance(where(h.targets), Device)]
+    targets = host_targets(hosts)
+    with_files = [h for h in hosts if targets[h.name].holds_files]
     with ThreadPoolExecutor(max_workers=min(32, len(with_files)) or 1) as pool:
         reasons = dict(zip([h.name for h in with_files], pool.map(lambda h: _connect(*h.endpoint), with_files)))
     problems = [f"host {h.name} ({h.address}): fio server not reachable ({reasons[h.name]}); nothing removed"

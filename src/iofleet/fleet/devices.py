@@ -39,9 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import DeviceError
-from ..fio.jobfile import Device
 from ..plan.expand import TestSpec
-from ..plan.model import is_device_path
 from ..plan.units import format_bytes
 from .metrics import _samples
 
@@ -534,11 +532,3 @@ def exporter_mounts(metrics_text: str, device: str) -> list[str]:
         if src == device or part.fullmatch(src):
             out.append(f"{src} is mounted on {labels.get('mountpoint', '?')}")
     return out
-
-
-def where(targets: list[str], stride: int = 0) -> list[Path] | Device:
-    """Where fio does a host's IO: its target directories, or its one
-    device's regions (the plan model allows a device only alone)."""
-    if len(targets) == 1 and is_device_path(str(targets[0])):
-        return Device(str(targets[0]), stride)
-    return [Path(t) for t in targets]

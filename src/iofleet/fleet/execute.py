@@ -6,12 +6,13 @@ return a `Measured` record the run study stores."""
 import collections
 import os
 import threading
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
 from ..errors import FioError, ImportFormatError, IofleetError
 from ..fio.command import error_line, run_command
-from ..fio.jobfile import DATA_DIR_NAME, Device, render_layout, render_prepare, render_test
+from ..fio.jobfile import render_prepare, render_test
 from ..fio.parse import parse_output
 from ..fio.status import Rounds, snapshot
 from ..plan.expand import MixedStep, TestSpec, expand, expand_mixed, prepare_tiers
@@ -19,17 +20,15 @@ from ..plan.model import Plan
 from .check import require_ready
 from .control import NO_SSH, drop_caches
 from .control import host_facts as ssh_host_facts
-from .devices import check_local_device, fit_regions, local_device, needed_bytes, where
 from .inventory import Host, host_groups
-from .kept import LOCAL, KeptData, data_key, files_state, fingerprint, host_key, kept_entry
+from .kept import LOCAL, KeptData, data_key, fingerprint, host_key, kept_entry
 from .metrics import MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
-from .local import TargetDirs, drop_kernel_caches, host_facts, resolve_engine, target_facts
+from .local import drop_kernel_caches, host_facts, resolve_engine
 from .place import Measured, Place, Prepared, collect_artifacts, verdict
-from .procs import fio_using
 from .remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts
 from .runner import FioRun, LiveHosts, killed_reason, read_series, rebase_series, run_fio
-from .space import check_space, explain_no_space
-from .targets_lock import TargetLock, holder_facts, lock_fleet_target, lock_on_this_machine
+from .targets import Access, Target, target_for
+from .targets_lock import TargetLock, holder_facts
 from .workdir import work_dir
 
 # fio needs a moment beyond ramp + runtime to lay out files and write its
@@ -51,108 +50,78 @@ def _prepare_sizes(specs: list[TestSpec], passes: int) -> tuple[int, int]:
     return prepared, passes * sum(n * size for n, size in tiers)
 
 
-def _cache_note(clear: bool, drop_why: str | None, device: bool = False) -> str:
-    if not clear:
-        return "caches kept (clear_cache: false)"
-    kernel = "kernel caches dropped" if drop_why is None else f"kernel caches kept ({drop_why})"
-    what = "the device" if device else "iofleet's files"
-    return f"page cache of {what} invalidated; {kernel}"
-
-
 def _timeout(spec: TestSpec | MixedStep) -> float:
     return spec.ramp + spec.longest_s + TIMEOUT_MARGIN_S
+
+
+def plan_access(plan: Plan) -> Access:
+    """How the plan's targets in a cluster are reached (its `ceph:`)."""
+    return Access(plan.ceph.conf, plan.ceph.client, plan.ceph.shared_image)
 
 
 def place_for(plan: Plan, hosts: list[Host] | None) -> tuple[Place, list]:
     """Where the plan runs (on `hosts`, fio servers, or on the plan's
     targets here), and its tests in run order."""
+    access = plan_access(plan)
     if plan.mixed:
         if not hosts:
             raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
                                f"run it on a fleet with --hosts INVENTORY")
         groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads})
-        place, specs = FleetPlace(hosts, groups, clear_cache=plan.clear_cache,
-                                  destroy_data=plan.destroy_data), expand_mixed(plan)
+        place, specs = FleetPlace(hosts, groups, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data,
+                                  access=access), expand_mixed(plan)
     elif hosts:
-        place, specs = FleetPlace(hosts, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data), expand(plan)
+        place, specs = FleetPlace(hosts, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data,
+                                  access=access), expand(plan)
     elif not plan.targets:
         raise IofleetError(
             f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
     else:
-        place, specs = LocalPlace([Path(t).resolve() for t in plan.targets], clear_cache=plan.clear_cache,
+        place, specs = LocalPlace(target_for(plan.targets, access), clear_cache=plan.clear_cache,
                                   destroy_data=plan.destroy_data), expand(plan)
-    # On a device target each job gets its own region (sized to the device
-    # when the plan gives no size): the tests as they will run.
+    # On a device or image each job gets its own region (sized to the
+    # device when the plan gives no size): the tests as they will run.
     return place, place.fit(specs, plan.sets("size"))
 
 
 class LocalPlace(Place):
-    """The local host and its target directories, or its one device."""
+    """The local host and its target (fleet/targets/: directories, a device
+    or an RBD image)."""
 
-    def __init__(self, targets: list[Path], clear_cache: bool = True, destroy_data: list[str] = ()):
-        self.targets = targets
+    def __init__(self, target: Target, clear_cache: bool = True, destroy_data: list[str] = ()):
+        self.target = target
         self.clear_cache = clear_cache
         self.destroy_data = list(destroy_data)
-        self.where = where([str(t) for t in targets])  # a Device gets its regions in fit()
-        self.device_bytes: int | None = None
-        self.dirs = TargetDirs([] if isinstance(self.where, Device) else targets)
         self.locks: list[TargetLock] = []  # held from prepare() to release()
         self._engines: dict[tuple[str, bool], str] = {}
         self.data_state: dict = {}  # what prepare_data wrote whole, or found kept (fleet/kept.py)
 
     def describe(self) -> dict:
-        out: dict = {"targets": [str(t) for t in self.targets]}
-        out["target_facts"] = {str(t): target_facts(t) for t in self.targets}  # what each is (diagnostics)
-        if isinstance(self.where, Device):
-            out["device"] = {"path": self.where.path, "bytes": self.device_bytes, "region_bytes": self.where.stride}
-        return out
+        return {"targets": self.target.names} | self.target.describe()  # what it is (diagnostics)
 
     def fit(self, steps: list[TestSpec], size_given: bool) -> list[TestSpec]:
-        """The run's tests as they will run here: on a device, with each
-        job's region (devices.fit_regions; reads only the device's size)."""
-        if not isinstance(self.where, Device):
-            return steps
-        dev = local_device(self.where.path)
-        steps, stride = fit_regions(steps, self.where.path, dev.bytes, size_given)
-        self.where, self.device_bytes = Device(dev.real, stride), dev.bytes
-        return steps
+        """The run's tests as they will run here (a device's or image's
+        regions: the target's fit)."""
+        return self.target.fit(steps, size_given, local=True)
 
     def cache_sizes(self, plan_cache: int | None) -> dict[str, tuple[int | None, str, int | None]]:
         """host → (stated cache bytes, where it was stated, RAM bytes)."""
         return {"local": (plan_cache, "plan cache_size", host_facts().get("memory_bytes"))}
 
     def prepare(self, facts: dict | None = None) -> None:
-        """Lock the targets for this run (targets_lock; `facts` say who
-        holds them), then check them, before anything is written."""
-        if isinstance(self.where, Device):
-            if not self.where.stride:
-                raise IofleetError("internal: a device target's regions are set by fit() before prepare()")
-            lock = lock_on_this_machine("device", self.where.path, f"target {self.where.path}",
-                                        facts or holder_facts())
-            try:
-                check_local_device(self.where.path, self.destroy_data)
-            except BaseException:
-                lock.release()
-                raise
-            self.locks = [lock]
-        else:
-            self.dirs.prepare(facts)
-            self.locks = self.dirs.locks
+        """Lock the target for this run (`facts` say who holds it), then
+        check it, before anything is written."""
+        self.target.prepare(facts or holder_facts(), self.destroy_data)
+        self.locks = list(self.target.locks)
 
     def check_targets(self, steps: list[TestSpec]) -> None:
-        """No fio is still using the targets (the fio of a killed run, or of
-        a run of an older iofleet), and the data files fit."""
-        busy = fio_using([Path(t) / DATA_DIR_NAME for t in self.targets])
-        if busy:
-            pids = " ".join(map(str, sorted(busy)))
-            raise IofleetError(f"fio (pid {pids}) is still using {next(iter(busy.values()))}: another iofleet run "
-                               f"is testing this target, or the fio of a killed one has not ended; wait for it, or "
-                               f"stop it with `kill {pids}`")
-        check_space(self.targets, [s for s in steps if isinstance(s, TestSpec)])
+        """No fio is still using the target (the fio of a killed run, or of
+        a run of an older iofleet), and the data fits."""
+        self.target.check_busy(steps)
 
     def explain(self, error: str, steps: list[TestSpec]) -> str:
         """Which target ran out of space, when one did."""
-        return explain_no_space(error, self.targets, steps)
+        return self.target.explain(error, steps)
 
     def specs_by_host(self, step: TestSpec) -> dict[str, TestSpec]:
         return {"local": step}
@@ -164,30 +133,25 @@ class LocalPlace(Place):
         return 1  # this host is never lost: only a fleet's hosts are
 
     def resume_record(self, inventory: Path | None) -> dict:
-        return {"targets": [str(t) for t in self.targets], "created_dirs": [str(d) for d in self.dirs.created]}
+        return {"targets": self.target.names} | self.target.resume_record()
 
     def adopt(self, record: dict) -> None:
-        """iofleet's directories the run created on its targets are removed
-        at its end, by the resume that ends it too."""
-        for d in map(Path, record.get("created_dirs") or []):
-            if d.is_dir() and d not in self.dirs.created:
-                self.dirs.created.append(d)
+        """What the run created on its target is removed at its end, by the
+        resume that ends it too."""
+        self.target.adopt(record)
 
     def cleanup(self) -> int:
-        return len(self.dirs.cleanup())  # nothing on a device: it only had regions
+        return self.target.cleanup()
 
     def release(self) -> None:
-        """The run is over: let go of the targets."""
-        self.dirs.release()
-        for lock in self.locks:
-            lock.release()
+        """The run is over: let go of the target."""
+        self.target.release()
         self.locks = []
 
     def engine_for(self, spec: TestSpec) -> str:
         key = (spec.engine, spec.direct)
         if key not in self._engines:
-            target = self.where if isinstance(self.where, Device) else self.targets[0]
-            self._engines[key] = resolve_engine(target, spec.engine, spec.direct)
+            self._engines[key] = resolve_engine(self.target, spec.engine, spec.direct)
         return self._engines[key]
 
     def prepare_data(self, steps: list[TestSpec], mode: str, passes: int, bs: int, work: Path,
@@ -196,17 +160,18 @@ class LocalPlace(Place):
         test, unless `kept` records the same preparation of these very
         files; `progress(done_bytes, total_bytes, elapsed_s, hosts)`."""
         prepared, total = _prepare_sizes(steps, passes)
-        self.dirs.claim(max(s.jobs for s in steps))
+        self.target.claim(max(s.jobs for s in steps))
         tiers = prepare_tiers(steps)
-        print_ = fingerprint(tiers, self.where, mode, passes, bs)
-        key = data_key(LOCAL, self.targets)
-        entry = kept.usable(key, print_, files_state(self.targets)) if kept else None
+        print_ = fingerprint(tiers, self.target, mode, passes, bs)
+        key = data_key(LOCAL, self.target.names)
+        entry = kept.usable(key, print_, self.target.files_state()) if kept and print_ else None
         if entry:
             self.data_state = {"fingerprint": print_, "run": entry["run"], "prepared_at": entry["prepared_at"]}
             return Prepared(mode, passes, bs, {LOCAL: prepared}, {}, 0.0, reused={LOCAL: entry["run"]})
         if kept:
             kept.update(forget=[key])  # written again from here: the record no longer holds
-        job = render_prepare(tiers, self.where, self.engine_for(steps[0]), steps[0].direct, mode, passes, bs)
+        job = render_prepare(tiers, self.target.fio_where(), self.engine_for(steps[0]), steps[0].direct, mode,
+                             passes, bs)
         (work / "prepare.fio").write_text(job)
         done = last = 0.0
 
@@ -216,7 +181,7 @@ class LocalPlace(Place):
             last = live.elapsed_s
             progress(min(done, total), total, live.elapsed_s, None)
 
-        fio = run_fio(run_command(str(work / "prepare.fio")), work, stop, on_live)
+        fio = run_fio(run_command(str(work / "prepare.fio")), work, stop, on_live, env=self.target.fio_env())
         if fio.returncode != 0 and not fio.stopped:
             raise FioError(f"preparing the data failed: {error_line(fio.stderr, fio.stdout)}")
         if not fio.stopped and print_:
@@ -224,9 +189,9 @@ class LocalPlace(Place):
         return Prepared(mode, passes, bs, {LOCAL: prepared}, {LOCAL: total}, fio.wall_s)
 
     def record_data(self, kept: KeptData, run_id: int, keep: bool) -> None:
-        key = data_key(LOCAL, self.targets)
+        key = data_key(LOCAL, self.target.names)
         if keep and self.data_state:
-            kept.update({key: kept_entry(self.data_state, run_id, files_state(self.targets))})
+            kept.update({key: kept_entry(self.data_state, run_id, self.target.files_state())})
         else:
             kept.update(forget=[key])
 
@@ -234,20 +199,23 @@ class LocalPlace(Place):
                  steady_now=None) -> Measured:
         """`steady_now(host → rounds)`: the steady-state rule; an until:
         steady test ends (its results whole) at the first round it holds."""
-        self.dirs.claim(step.jobs)  # recorded as iofleet's before fio makes them
+        self.target.claim(step.jobs)  # recorded as iofleet's before fio makes them
         phase("checking the IO engine")
         engine = self.engine_for(step)
-        if step.working_set_pct < 100 and not isinstance(self.where, Device):
+        env = self.target.fio_env()
+        layout_job = self.target.layout_job(step)
+        if layout_job:
             phase("laying out data files")
-            (work / "layout.fio").write_text(render_layout(step, self.targets))
-            layout = run_fio(run_command(str(work / "layout.fio"), None), work, stop)
+            (work / "layout.fio").write_text(layout_job)
+            layout = run_fio(run_command(str(work / "layout.fio"), None), work, stop, env=env)
             if layout.returncode != 0 and not layout.stopped:
                 return Measured("failed", error_line(layout.stderr, layout.stdout), engine=engine)
         drop_why = None
         if self.clear_cache:
             phase("clearing caches")
             drop_why = drop_kernel_caches()
-        jobfile = render_test(step, self.where, engine, self.clear_cache)
+        self.target.before_test(step)
+        jobfile = render_test(step, self.target.fio_where(), engine, self.clear_cache)
         (work / "job.fio").write_text(jobfile)
         phase("warm-up" if step.ramp else "measuring")
         rounds, finish, steady_at = Rounds(step.round, STATUS_INTERVAL_S * 1000), threading.Event(), []
@@ -265,12 +233,12 @@ class LocalPlace(Place):
 
         with MetricsSampler({}, local="local") as sampler:
             fio = run_fio(run_command(str(work / "job.fio"), STATUS_INTERVAL_S), work, stop, on_live,
-                          timeout_s=_timeout(step), on_status=on_status, finish=finish)
+                          timeout_s=_timeout(step), on_status=on_status, finish=finish, env=env)
         m = self._judge(fio)
         m.rounds = {"local": rounds.rounds}
         m.ended_early_s = steady_at[0] if fio.ended_early and steady_at else None
         m.engine = engine
-        m.cache = {"local": _cache_note(self.clear_cache, drop_why, isinstance(self.where, Device))}
+        m.cache = {"local": self.target.cache_note(self.clear_cache, drop_why)}
         m.host_metrics = [sampler.summary(skip_s=step.ramp, until_s=fio.wall_s)["local"]]
         m.host_cpu = m.host_metrics[0].cpu
         m.artifacts = collect_artifacts(work, {"": jobfile}, fio, ".log")
@@ -298,15 +266,15 @@ class FleetPlace(Place):
     """Hosts running `fio --server`, each with its own targets."""
 
     def __init__(self, hosts: list[Host], groups: dict[str, list[str]] | None = None, clear_cache: bool = True,
-                 destroy_data: list[str] = ()):
+                 destroy_data: list[str] = (), access: Access = Access()):
         self.hosts = hosts
+        # Each host's target, as it names it there (an image: one of its own).
+        self.targets = {h.name: target_for(h.targets, replace(access, host=h.name)) for h in hosts}
         self.clear_cache = clear_cache
         self.groups = groups or {}  # mixed plans: workload → its hosts' names
         self.destroy_data = list(destroy_data)
         self._engines: dict[tuple[tuple[str, bool], str], str] = {}  # ((engine, direct), host) → engine
         self._max_jobs = 0
-        self._strides: dict[str, int] = {}  # host → region stride on its device target
-        self._needed: dict[str, int] = {}  # host → bytes its device's regions reach
         self._probes: dict[str, list[tuple[str, bool]]] = {}  # host → (engine, direct) its tests use
         self.locks: list[TargetLock] = []  # held from prepare() to release()
         self.lost: set[str] = set()  # hosts that gave no result in a test (dropped or not)
@@ -315,8 +283,8 @@ class FleetPlace(Place):
         self._leftovers: dict[str, bool | None] = {}  # host → its check found iofleet's data files there
         self.data_state: dict[str, dict] = {}  # host → what prepare_data wrote whole, or found kept (fleet/kept.py)
 
-    def _where(self, host: Host) -> list[Path] | Device:
-        return where(host.targets, self._strides.get(host.name, 0))
+    def _where(self, host: Host) -> list[tuple[str, object]]:
+        return self.targets[host.name].fio_where()
 
     def _specs_per_host(self, steps: list[TestSpec | MixedStep]) -> dict[str, list[TestSpec]]:
         per_host: dict[str, list[TestSpec]] = {}
@@ -326,15 +294,12 @@ class FleetPlace(Place):
         return per_host
 
     def fit(self, steps: list, size_given: bool) -> list:
-        """Each job's region on hosts with a device target. A device's size
-        cannot be read through fio's server: the plan's `size` is used
-        (default 1 GiB per job), and prepare() checks that it fits."""
+        """Each host's target fits its tests (a device's or image's regions:
+        a device's size cannot be read through fio's server, so the plan's
+        `size` is used and the host check reads that far)."""
         for name, specs in self._specs_per_host(steps).items():
             self._probes[name] = sorted({(s.engine, s.direct) for s in specs})
-            host = next(h for h in self.hosts if h.name == name)
-            if isinstance(where(host.targets), Device):
-                _, stride = fit_regions(specs, host.targets[0], None, size_given)
-                self._strides[name], self._needed[name] = stride, needed_bytes(specs, stride)
+            self.targets[name].fit(specs, size_given, local=False)
         return steps
 
     def drop(self, names: list[str]) -> int:
@@ -399,12 +364,13 @@ class FleetPlace(Place):
         targets included (what a fio server shows of them: devices.py)."""
         try:
             for h in self.hosts:
-                for t in h.targets:
-                    self.locks.append(lock_fleet_target(*h.endpoint, t, facts or holder_facts()))
+                target = self.targets[h.name]
+                target.prepare_remote(h.endpoint, facts or holder_facts(), self.destroy_data)
+                self.locks += target.locks
             # The SSH facts round (describe() reads it) runs while fio's check does.
             facts_round = threading.Thread(target=lambda: self.host_facts, name="iofleet-host-facts", daemon=True)
             facts_round.start()
-            checks = require_ready(self.hosts, destroy_data=self.destroy_data, needed=self._needed,
+            checks = require_ready(self.hosts, destroy_data=self.destroy_data, targets=self.targets,
                                    probes=self._probes)
             facts_round.join()
             # The engines the check's own fio run found working: not probed again.
@@ -416,8 +382,8 @@ class FleetPlace(Place):
 
     def release(self) -> None:
         """The run is over: let go of the hosts' targets."""
-        for lock in self.locks:
-            lock.release()
+        for target in self.targets.values():
+            target.release()
         self.locks = []
 
     def cleanup(self) -> int:
@@ -425,16 +391,19 @@ class FleetPlace(Place):
         (a device target has no files). Hosts lost during the run are not
         tried (gone, or frozen): `not_cleaned` names them, and the hosts
         where removing failed."""
-        lost = [h for h in self._started if h.name in self.lost and not isinstance(where(h.targets), Device)]
-        with_files = [h for h in self.hosts if not isinstance(where(h.targets), Device) and h.name not in self.lost]
+        files = {h.name for h in self._started if self.targets[h.name].holds_files}
+        lost = [h for h in self._started if h.name in self.lost and h.name in files]
+        with_files = [h for h in self.hosts if h.name in files and h.name not in self.lost]
+        # What the controller created for a host (an image) goes, lost host or not.
+        cleaned = sum(self.targets[h.name].cleanup() for h in self._started if h.name not in files)
         if not self._max_jobs:
-            return 0
+            return cleaned
         failed = []
         if with_files:
             with work_dir("iofleet-cleanup-") as tmp:
                 failed = cleanup_fleet(with_files, self._max_jobs, Path(tmp))
         self.not_cleaned = tuple(sorted({h.name for h in lost} | set(failed)))
-        return len(with_files) - len(failed)
+        return cleaned + len(with_files) - len(failed)
 
     def specs_by_host(self, step: TestSpec | MixedStep) -> dict[str, TestSpec]:
         """Each host's test: the same one everywhere, or in a mixed step its
@@ -450,7 +419,7 @@ class FleetPlace(Place):
             todo = [h for h in self.hosts if h.name in specs and (specs[h.name].engine, specs[h.name].direct) == key
                     and (key, h.name) not in self._engines]
             if todo:
-                found = resolve_fleet_engines(todo, key[0], key[1], work, stop)
+                found = resolve_fleet_engines(todo, key[0], key[1], work, stop, self.targets)
                 self._engines.update({(key, name): e for name, e in found.items()})
             engines.update({name: self._engines[(key, name)] for name, s in specs.items()
                             if (s.engine, s.direct) == key})
@@ -467,7 +436,7 @@ class FleetPlace(Place):
         hosts = [h for h in self.hosts if h.name in per_host]
         self._max_jobs = max([self._max_jobs] + [s.jobs for specs in per_host.values() for s in specs])
         sizes = {name: _prepare_sizes(specs, passes) for name, specs in per_host.items()}
-        prints = {h.name: fingerprint(prepare_tiers(per_host[h.name]), self._where(h), mode, passes, bs)
+        prints = {h.name: fingerprint(prepare_tiers(per_host[h.name]), self.targets[h.name], mode, passes, bs)
                   for h in hosts}
         reused = {}
         for h in hosts:
@@ -522,17 +491,18 @@ class FleetPlace(Place):
         engines = self._engines_for(specs, work, stop)
         engine = ",".join(sorted(set(engines.values())))
         timeout = _timeout(step)
-        layout_hosts = [h for h in hosts if specs[h.name].working_set_pct < 100
-                        and not isinstance(self._where(h), Device)]
+        layouts = {h.name: job for h in hosts if (job := self.targets[h.name].layout_job(specs[h.name]))}
+        layout_hosts = [h for h in hosts if h.name in layouts]
         if layout_hosts:
             phase("laying out data files on every host")
-            layouts = {h.name: render_layout(specs[h.name], [Path(t) for t in h.targets]) for h in layout_hosts}
             run = run_on_hosts(layouts, layout_hosts, work, stop, timeout_s=timeout, tag="layout")
             if run.lost or run.fio.returncode != 0 and not run.fio.stopped:
                 why = lost_reason(run) if run.lost else error_line(run.fio.stderr, run.fio.stdout)
                 return Measured("failed", why, engine=engine)
         # A rate is the test's total: shared by the hosts running that test (a mixed step: its group).
         sharing = collections.Counter(specs[h.name] for h in hosts)
+        for h in hosts:
+            self.targets[h.name].before_test(specs[h.name])
         jobfiles = {h.name: render_test(specs[h.name], self._where(h), engines[h.name],
                                         self.clear_cache, sharing[specs[h.name]]) for h in hosts}
         dropped: dict[str, str | None] = {}  # host → why its kernel caches were kept (None: dropped)
@@ -554,8 +524,9 @@ class FleetPlace(Place):
         m.engine, m.rounds = engine, run.rounds
         # fio invalidates the files' page cache on each host; the kernel's
         # caches were dropped where SSH reaches the host (as root).
-        m.cache = {h.name: _cache_note(self.clear_cache, dropped.get(h.name, NO_SSH),
-                                       isinstance(self._where(h), Device)) for h in hosts}
+        m.cache = {h.name: self.targets[h.name].cache_note(self.clear_cache, dropped.get(h.name, NO_SSH),
+                                                           self.host_facts.get(h.name, {}).get("targets"))
+                   for h in hosts}
         # fio's client's own document (every host in it, by its address) and all its messages.
         m.artifacts = collect_artifacts(work, jobfiles, run.fio, ".log.*")
         listing = os.listdir(work)

@@ -1,36 +1,21 @@
 """What a host is, for the studies that size themselves to it (Easy Run,
 saturate): CPUs, memory, free space under its targets, spinning or not."""
 
-import shutil
 from pathlib import Path
 
-from ..errors import IofleetError
 from ..plan.easy import HostFacts
-from ..plan.model import is_device_path
-from .devices import local_device
 from .control import host_facts as ssh_host_facts
 from .inventory import Host
-from .local import host_facts, target_rotational
+from .local import host_facts
 from .metrics import exporter_facts, fetch_metrics, free_bytes
+from .targets import Access, target_for
+from .targets.base import any_spinning
 
 
-def local_facts(targets: list[Path]) -> HostFacts:
+def local_facts(targets: list[Path], access: Access = Access()) -> HostFacts:
     facts = host_facts()
-    free, rotational = [], []
-    for t in targets:
-        if is_device_path(str(t)):
-            free.append(local_device(str(t)).bytes)  # a device's space is all its own (read-only look)
-        elif not t.is_dir():
-            raise IofleetError(f"target {t} is not a directory; create it or give another --target")
-        else:
-            free.append(shutil.disk_usage(t).free)
-        rotational.append(target_rotational(t))
-    return HostFacts("local", facts["cpus"], facts["memory_bytes"], min(free), _spinning(rotational))
-
-
-def _spinning(rotational: list[bool | None]) -> bool | None:
-    """Any target on a spinning disk: True; all on flash: False; else not known."""
-    return True if any(rotational) else False if rotational and all(r is False for r in rotational) else None
+    target = target_for([str(t) for t in targets], access)
+    return HostFacts("local", facts["cpus"], facts["memory_bytes"], target.free_bytes(), target.spinning())
 
 
 def fleet_facts(hosts: list[Host]) -> list[HostFacts]:
@@ -51,7 +36,7 @@ def ssh_facts(host: Host, facts: dict) -> HostFacts:
     free = [t.get("free_bytes") if t.get("kind") == "directory" else t.get("bytes") for t in targets]
     known = [f for f in free if f is not None]
     return HostFacts(host.name, facts.get("cpus"), facts.get("memory_bytes"), min(known) if known else None,
-                     _spinning([t.get("rotational") for t in targets]))
+                     any_spinning([t.get("rotational") for t in targets]))
 
 
 def remote_facts(host: Host) -> HostFacts:
@@ -65,6 +50,7 @@ def remote_facts(host: Host) -> HostFacts:
     except OSError:
         return HostFacts(host.name)
     facts = exporter_facts(text)
-    free = [free_bytes(text, t) for t in host.targets if not is_device_path(t)]  # a device's size is not there
+    # (a device's size, an image's pool, are not there)
+    free = [free_bytes(text, t) for t in host.targets if target_for(host.targets).holds_files]
     known = [f for f in free if f is not None]
     return HostFacts(host.name, facts["cpus"], facts["memory_bytes"], min(known) if known else None)

@@ -25,19 +25,19 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..fio.jobfile import DATA_DIR_NAME, Device, render_prepare
+from ..fio.jobfile import DATA_DIR_NAME, render_prepare
 from .local import owned_data_files
 
 KEPT_NAME = "kept-data.json"
 LOCAL = "local"
 
 
-def fingerprint(tiers: list[tuple[int, int]], where: list[Path] | Device, mode: str, passes: int,
-                bs: int) -> str | None:
+def fingerprint(tiers: list[tuple[int, int]], target, mode: str, passes: int, bs: int) -> str | None:
     """What a preparation writes where: the hash of its job file, rendered
     with one engine and buffered IO (the bytes on the targets do not depend
-    on them). None on a device: its regions are never reused."""
-    if isinstance(where, Device):
+    on them). None where the target's data is never reused (a device)."""
+    where = target.fingerprint_where()
+    if where is None:
         return None
     text = render_prepare(tiers, where, "psync", False, mode, passes, bs)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import FioError, IofleetError
 from ..fio.command import error_line, fio_binary
-from ..fio.jobfile import DATA_DIR_NAME, DATA_FILE_FORMAT, PROBE_FILE, Device, render_probe
+from ..fio.jobfile import DATA_DIR_NAME, DATA_FILE_FORMAT, PROBE_FILE, render_probe
 from ..plan.params import AUTO_ENGINES
 from .devices import memory_backing, spinning
 from .targets_lock import LOCK_NAME, TargetLock, holder_facts, lock_at
@@ -63,11 +63,37 @@ def _disk_dir(sys_dev: Path) -> Path:
     return disk
 
 
-def target_facts(target: Path, mountinfo: str | None = None, _depth: int = 0) -> dict:
+# Filesystems whose data is on other hosts, reached through a client on this
+# one (any FUSE filesystem "fuse.NAME" too, but not fuseblk: it has a disk).
+NETWORK_FILESYSTEMS = frozenset({"ceph", "nfs", "nfs4", "cifs", "smb3", "glusterfs", "9p", "lustre", "gpfs",
+                                 "beegfs", "afs", "virtiofs", "orangefs", "fuse"})
+# FUSE filesystems over this host's own disks (no network behind them).
+LOCAL_FUSE = frozenset({"mergerfs", "bindfs", "gocryptfs", "encfs", "unionfs", "fuse-overlayfs", "securefs"})
+RBD_CLIENT = "librbd"  # an RBD image target (rbd:POOL/IMAGE) is driven through fio's rbd engine
+
+
+def network_client(filesystem: str | None) -> str | None:
+    """The client that carries a target's IO to other hosts, by its
+    filesystem type: "ceph-fuse" for fuse.ceph-fuse, "kernel nfs4" for
+    nfs4; None for a local filesystem (or an unknown one)."""
+    if not filesystem:
+        return None
+    if filesystem.startswith("fuse."):
+        name = filesystem.removeprefix("fuse.")
+        return None if name in LOCAL_FUSE else name or "fuse"
+    return f"kernel {filesystem}" if filesystem in NETWORK_FILESYSTEMS else None
+
+
+def target_facts(target: Path | str, mountinfo: str | None = None, _depth: int = 0) -> dict:
     """A local target as control.parse_facts shows a fleet host's:
     filesystem, source, device (the kernel's name), rotational (spinning,
     devices.spinning's rule), and `memory`: what makes it RAM (tmpfs,
-    ramfs, zram, a RAM disk, a loop device over a file in RAM), or None."""
+    ramfs, zram, a RAM disk, a loop device over a file in RAM), or None.
+    `network_fs` and `client`: a directory on a network or FUSE filesystem
+    (ceph-fuse, nfs4, ...) has no device on this host (device None, and
+    no device rule judges it); an RBD image (rbd:POOL/IMAGE) neither."""
+    if str(target).startswith("rbd:"):
+        return {"kind": "rbd", "device": None, "rotational": None, "memory": None, "client": RBD_CLIENT}
     if mountinfo is None:
         mountinfo = _read_text("/proc/self/mountinfo")
     try:
@@ -80,6 +106,9 @@ def target_facts(target: Path, mountinfo: str | None = None, _depth: int = 0) ->
     out: dict = {"kind": "device" if block else "directory"}
     if not block:
         out["filesystem"], out["source"] = _mount_of(number, mountinfo)
+        client = network_client(out["filesystem"])
+        if client:  # its data is on other hosts: no device of this host is the target's
+            return out | {"device": None, "rotational": None, "memory": None, "network_fs": True, "client": client}
     sys_dev = Path(f"/sys/dev/block/{number}")
     name = rotational = None
     if sys_dev.exists():
@@ -390,19 +419,20 @@ def _exists(dir_fd: int, name: str) -> bool:
         return False
 
 
-def resolve_engine(target: Path | Device, engine: str, direct: bool) -> str:
-    """The engine to use on a target: the one asked for, checked, or for
-    `auto` the first of io_uring, libaio, psync that works there."""
-    candidates = AUTO_ENGINES if engine == "auto" else (engine,)
+def resolve_engine(target, engine: str, direct: bool) -> str:
+    """The engine to use on a target (fleet/targets): the one asked for,
+    checked, or for `auto` the first of io_uring, libaio, psync that works
+    there; a target driven by its own engines (an RBD image) only those."""
+    candidates = engine_candidates(target, engine)
     errors = []
     with work_dir("iofleet-probe-") as tmp:
         job = Path(tmp) / "probe.fio"
         for candidate in candidates:
-            job.write_text(render_probe(target, candidate, direct))
+            job.write_text(render_probe(target.probe_where("probe"), candidate, direct))
             try:
                 proc = subprocess.run(
                     [fio_binary(), "--output-format=terse", "--eta=never", str(job)],
-                    capture_output=True, text=True, timeout=60, cwd=tmp,
+                    capture_output=True, text=True, timeout=60, cwd=tmp, env=os.environ | target.fio_env(),
                 )
             except subprocess.TimeoutExpired:
                 errors.append(f"{candidate}: probe timed out")
@@ -411,5 +441,19 @@ def resolve_engine(target: Path | Device, engine: str, direct: bool) -> str:
                 return candidate
             errors.append(f"{candidate}: {error_line(proc.stderr, proc.stdout)}")
     hint = " (the filesystem may not support O_DIRECT: try `direct: false`)" if direct else ""
-    raise FioError(f"target {getattr(target, 'path', target)}: no IO engine works{hint}: " + "; ".join(errors))
+    raise FioError(f"target {target.label}: no IO engine works{hint}: " + "; ".join(errors))
+
+
+def engine_candidates(target, engine: str) -> tuple[str, ...]:
+    """The engines to try, in order, for a plan's `engine` on a target."""
+    own = target.engines
+    if own:
+        if engine not in ("auto", *own):
+            raise FioError(f"target {target.label} is driven by fio's {' or '.join(own)} engine only, not "
+                           f"engine: {engine}; leave engine out (auto) or set it to {own[0]}")
+        return own
+    if engine in ("rbd",):
+        raise FioError(f"engine: {engine} drives an RBD image only; give a target rbd:POOL/IMAGE or leave "
+                       f"engine out (auto)")
+    return AUTO_ENGINES if engine == "auto" else (engine,)
 

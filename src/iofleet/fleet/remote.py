@@ -17,13 +17,12 @@ from pathlib import Path
 
 from ..errors import FioError, ImportFormatError
 from ..fio.command import client_command, error_line
-from ..fio.jobfile import Device, render_cleanup, render_probe
+from ..fio.jobfile import render_cleanup, render_probe
 from ..fio.parse import ALL_CLIENTS, parse_output
 from ..fio.status import Round, client_rounds
-from ..plan.params import AUTO_ENGINES
 from ..fio.records import DiskUtil, JobResult
-from .devices import where
 from .inventory import Host
+from .local import engine_candidates
 from .relay import RELAY_ADDRESS, Relay
 from .runner import MOUNTED_REFUSAL, STOP_GRACE_S, FioRun, killed_reason, run_fio
 
@@ -291,16 +290,17 @@ def lost_reason(run: FleetRun) -> str:
 
 
 def resolve_fleet_engines(hosts: list[Host], engine: str, direct: bool, work: Path,
-                          stop: threading.Event) -> dict[str, str]:
-    """Engine per host, probed through each host's fio server: the one
-    asked for, or for auto the first of io_uring, libaio, psync that works."""
+                          stop: threading.Event, targets: dict) -> dict[str, str]:
+    """Engine per host, probed through each host's fio server on its target
+    (`targets`: host → Target): the one asked for, or for auto the first of
+    io_uring, libaio, psync that works (a target's own engine: that one)."""
     chosen: dict[str, str] = {}
     errors: dict[str, list[str]] = {h.name: [] for h in hosts}
-    for candidate in _candidates(engine):
-        todo = [h for h in hosts if h.name not in chosen]
+    for candidate in dict.fromkeys(c for h in hosts for c in engine_candidates(targets[h.name], engine)):
+        todo = [h for h in hosts if h.name not in chosen and candidate in engine_candidates(targets[h.name], engine)]
         if not todo:
-            break
-        jobs = {h.name: render_probe(probe_target(h), candidate, direct) for h in todo}
+            continue
+        jobs = {h.name: render_probe(targets[h.name].probe_where("probe"), candidate, direct) for h in todo}
         run = run_on_hosts(jobs, todo, work, stop, timeout_s=60, tag=f"probe-{candidate}")
         ok = {j.host for j in run.jobs if not j.error}
         for h in todo:
@@ -316,20 +316,9 @@ def resolve_fleet_engines(hosts: list[Host], engine: str, direct: bool, work: Pa
     return chosen
 
 
-def _candidates(engine: str) -> tuple[str, ...]:
-    """The engines to try, in order, for a plan's `engine`."""
-    return AUTO_ENGINES if engine == "auto" else (engine,)
-
-
-def first_engine(engine: str) -> str:
+def first_engine(target, engine: str) -> str:
     """The engine probed first for a plan's `engine` (the one `hosts check` probes)."""
-    return _candidates(engine)[0]
-
-
-def probe_target(host: Host) -> Path | Device:
-    """Where a host's engine probe runs: its device, or its first target."""
-    target = where(host.targets)
-    return target if isinstance(target, Device) else target[0]
+    return engine_candidates(target, engine)[0]
 
 
 def cleanup_fleet(hosts: list[Host], jobs: int, work: Path) -> list[str]:

@@ -100,6 +100,7 @@ def run_fio(
     abandon: threading.Event | None = None,
     on_status=None,
     finish: threading.Event | None = None,
+    env: dict[str, str] | None = None,
 ) -> FioRun:
     """Run a fio command line in `workdir` (where its logs land).
 
@@ -110,7 +111,8 @@ def run_fio(
     `timeout_s` bounds the whole run the same way. Setting `finish` ends
     fio the same way, as planned (the test is steady): `ended_early`.
     Setting `abandon` kills fio at once: its results are not wanted (a
-    fleet host declared lost).
+    fleet host declared lost). `env`: added to fio's environment (a
+    target's, e.g. CEPH_CONF).
     """
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -119,6 +121,7 @@ def run_fio(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
+        env=os.environ | env if env else None,
         text=True,
         # Own process group: a terminal Ctrl-C reaches iofleet only, and
         # iofleet decides how fio is stopped.

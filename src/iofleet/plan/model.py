@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
 from .params import MATRIX_PARAMS, PARAMS, RUN_PARAMS
 
@@ -52,11 +52,31 @@ def check_device_path(value: Any) -> str:
     return value
 
 
+# A Ceph RBD image, driven through fio's rbd engine (librbd): rbd:POOL/IMAGE.
+# Pool and image names go to fio's `pool=`/`rbdname=` and to the `rbd`
+# command as arguments: plain names only.
+RBD_PREFIX = "rbd:"
+RBD_RE = re.compile(r"^rbd:([A-Za-z0-9][A-Za-z0-9_.-]{0,62})/([A-Za-z0-9][A-Za-z0-9_.-]{0,62})\Z")
+
+
+def is_rbd_target(value: str) -> bool:
+    return value.startswith(RBD_PREFIX)
+
+
+def check_rbd_target(value: Any) -> str:
+    if not isinstance(value, str) or not RBD_RE.match(value):
+        raise ValueError("an RBD image is rbd:POOL/IMAGE, each 1-63 letters, digits, '.', '_' or '-' "
+                         "starting with a letter or digit, e.g. rbd:rbd/iofleet")
+    return value
+
+
 def check_target_path(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError("expected a directory path or a block device (/dev/...)")
+        raise ValueError("expected a directory path, a block device (/dev/...) or an RBD image (rbd:POOL/IMAGE)")
     if is_device_path(value):
         return check_device_path(value)
+    if is_rbd_target(value):
+        return check_rbd_target(value)
     if not PATH_RE.match(value) or value != value.strip():
         raise ValueError(
             "a target path may hold only letters, digits, spaces and _ . / + @ , = ~ - "
@@ -66,17 +86,37 @@ def check_target_path(value: Any) -> str:
 
 
 def device_alone(targets: list[str]) -> list[str]:
-    """A list of targets mixing a device with others is refused: a device is
-    one region per job, which fio cannot spread over several targets the way
-    it spreads job files over directories."""
-    if len(targets) > 1 and any(is_device_path(t) for t in targets):
-        raise ValueError("a device target is tested alone (one device per host, no directories beside it); "
-                         "run one plan per device, or give directories only")
+    """A list of targets mixing a device or an RBD image with others is
+    refused: each is one region per job, which fio cannot spread over
+    several targets the way it spreads job files over directories."""
+    if len(targets) > 1 and any(is_device_path(t) or is_rbd_target(t) for t in targets):
+        raise ValueError("a device or RBD image target is tested alone (one per host, nothing beside it); "
+                         "run one plan per device or image, or give directories only")
     return targets
 
 
-# A plan's or a host's targets: directories, or one block device.
+# A plan's or a host's targets: directories, or one block device, or one RBD image.
 Targets = Annotated[list[Annotated[str, BeforeValidator(check_target_path)]], AfterValidator(device_alone)]
+
+
+def check_destroy_target(value: Any) -> str:
+    """destroy_data names devices or RBD images, exactly."""
+    if isinstance(value, str) and is_rbd_target(value):
+        return check_rbd_target(value)
+    return check_device_path(value)
+
+
+class CephSettings(BaseModel):
+    """How iofleet reaches a Ceph cluster (RBD targets). Each default is
+    Ceph's own: its config file search (CEPH_CONF, /etc/ceph/ceph.conf)
+    and client.admin."""
+
+    model_config = ConfigDict(extra="forbid")
+    conf: Optional[Annotated[str, BeforeValidator(check_target_path)]] = None
+    client: Annotated[str, BeforeValidator(check_name)] = "admin"
+    # On a fleet, hosts naming the same image each get their own
+    # (IMAGE-HOST); true: they share it.
+    shared_image: bool = False
 
 
 def _param_type(name: str):
@@ -129,7 +169,9 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
     # Devices whose data may be destroyed: a device target carrying a
     # filesystem, partition table or other signature is refused unless it is
     # named here (never a mounted or in-use one).
-    destroy_data: list[Annotated[str, BeforeValidator(check_device_path)]] = []
+    destroy_data: list[Annotated[str, BeforeValidator(check_destroy_target)]] = []
+    # Ceph clusters (RBD targets): config file and client name.
+    ceph: CephSettings = CephSettings()
     # With an inventory (--hosts): run only on hosts carrying these labels.
     hosts: Optional[dict[str, str]] = None
     defaults: WorkloadParams = WorkloadParams()  # type: ignore[valid-type]

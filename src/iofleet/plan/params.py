@@ -15,7 +15,8 @@ from typing import Any
 
 from .units import exact_duration, format_duration, format_size, parse_duration, parse_size
 
-ENGINES = ("auto", "io_uring", "libaio", "psync", "posixaio", "sync")
+# rbd: fio's librbd engine, the one engine of an RBD image target (rbd:POOL/IMAGE).
+ENGINES = ("auto", "io_uring", "libaio", "psync", "posixaio", "sync", "rbd")
 # Tried in this order when engine is auto: the first that works on the target.
 AUTO_ENGINES = ("io_uring", "libaio", "psync")
 
@@ -413,6 +414,10 @@ PARAMS: dict[str, Param] = {
               label="rate MB/s", unit="MB/s", column="rate_mb_s", id_part=_rate_id("rate_mbps", "mbps"),
               to_fio=_rate_to_fio("rate_mbps"), from_fio=_rate_from_fio("rate_mbps"),
               fio_keys=("rate",)),
+        Param("rbd_cache", "bool", None,
+              "RBD targets: librbd's client cache on or off for the test's image (none = the cluster's "
+              "setting)", "(rbd config image set IMAGE rbd_cache)", label="rbd cache", column="rbd_cache",
+              id_part=lambda v: "rbdcache" if v else "norbdcache"),
         Param("until", "choice", "time",
               "time = measure for `runtime`; steady = stop once steady (SNIA PTS), at most `max_runtime`",
               "(iofleet: its own SNIA rule ends the test)", choices=("time", "steady"), in_matrix=False,

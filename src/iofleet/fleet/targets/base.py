@@ -1,0 +1,164 @@
+"""The target protocol: one host's storage under test, as fio's ioengines
+each own their ops. A kind (directories, a block device, an RBD image) is
+one module with one class answering these calls; places (execute.py), the
+host check and kept data call them and never ask which kind they hold.
+
+A target is what one host tests: one or more directories (fio spreads the
+jobs' files over them), or one device, or one image. The calls come in a
+run's order: fit the tests, lock and check (prepare), check nothing else
+uses it, prepare data, run each test, clean up, let go."""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...plan.expand import TestSpec
+
+
+@dataclass(frozen=True)
+class Access:
+    """How iofleet reaches targets that live in a cluster (RBD): the plan's
+    `ceph:` settings; the host name gives each fleet host its own image."""
+
+    ceph_conf: str | None = None
+    ceph_client: str = "admin"
+    shared_image: bool = False
+    host: str | None = None  # the fleet host this target belongs to (None: this machine)
+
+
+class Target(ABC):
+    """One host's storage under test. `names` are the targets as the plan or
+    inventory wrote them; `engines`: the only engines that can drive it
+    (None: any of the plan's)."""
+
+    kind: str = ""
+    engines: tuple[str, ...] | None = None
+    # iofleet's own data files live there (kept data, layout of a partial
+    # working set, clean-up by file name, free space).
+    holds_files: bool = False
+
+    def __init__(self, names: list[str], access: Access = Access()):
+        self.names = [str(n) for n in names]
+        self.access = access
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.names)
+
+    # ---- job files -----------------------------------------------------
+    @abstractmethod
+    def fio_where(self) -> list[tuple[str, object]]:
+        """The job-file options that say where the IO goes."""
+
+    @abstractmethod
+    def probe_where(self, section: str) -> list[tuple[str, object]]:
+        """Where an engine probe does its IO, leaving nothing behind (a
+        device or image is only read before preparation)."""
+
+    def fio_env(self) -> dict[str, str]:
+        """Environment a local fio needs to reach the target."""
+        return {}
+
+    def layout_job(self, spec: TestSpec) -> str | None:
+        """A job file that lays out the whole data files before a test whose
+        working set is a part of them, or None (no files to lay out)."""
+        return None
+
+    # ---- sizing and safety ----------------------------------------------
+    def fit(self, steps: list, size_given: bool, local: bool) -> list:
+        """The tests as they will run on this target (`local`: this machine
+        can look at it directly)."""
+        return steps
+
+    @abstractmethod
+    def prepare(self, facts: dict, destroy_data: list[str]) -> None:
+        """On this machine: lock the target for this run, check it is safe
+        to write (raise IofleetError, one line, naming the fix), create what
+        the run needs; nothing is written to data the user owns."""
+
+    def prepare_remote(self, endpoint: tuple[str, int], facts: dict, destroy_data: list[str]) -> None:
+        """On a fleet host: what the controller itself can lock, check and
+        create before the host check (an image in the cluster). The host's
+        own files and devices are checked through its fio server (check.py)."""
+
+    def check_busy(self, steps: list) -> None:
+        """With the target locked: nothing else uses it and the data fits."""
+
+    def explain(self, error: str, steps: list) -> str:
+        """A clearer account of fio's error where the target knows one."""
+        return error
+
+    def claim(self, jobs: int) -> None:
+        """Record the files of `jobs` jobs as iofleet's before fio makes them."""
+
+    def before_test(self, spec: TestSpec) -> None:
+        """Set what the target holds per test (an image's client cache)."""
+
+    # ---- the host check (check.py), through a fleet host's fio server ----
+    @abstractmethod
+    def check_job(self) -> str:
+        """The job file of a host's own check: read-only, or removed after."""
+
+    @abstractmethod
+    def read_check(self, check, fio) -> None:
+        """Fill `check` (check.HostCheck: its targets' problems) from what
+        the check job's fio run (runner.FioRun) said."""
+
+    # ---- the end ---------------------------------------------------------
+    def cleanup(self) -> int:
+        """Remove what iofleet created there; how many places it cleaned."""
+        return 0
+
+    locks: list = []  # held from prepare() to release()
+
+    def release(self) -> None:
+        """Let go of the locks."""
+
+    def resume_record(self) -> dict:
+        return {}
+
+    def adopt(self, record: dict) -> None:
+        """Take over what the interrupted run recorded it created."""
+
+    # ---- kept data -------------------------------------------------------
+    def fingerprint_where(self) -> list[tuple[str, object]] | None:
+        """What a preparation's fingerprint names of the target (fleet/kept.py);
+        None: its data is never reused."""
+        return None
+
+    def files_state(self) -> dict[str, list[int]] | None:
+        """This machine's view of the prepared data (path → [size, mtime_ns]),
+        or None where only the record can tell."""
+        return None
+
+    # ---- caches and facts ---------------------------------------------------
+    @abstractmethod
+    def cache_note(self, clear: bool, drop_why: str | None, facts: dict | None = None) -> str:
+        """What was done to the caches in front of the target before a test
+        (`drop_why`: why the kernel's were kept, None: dropped; `facts`: a
+        fleet host's target facts read through SSH, by target)."""
+
+    def describe(self) -> dict:
+        """What the run stores about the target (its facts)."""
+        return {}
+
+    def free_bytes(self) -> int | None:
+        """Room for data on this machine's view of the target."""
+        return None
+
+    def spinning(self) -> bool | None:
+        """Whether what holds the data spins (None: cannot be told)."""
+        return None
+
+
+def kernel_note(drop_why: str | None) -> str:
+    return "kernel caches dropped" if drop_why is None else f"kernel caches kept ({drop_why})"
+
+
+def paths(names: list[str]) -> list[Path]:
+    return [Path(n) for n in names]
+
+
+def any_spinning(rotational: list[bool | None]) -> bool | None:
+    """Any target on a spinning disk: True; all on flash: False; else not known."""
+    return True if any(rotational) else False if rotational and all(r is False for r in rotational) else None
