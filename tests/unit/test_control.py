@@ -49,7 +49,7 @@ def test_parse_facts_of_the_recorded_vm():
 
 def test_parse_facts_of_nothing_is_all_unknown():
     facts = parse_facts("sh: 1: uname: not found\n", ["/data"])
-    assert facts == {"hostname": None, "kernel": None, "os": None, "cpus": None, "memory_bytes": None,
+    assert facts == {"server_view": None, "hostname": None, "kernel": None, "os": None, "cpus": None, "memory_bytes": None,
                      "targets": {"/data": {"kind": None}}}
 
 

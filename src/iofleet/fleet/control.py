@@ -10,6 +10,7 @@ import shlex
 
 from .devices import spinning
 from .inventory import Host
+from .local import network_client
 from .ssh import Reply, run_on_all
 
 DROP_CACHES_FILE = "/proc/sys/vm/drop_caches"
@@ -27,6 +28,23 @@ DROP_COMMAND = f"sync && echo 3 > {DROP_CACHES_FILE}"
 # target's path is never printed back: it is the caller's, by N). Only
 # reads: uname, /proc, findmnt, df and sysfs, as any user.
 FACTS_SCRIPT = r"""
+port=$1; shift
+# The targets as the host's fio server sees them: a server started in a
+# mount namespace of its own (`ip netns exec`, a container) may not see a
+# mount that this shell sees, or see one it does not. server_view: same,
+# nsenter (read in the server's namespace), unseen (not allowed), or empty
+# (no server found on the port).
+srv=; in_srv=
+[ "$port" = - ] || srv=$(ss -Hltnp "sport = :$port" 2>/dev/null | sed -n 's/.*pid=\([0-9][0-9]*\).*/\1/p' | head -n 1)
+if [ -z "$srv" ]; then
+  printf 'server_view=\n'
+elif [ "$(readlink "/proc/$srv/ns/mnt" 2>/dev/null)" = "$(readlink /proc/self/ns/mnt)" ]; then
+  printf 'server_view=same\n'
+elif nsenter -t "$srv" -m true 2>/dev/null; then
+  in_srv="nsenter -t $srv -m"; printf 'server_view=nsenter\n'
+else
+  printf 'server_view=unseen\n'
+fi
 printf 'kernel=%s\n' "$(uname -r)"
 printf 'hostname=%s\n' "$(uname -n)"
 printf 'os=%s\n' "$( (. /etc/os-release && printf '%s' "$PRETTY_NAME") 2>/dev/null)"
@@ -37,15 +55,15 @@ n=0
 for t in "$@"; do
   p="t$n."; n=$((n + 1))
   fs=; majmin=; src=
-  if [ -b "$t" ]; then
-    hex=$(stat -L -c '%t:%T' "$t" 2>/dev/null) && majmin=$(printf '%d:%d' "0x${hex%:*}" "0x${hex#*:}")
+  if $in_srv test -b "$t"; then
+    hex=$($in_srv stat -L -c '%t:%T' "$t" 2>/dev/null) && majmin=$(printf '%d:%d' "0x${hex%:*}" "0x${hex#*:}")
     printf '%skind=device\n' "$p"
-  elif [ -d "$t" ]; then
+  elif $in_srv test -d "$t"; then
     read -r fs majmin src <<EOF
-$(findmnt -n -o FSTYPE,MAJ:MIN,SOURCE -T "$t" 2>/dev/null)
+$($in_srv findmnt -n -o FSTYPE,MAJ:MIN,SOURCE -T "$t" 2>/dev/null)
 EOF
     printf '%skind=directory\n%sfilesystem=%s\n%ssource=%s\n' "$p" "$p" "$fs" "$p" "$src"
-    printf '%sfree_kib=%s\n' "$p" "$(df -P -k "$t" 2>/dev/null | awk 'NR == 2 {print $4}')"
+    printf '%sfree_kib=%s\n' "$p" "$($in_srv df -P -k "$t" 2>/dev/null | awk 'NR == 2 {print $4}')"
   else
     printf '%skind=missing\n' "$p"; continue
   fi
@@ -68,9 +86,11 @@ done
 """
 
 
-def facts_command(targets: list[str]) -> str:
-    """The facts script for these targets, every word shell-quoted."""
-    return " ".join(["sh", "-c", shlex.quote(FACTS_SCRIPT), "iofleet-facts", *map(shlex.quote, targets)])
+def facts_command(targets: list[str], port: int | None = None) -> str:
+    """The facts script for these targets as the fio server on `port` sees
+    them (None: as the shell sees them), every word shell-quoted."""
+    return " ".join(["sh", "-c", shlex.quote(FACTS_SCRIPT), "iofleet-facts", str(port or "-"),
+                     *map(shlex.quote, targets)])
 
 
 def _int(text: str | None) -> int | None:
@@ -90,9 +110,12 @@ def _target_facts(raw: dict[str, str]) -> dict:
     kind = raw.get("kind")
     out: dict = {"kind": kind}
     if kind == "directory":
-        free = _int(raw.get("free_kib"))
+        free = _int(raw.get("free_kib"))  # df: statvfs, which FUSE and network filesystems answer too
         out |= {"filesystem": raw.get("filesystem") or None, "source": raw.get("source") or None,
                 "free_bytes": None if free is None else free * 1024}
+        client = network_client(out["filesystem"])
+        if client:  # its data is on other hosts: no device of this host is the target's (local.target_facts)
+            return out | {"device": None, "rotational": None, "network_fs": True, "client": client}
     if "device" in raw:
         sectors, rotational = _int(raw.get("size_sectors")), raw.get("rotational")
         out |= {"device": raw["device"] or None, "bytes": None if sectors is None else sectors * 512,
@@ -111,7 +134,7 @@ def parse_facts(stdout: str, targets: list[str]) -> dict:
         if sep:
             raw[key] = value.strip()
     memory = _int(raw.get("memory_kib"))
-    facts: dict = {"hostname": raw.get("hostname") or None, "kernel": raw.get("kernel") or None,
+    facts: dict = {"server_view": raw.get("server_view") or None, "hostname": raw.get("hostname") or None, "kernel": raw.get("kernel") or None,
                    "os": raw.get("os") or None, "cpus": _int(raw.get("cpus")),
                    "memory_bytes": None if memory is None else memory * 1024}
     per_target: dict = {}
@@ -150,7 +173,7 @@ def host_facts(hosts: list[Host]) -> dict[str, dict]:
     """Every host with `ssh:`: its facts (parse_facts), or {"error": why}
     when they could not be read; all hosts at once, one script each."""
     by_name = {h.name: h for h in hosts}
-    replies = run_on_all(hosts, lambda h: facts_command(list(h.targets)), timeout_s=FACTS_TIMEOUT_S)
+    replies = run_on_all(hosts, lambda h: facts_command(list(h.targets), h.endpoint[1]), timeout_s=FACTS_TIMEOUT_S)
     out = {}
     for name, r in replies.items():
         host = by_name[name]
@@ -161,3 +184,15 @@ def host_facts(hosts: list[Host]) -> dict[str, dict]:
         else:
             out[name] = {"error": _why_not(r, host.ssh.user, "read the host's facts")}
     return out
+
+
+def free_space(hosts: list[Host]) -> dict[str, dict[str, int | None]]:
+    """Free bytes under each directory target of every host with `ssh:`
+    (host → target path → bytes, None where df could not say), from df on
+    the host: statvfs, which FUSE and network filesystems (ceph-fuse, nfs)
+    answer too, while node_exporter may leave their mounts out (Debian's
+    excludes /mnt, /media and /run) or read zeros (a FUSE mount without
+    allow_other). Hosts without `ssh:`, or whose facts could not be read,
+    are not in the answer: all hosts at once, the facts script once each."""
+    return {name: {path: t.get("free_bytes") for path, t in (f.get("targets") or {}).items()}
+            for name, f in host_facts(hosts).items() if "error" not in f}

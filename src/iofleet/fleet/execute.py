@@ -17,7 +17,7 @@ from ..fio.parse import parse_output
 from ..fio.status import Rounds, snapshot
 from ..plan.expand import MixedStep, TestSpec, expand, expand_mixed, prepare_tiers
 from ..plan.model import Plan
-from .check import require_ready
+from .check import HostCheckError, filesystem_problems, require_ready
 from .control import NO_SSH, drop_caches
 from .control import host_facts as ssh_host_facts
 from .inventory import Host, host_groups
@@ -373,6 +373,10 @@ class FleetPlace(Place):
             checks = require_ready(self.hosts, destroy_data=self.destroy_data, targets=self.targets,
                                    probes=self._probes)
             facts_round.join()
+            wrong = filesystem_problems(self.hosts, self.host_facts, self.groups)
+            if wrong:
+                raise HostCheckError("\n".join(wrong + ["no test was started; fix the hosts above or leave them "
+                                                         "out of the inventory"]))
             # The engines the check's own fio run found working: not probed again.
             self._engines.update({(key, c.host.name): e for c in checks for key, e in c.engines.items()})
             self._leftovers = {c.host.name: c.leftovers for c in checks}  # kept data still there (prepare_data)

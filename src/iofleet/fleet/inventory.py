@@ -8,9 +8,11 @@
         metrics: http://10.0.0.11:9100/metrics   # optional node_exporter
         nic_gbps: 25                 # optional, for the network-bound check
         ssh: {user: root, key: ~/.ssh/id_ed25519}   # optional SSH control channel
+        fstype: fuse.ceph-fuse       # optional: the filesystem its fio server must see there
 
     defaults:                        # optional: keys every host's `ssh:` starts from
       ssh: {user: root, port: 22, known_hosts: ./known_hosts}
+      fstype: fuse.ceph-fuse         # every host's, unless it says otherwise
 
 Relative `key:` and `known_hosts:` paths are relative to the inventory file.
 """
@@ -128,10 +130,24 @@ class SshConfig(BaseModel):
         return self.model_copy(update=paths)
 
 
+# A filesystem type as findmnt names it (ext4, xfs, fuse.ceph-fuse, nfs4).
+FSTYPE_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]{0,63}\Z")
+
+
+def _check_fstype(value: Any) -> str:
+    if not isinstance(value, str) or not FSTYPE_RE.match(value):
+        raise ValueError("a filesystem type as findmnt -o FSTYPE names it, e.g. ext4, xfs, fuse.ceph-fuse, nfs4")
+    return value
+
+
+FsType = Annotated[str, BeforeValidator(_check_fstype)]
+
+
 class Defaults(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ssh: Optional[SshConfig] = None
+    fstype: Optional[FsType] = None
 
 
 class Host(BaseModel):
@@ -149,6 +165,9 @@ class Host(BaseModel):
     # SSH control channel; the inventory's `defaults: {ssh: ...}` is merged in.
     # The SSH address is the host part of `address`.
     ssh: Optional[SshConfig] = None
+    # The filesystem the host's fio server must see under its targets (a
+    # mount made where the server does not see it is refused, not tested).
+    fstype: Optional[FsType] = None
 
     @model_validator(mode="after")
     def _default_name(self):
@@ -191,6 +210,9 @@ class Inventory(BaseModel):
         if not isinstance(data, dict) or not isinstance(data.get("hosts"), list):
             return data
         defaults = data.get("defaults")
+        fstype = defaults.get("fstype") if isinstance(defaults, dict) else None
+        if fstype is not None:
+            data = data | {"hosts": [{"fstype": fstype} | h if isinstance(h, dict) else h for h in data["hosts"]]}
         default_ssh = defaults.get("ssh") if isinstance(defaults, dict) else None
         if not isinstance(default_ssh, dict):
             return data

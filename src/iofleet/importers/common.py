@@ -10,7 +10,7 @@ from ..errors import PlanError
 from ..inputs import read_input
 from ..plan.expand import expand
 from ..plan.load import parse_plan
-from ..plan.model import NAME_RE, check_target_path, is_device_path
+from ..plan.model import NAME_RE, check_name, check_rbd_target, check_target_path, is_device_path
 from ..plan.params import PARAMS
 from ..plan.units import format_size
 from .notes import INFO, UNSUPPORTED, ImportResult, Notes, Skip, one_line, shown
@@ -106,7 +106,8 @@ def workload_dict(w: Workload) -> dict:
     return d
 
 
-def finish(path: Path, kind: str, workloads: list[Workload], targets: list[str], notes: Notes) -> ImportResult:
+def finish(path: Path, kind: str, workloads: list[Workload], targets: list[str], notes: Notes,
+           ceph: dict | None = None) -> ImportResult:
     """Validate each workload alone (a bad one is noted and left out), then the plan."""
     src = str(path)
     plan_name = sanitize_name(path.stem if path.suffix.lower() in NAME_SUFFIXES else path.name, "imported")
@@ -131,9 +132,36 @@ def finish(path: Path, kind: str, workloads: list[Workload], targets: list[str],
                   "description": one_line(f"imported from {path.name} ({kind})")}
     if targets:
         plan["targets"] = targets
+    if ceph:
+        plan["ceph"] = ceph
     plan["workloads"] = kept
     parse_plan(plan, src)  # every piece was checked; this guards the whole
     return notes.result(plan, kind)
+
+
+def add_rbd_target(target: str, client: str, where: str, targets: list[str], ceph: dict, notes: Notes) -> None:
+    """An ioengine=rbd job's image (pool=, rbdname=) and client (clientname=)
+    become the plan's RBD target and `ceph: {client}`, never a file test."""
+    try:
+        check_rbd_target(target)
+        check_name(client)
+    except ValueError as exc:
+        notes.add(UNSUPPORTED, where, f"the RBD image {shown(target)} (client {shown(client)}) is not carried "
+                  f"over ({exc})", "give pool= and rbdname= plain names, or run the plan with --target "
+                  "rbd:POOL/IMAGE")
+        return
+    if target in targets:
+        return
+    if any(t != target for t in targets):
+        notes.add(UNSUPPORTED, where, f"{target} is not carried over: a plan tests one RBD image alone, and this "
+                  f"one already has {', '.join(targets)}", "import one image per plan")
+        return
+    targets.append(target)
+    if client != "admin":
+        ceph["client"] = client
+    notes.add(INFO, where, f"an RBD image target {target} through fio's rbd engine (client.{client}): iofleet "
+              f"creates it if it does not exist and removes it after; an existing image is written only when "
+              f"the plan's destroy_data names it")
 
 
 def add_target(directory: str, targets: list[str], notes: Notes, where: str) -> None:

@@ -21,12 +21,13 @@ from ..fio import joblex
 from ..fio.jobfile import DATA_FILE_FORMAT, IOFLEET_LINE, WARMUP_JOB
 from ..fio.joblex import Option, Section
 from ..plan.params import ENGINES, FIO_RW, PARAMS, SPEC_PARAMS, FioOptionError
-from .common import Workload, add_target, finish, fmt, sanitize_name, unique
+from .common import Workload, add_rbd_target, add_target, finish, fmt, sanitize_name, unique
 from .hcibench import apply_name_values, hcibench_name_values
 from .notes import INFO, REFUSED, UNSUPPORTED, ImportResult, Notes, Skip, one_line, shown
 
 # The options the parameter table reads, and those that shape the plan (targets, groups, names).
-_STRUCTURE = {"time_based", "directory", "filename", "description", "stonewall", "wait_for"} | {
+_STRUCTURE = {"time_based", "directory", "filename", "description", "stonewall", "wait_for",
+              "pool", "rbdname", "clientname"} | {  # (an RBD image: the target)
     # a device's layout, as iofleet writes it: one region per job (not carried, as the device)
     "offset_increment", "allow_file_create"}
 _FIO_HANDLED = {key for p in PARAMS.values() for key in p.fio_keys} | _STRUCTURE
@@ -219,6 +220,7 @@ class _FioJob:
     numjobs: int = 1
     dirs: list = field(default_factory=list)
     devices: list = field(default_factory=list)
+    rbd: tuple | None = None  # (rbd:POOL/IMAGE, client name, where) of an ioengine=rbd job
     stonewall: bool = False
     description: str = ""
     timed: bool | None = None  # time_based given: its value; not given: None
@@ -278,6 +280,10 @@ def _structure(job: _FioJob, opts: dict[str, Option], notes: Notes) -> None:
                 job.dirs.append((d, _where(opts["directory"])))
     if "filename" in opts:
         job.devices += [(d, _where(opts["filename"])) for d in (opts["filename"].value or "").split(":")]
+    if "rbdname" in opts or "pool" in opts:
+        pool, image = (opts[k].value if k in opts else "" for k in ("pool", "rbdname"))
+        client = (opts["clientname"].value if "clientname" in opts else "admin").removeprefix("client.")
+        job.rbd = (f"rbd:{pool}/{image}", client, _where(opts.get("rbdname") or opts["pool"]))
     for key, why in (("offset_increment", "IO offsets are not supported"),
                      ("allow_file_create", "iofleet has no equivalent, so the IO would differ")):
         if key in opts and not job.devices:  # on a device: its layout, noted with the device
@@ -305,10 +311,11 @@ def import_fio(path: Path, text: str) -> ImportResult:
     file_name, name_values = hcibench_name_values(path)
     workloads: list[Workload] = []
     targets: list[str] = []
+    ceph: dict = {}  # the plan's `ceph:` (an RBD image's client)
     taken: set[str] = set()
     for group in groups:
         for cluster in _clusters(group, notes):
-            workloads.append(_fio_workload(cluster, taken, targets, notes))
+            workloads.append(_fio_workload(cluster, taken, targets, ceph, notes))
     for w in workloads:
         if name_values:
             apply_name_values(w, file_name, name_values, notes)
@@ -317,7 +324,7 @@ def import_fio(path: Path, text: str) -> ImportResult:
     if len(dirs_per_workload) > 1 and targets:
         notes.add(INFO, "directory", f"targets belong to the whole plan in iofleet: every workload runs on "
                   f"{', '.join(targets)}")
-    return finish(path, "fio", workloads, targets, notes)
+    return finish(path, "fio", workloads, targets, notes, ceph)
 
 
 def _jobs(sections: list[Section], own: dict, notes: Notes) -> list[_FioJob]:
@@ -392,7 +399,7 @@ def _clusters(group: list[_FioJob], notes: Notes) -> list[list[_FioJob]]:
     return clusters
 
 
-def _fio_workload(cluster: list[_FioJob], taken: set, targets: list, notes: Notes) -> Workload:
+def _fio_workload(cluster: list[_FioJob], taken: set, targets: list, ceph: dict, notes: Notes) -> Workload:
     first = cluster[0]
     if len(cluster) == 1:
         raw = first.section
@@ -415,6 +422,9 @@ def _fio_workload(cluster: list[_FioJob], taken: set, targets: list, notes: Note
             add_target(d, targets, notes, dwhere)
             if d not in w.dirs:
                 w.dirs.append(d)
+    for j in cluster:
+        if j.rbd:
+            add_rbd_target(*j.rbd, targets, ceph, notes)
     devices = [d for j in cluster for d, _ in j.devices]
     if devices:
         listed = ", ".join(devices[:4]) + (", ..." if len(devices) > 4 else "")

@@ -9,7 +9,8 @@ from typing import Callable
 
 from ..fio.command import fio_version
 from ..fleet import deploy
-from ..fleet.check import HostCheck, check_hosts, problem_lines
+from ..fleet.check import HostCheck, check_hosts, filesystem_problems, problem_lines
+from ..fleet.control import host_facts as ssh_host_facts
 from ..fleet.devices import REMOTE_UNSEEN
 from ..fleet.inventory import Host, InventoryError
 
@@ -30,7 +31,9 @@ def check_fleet(hosts: list[Host], inventory: Path | str) -> FleetCheck:
     """Check every host of the inventory file `inventory` at once."""
     version = fio_version()
     checks = check_hosts(hosts, version)
-    return FleetCheck(version, checks, problem_lines(checks), check_notes(checks, inventory))
+    # What each fio server sees under its targets (read over SSH, in its mount namespace).
+    wrong = filesystem_problems(hosts, ssh_host_facts(hosts)) if any(h.ssh or h.fstype for h in hosts) else []
+    return FleetCheck(version, checks, problem_lines(checks) + wrong, check_notes(checks, inventory))
 
 
 def check_notes(checks: list[HostCheck], inventory: Path | str) -> list[str]:
