@@ -442,7 +442,7 @@ def test_bad_threshold_overrides_are_one_line_errors(item, message):
 
 def test_the_rule_table():
     names = [r.name for r in RULES]
-    assert len(set(names)) == len(names) == 12
+    assert len(set(names)) == len(names) == 13
     assert all(r.severity in SEVERITIES for r in RULES)
     assert "15 ms" in next(r for r in RULES if r.name == "latency_limit").describe()
 
@@ -497,7 +497,7 @@ def test_summary_lines_count_tests_beyond_the_first_four():
 STRICT = ["oio_gain_pct=0", "oio_latency_vs_gain=1000", "disk_util_low_pct=100", "low_oio_per_host=100000",
           "knee_gain_pct=1000", "knee_latency_rise_pct=0", "read_latency_ms=0", "write_latency_ms=0",
           "p95_over_mean=1", "host_cpu_pct=0", "job_cpu_pct=0", "little_tolerance_pct=0", "nic_pct=0",
-          "straggler_pct=100", "tail_ios=1000000000"]
+          "straggler_pct=100", "tail_ios=1000000000", "storage_cpu_pct=0"]
 
 
 def test_every_rule_runs_on_every_recorded_run_mixed_and_fleet_included():

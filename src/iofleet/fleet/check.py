@@ -10,8 +10,9 @@ Per host, in parallel:
    server the tests use), in fio's normal+json output: the normal part
    carries the server's fio version, the JSON part each target's result;
    a device target gets read-only jobs instead (devices.RemoteDevice);
-3. free space of each target from the host's node_exporter, when it has
-   one (for a device: its mounts there);
+3. free space of each target: statvfs through SSH where the inventory
+   gives `ssh:` (what FUSE and network filesystems answer too), else from
+   the host's node_exporter, when it has one (for a device: its mounts there);
 4. in the same fio run, a read-only look for iofleet's data files that a
    run left behind (a host lost during a run keeps them): `iofleet hosts
    clean` removes them, as does the next run's clean-up there;
@@ -32,6 +33,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import Callable
 from pathlib import Path
 
 from ..errors import ImportFormatError, IofleetError
@@ -40,6 +42,8 @@ from ..fio.jobfile import render_leftover_check, render_probe, render_target_che
 from ..fio.parse import parse_output
 from .devices import RemoteDevice, exporter_mounts
 from .inventory import Host
+from .control import free_space
+from .control import host_facts as ssh_host_facts
 from .kept import KeptData, host_key
 from .metrics import fetch_metrics, free_bytes
 from .remote import first_engine, remove_data_files
@@ -92,13 +96,15 @@ def host_targets(hosts: list[Host], access: Access = Access()) -> dict[str, Targ
 
 def check_hosts(hosts: list[Host], controller_version: str, destroy_data: list[str] | None = None,
                 targets: dict[str, Target] | None = None,
-                probes: dict[str, list[tuple[str, bool]]] | None = None) -> list[HostCheck]:
+                probes: dict[str, list[tuple[str, bool]]] | None = None,
+                ssh_facts: Callable[[], dict] | None = None) -> list[HostCheck]:
     """Check every host at once; the result is in the inventory's order.
     A run passes its plan's `destroy_data` and each host's target as the
     run fitted it (a device's regions: how far they reach); without them
     (`hosts check`) a device is only looked at. `probes`: host → the
     (engine, direct) pairs its tests use, probed in the same fio run where
-    the host has directory targets (HostCheck.engines)."""
+    the host has directory targets (HostCheck.engines). `ssh_facts()`: the
+    hosts' SSH facts when the caller reads them anyway (else read here)."""
     targets, probes = targets or host_targets(hosts), probes or {}
     checks = [HostCheck(h, targets=[TargetCheck(t) for t in h.targets], target=targets[h.name]) for h in hosts]
     with ThreadPoolExecutor(max_workers=min(64, len(hosts)) or 1) as pool:
@@ -111,8 +117,11 @@ def check_hosts(hosts: list[Host], controller_version: str, destroy_data: list[s
         check.reachable = not reason
     shared = [c for c in checks if c.reachable and c.target.holds_files]
     ready = _probe_together(shared, controller_version, probes) if len(shared) > 1 else set()
+    with_ssh = [h for h in hosts if h.ssh]
+    free = free_space(ssh_facts() if ssh_facts else ssh_host_facts(with_ssh) if with_ssh else {})
     with ThreadPoolExecutor(max_workers=min(32, len(hosts)) or 1) as pool:
-        list(pool.map(lambda c: _finish(c, controller_version, destroy_data, c.host.name not in ready), checks))
+        list(pool.map(lambda c: _finish(c, controller_version, destroy_data, c.host.name not in ready,
+                                        free.get(c.host.name, {})), checks))
     return checks
 
 
@@ -122,10 +131,11 @@ class HostCheckError(IofleetError):
 
 def require_ready(hosts: list[Host], what: str = "test", destroy_data: list[str] | None = None,
                   targets: dict[str, Target] | None = None,
-                  probes: dict[str, list[tuple[str, bool]]] | None = None) -> list[HostCheck]:
+                  probes: dict[str, list[tuple[str, bool]]] | None = None,
+                  ssh_facts: Callable[[], dict] | None = None) -> list[HostCheck]:
     """Raise one line per problem (and nothing was started) unless every
     host passes; the checks (with the engines `probes` found working)."""
-    checks = check_hosts(hosts, fio_version(), destroy_data, targets, probes)
+    checks = check_hosts(hosts, fio_version(), destroy_data, targets, probes, ssh_facts)
     problems = problem_lines(checks)
     if problems:
         raise HostCheckError("\n".join(
@@ -138,9 +148,11 @@ def problem_lines(checks: list[HostCheck]) -> list[str]:
     return [f"host {c.host.name} ({c.host.address}): {p}" for c in checks for p in c.problems]
 
 
-def _finish(check: HostCheck, controller_version: str, destroy_data: list[str] | None, probe: bool) -> None:
+def _finish(check: HostCheck, controller_version: str, destroy_data: list[str] | None, probe: bool,
+            free: dict[str, int | None]) -> None:
     """The rest of a host's check: its own fio check (`probe`: the shared
-    one did not show it ready), its free space, its device's problems."""
+    one did not show it ready), its free space (`free`: read through SSH,
+    which wins over node_exporter's), its device's problems."""
     host = check.host
     if check.reachable and probe:
         _probe(check, controller_version)
@@ -157,6 +169,8 @@ def _finish(check: HostCheck, controller_version: str, destroy_data: list[str] |
                 elif check.target.holds_files:
                     t.free_bytes = free_bytes(text, t.path)
     for t in check.targets:
+        if not t.device and free.get(t.path) is not None:
+            t.free_bytes = free[t.path]
         if t.device:
             check.problems += t.device.problems(destroy_data)
 

@@ -186,13 +186,13 @@ def host_facts(hosts: list[Host]) -> dict[str, dict]:
     return out
 
 
-def free_space(hosts: list[Host]) -> dict[str, dict[str, int | None]]:
+def free_space(facts: dict[str, dict]) -> dict[str, dict[str, int | None]]:
     """Free bytes under each directory target of every host with `ssh:`
     (host → target path → bytes, None where df could not say), from df on
     the host: statvfs, which FUSE and network filesystems (ceph-fuse, nfs)
     answer too, while node_exporter may leave their mounts out (Debian's
     excludes /mnt, /media and /run) or read zeros (a FUSE mount without
     allow_other). Hosts without `ssh:`, or whose facts could not be read,
-    are not in the answer: all hosts at once, the facts script once each."""
+    are not in the answer. `facts`: host_facts' answer."""
     return {name: {path: t.get("free_bytes") for path, t in (f.get("targets") or {}).items()}
-            for name, f in host_facts(hosts).items() if "error" not in f}
+            for name, f in facts.items() if "error" not in f}

@@ -371,8 +371,7 @@ class FleetPlace(Place):
             facts_round = threading.Thread(target=lambda: self.host_facts, name="iofleet-host-facts", daemon=True)
             facts_round.start()
             checks = require_ready(self.hosts, destroy_data=self.destroy_data, targets=self.targets,
-                                   probes=self._probes)
-            facts_round.join()
+                                   probes=self._probes, ssh_facts=lambda: (facts_round.join(), self.host_facts)[1])
             wrong = filesystem_problems(self.hosts, self.host_facts, self.groups)
             if wrong:
                 raise HostCheckError("\n".join(wrong + ["no test was started; fix the hosts above or leave them "

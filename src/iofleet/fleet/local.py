@@ -66,7 +66,7 @@ def _disk_dir(sys_dev: Path) -> Path:
 # Filesystems whose data is on other hosts, reached through a client on this
 # one (any FUSE filesystem "fuse.NAME" too, but not fuseblk: it has a disk).
 NETWORK_FILESYSTEMS = frozenset({"ceph", "nfs", "nfs4", "cifs", "smb3", "glusterfs", "9p", "lustre", "gpfs",
-                                 "beegfs", "afs", "virtiofs", "orangefs", "fuse"})
+                                 "beegfs", "afs", "virtiofs", "orangefs"})
 # FUSE filesystems over this host's own disks (no network behind them).
 LOCAL_FUSE = frozenset({"mergerfs", "bindfs", "gocryptfs", "encfs", "unionfs", "fuse-overlayfs", "securefs"})
 RBD_CLIENT = "librbd"  # an RBD image target (rbd:POOL/IMAGE) is driven through fio's rbd engine
@@ -78,8 +78,8 @@ def network_client(filesystem: str | None) -> str | None:
     nfs4; None for a local filesystem (or an unknown one)."""
     if not filesystem:
         return None
-    if filesystem.startswith("fuse."):
-        name = filesystem.removeprefix("fuse.")
+    if filesystem == "fuse" or filesystem.startswith("fuse."):  # "fuse": one without a subtype
+        name = filesystem.removeprefix("fuse").removeprefix(".")
         return None if name in LOCAL_FUSE else name or "fuse"
     return f"kernel {filesystem}" if filesystem in NETWORK_FILESYSTEMS else None
 

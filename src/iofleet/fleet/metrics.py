@@ -4,8 +4,14 @@ the controller's own host straight from /proc.
 
 Both give cumulative counters (`Counters`); a sample is the difference of
 two consecutive readings divided by the time between them.
+
+On the local host the busy CPU is also split by who used it (CPU_GROUPS):
+fio, the storage's own daemons and clients on the same host (a
+hyperconverged host: Ceph OSDs beside fio), and the rest. node_exporter
+does not give per-process CPU: a remote host's split is None (n/a).
 """
 
+import os
 import posixpath
 import re
 import threading
@@ -16,24 +22,83 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 
+# Who uses a host's CPU, by process name (the kernel's `comm`, at most 15
+# characters): fio, and the storage's own daemons and clients when they run
+# on the host that runs fio. Everything else (and interrupts) is "other".
+FIO_NAMES = frozenset({"fio"})
+STORAGE_NAMES = frozenset({
+    # Ceph: daemons, the FUSE and NBD clients, gateways
+    "ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-fuse", "radosgw", "rbd-nbd", "rbd-mirror",
+    "ceph-nvmeof", "tcmu-runner",
+    # GlusterFS: brick daemons, the FUSE client, the management daemon
+    "glusterfsd", "glusterfs", "glusterd",
+    # NFS and SMB servers, iSCSI targets (LIO's kernel threads, tgt), NVMe-oF (SPDK)
+    "nfsd", "ganesha.nfsd", "smbd", "iscsi_trx", "iscsi_ttx", "tgtd", "nvmf_tgt", "reactor_0",
+    # other software-defined storage
+    "minio", "beegfs-storage", "beegfs-meta", "mfschunkserver", "mfsmaster", "lizardfs-chunks",
+    "seaweedfs", "weed", "longhorn", "longhorn-engine", "sheep",
+})
+# Kernel threads named after their device or connection (drbd_w_r0, ...).
+STORAGE_PREFIXES = ("drbd_", "ll_ost", "mdt0", "ldlm_")
+CPU_GROUPS = ("fio", "storage", "other")
+TOP_NAMES = 5  # the storage names kept per host (the busiest)
+
+
+def cpu_group(name: str) -> str:
+    """"fio", "storage" or "other": what a process is, by its comm."""
+    if name in FIO_NAMES:
+        return "fio"
+    if name in STORAGE_NAMES or name.startswith(STORAGE_PREFIXES):
+        return "storage"
+    return "other"
+
+
 @dataclass
 class HostCpu:
-    """Host CPU utilization during the measured part (/proc/stat or node_exporter)."""
+    """Host CPU utilization during the measured part (/proc/stat or
+    node_exporter). On the local host, the busy CPU split by who used it
+    (CPU_GROUPS, over the same samples: fio + storage + other = avg); None
+    where not known (a remote host), never 0."""
 
     samples: int
     avg_pct: float | None
     max_pct: float | None
+    fio_avg_pct: float | None = None  # fio's processes, % of all CPUs
+    storage_avg_pct: float | None = None  # the storage's daemons and clients on this host
+    other_avg_pct: float | None = None  # everything else, interrupts included
+    storage_by_name: dict[str, float] | None = None  # the busiest storage processes by name → mean %, busiest first
+
+    @property
+    def split(self) -> bool:
+        return self.fio_avg_pct is not None
+
+
+def top_names(by_name: dict[str, float], n: int = TOP_NAMES) -> dict[str, float]:
+    """The n largest shares, largest first (ties by name)."""
+    return dict(sorted(by_name.items(), key=lambda kv: (-kv[1], kv[0]))[:n])
 
 
 def mean_cpu(cpus: list[HostCpu | None]) -> HostCpu | None:
     """CPU of several hosts (a fleet, a host group): the mean of their
     averages and the highest maximum, over hosts with samples; None when
-    none has any (unknown, never 0 %)."""
+    none has any (unknown, never 0 %). The split is the mean of the hosts'
+    splits when every one of them has it, else None."""
     known = [c for c in cpus if c and c.samples]
     if not known:
         return None
-    return HostCpu(sum(c.samples for c in known), sum(c.avg_pct for c in known) / len(known),
-                   max(c.max_pct for c in known))
+    out = HostCpu(sum(c.samples for c in known), sum(c.avg_pct for c in known) / len(known),
+                  max(c.max_pct for c in known))
+    if all(c.split for c in known):
+        n = len(known)
+        names: dict[str, float] = {}
+        for c in known:
+            for name, pct in (c.storage_by_name or {}).items():
+                names[name] = names.get(name, 0.0) + pct / n
+        out.fio_avg_pct = sum(c.fio_avg_pct for c in known) / n
+        out.storage_avg_pct = sum(c.storage_avg_pct for c in known) / n
+        out.other_avg_pct = sum(c.other_avg_pct for c in known) / n
+        out.storage_by_name = top_names(names)
+    return out
 
 
 @dataclass
@@ -46,6 +111,11 @@ class HostSample:
     disk_iops: float | None  # reads + writes completed, all disks
     net_rx_bytes_s: float | None  # all interfaces but lo
     net_tx_bytes_s: float | None
+    # The local host's busy CPU (cpu_pct) by CPU_GROUPS; None where not known.
+    cpu_fio_pct: float | None = None
+    cpu_storage_pct: float | None = None
+    cpu_other_pct: float | None = None
+    cpu_storage_by_name: dict[str, float] | None = None  # every storage process name with CPU in the interval
 
 
 @dataclass
@@ -76,6 +146,9 @@ class Counters:
     disk_ios: dict[str, float] = field(default_factory=dict)  # reads + writes completed
     net_rx_bytes: dict[str, float] = field(default_factory=dict)  # interfaces but lo
     net_tx_bytes: dict[str, float] = field(default_factory=dict)
+    # Every process: (pid, start time) → (comm, user + system CPU), in the
+    # unit of cpu_total (/proc: clock ticks); None where not read (node_exporter).
+    procs: dict[tuple[int, int], tuple[str, int]] | None = None
 
 
 # ------------------------------------------------------------ which devices
@@ -159,32 +232,90 @@ def exporter_facts(text: str) -> dict:
     return {"cpus": len(cpus) or None, "memory_bytes": int(memory[0]) if memory else None}
 
 
+_SIZE = "node_filesystem_size_bytes"
+_FS_ERROR = "node_filesystem_device_error"
+
+
 def free_bytes(metrics_text: str, path: str) -> int | None:
     """Bytes available to users on the filesystem holding `path`: that of the
     longest mountpoint containing it, component-wise (/mnt/a holds /mnt/a/x,
-    not /mnt/ab). None when the exporter does not list one."""
+    not /mnt/ab). None when the exporter does not list one, or cannot read
+    it: a statfs error, or a size of 0 (a FUSE mount without allow_other
+    answers node_exporter's user with zeros, not an error). A mount the
+    exporter leaves out (Debian's excludes /mnt, /media and /run) is not
+    seen at all: the one around it answers; the SSH facts (statvfs through
+    df, fleet/control.py) say the target's own."""
     if not path.startswith("/"):
         return None  # a host's own path is absolute; a relative one names nothing
     path = posixpath.normpath(path)
-    best, avail = -1, None
-    for _, labels, value in _samples(metrics_text, (_AVAIL,)):
+    best, found = -1, {}  # the longest mountpoint holding path: its figures by metric name
+    for name, labels, value in _samples(metrics_text, (_AVAIL, _SIZE, _FS_ERROR)):
         mount = labels.get("mountpoint", "")
         inside = mount == "/" or path == mount or path.startswith(mount.rstrip("/") + "/")
         # >= : of two mounts on one mountpoint, the later one is the visible one
         if mount.startswith("/") and inside and len(mount) >= best:
-            best, avail = len(mount), int(value)
-    return avail
+            if len(mount) > best:
+                best, found = len(mount), {}
+            found[name] = value
+    if found.get(_FS_ERROR) or found.get(_SIZE) == 0 or _AVAIL not in found:
+        return None
+    return int(found[_AVAIL])
 
 
 # ------------------------------------------------------------ local /proc
 
 
-def read_local() -> Counters:
+def proc_stat_entry(line: bytes) -> tuple[tuple[int, int], str, int] | None:
+    """One /proc/PID/stat line → ((pid, start time), comm, utime + stime),
+    or None when it cannot be read. The comm is in parentheses and may hold
+    spaces and parentheses itself: the fields are after its last ')'.
+    utime, stime and starttime are fields 14, 15 and 22 (proc(5)); a
+    process's own figures include all of its threads (fio's job threads)."""
+    head, sep, tail = line.rpartition(b")")
+    pid, _, comm = head.partition(b" (")
+    fields = tail.split()
+    if not sep or len(fields) < 20:
+        return None
+    try:
+        return (int(pid), int(fields[19])), comm.decode("utf-8", "replace"), int(fields[11]) + int(fields[12])
+    except ValueError:
+        return None
+
+
+def read_procs(proc: str = "/proc") -> dict[tuple[int, int], tuple[str, int]]:
+    """Every process's CPU so far: (pid, start time) → (comm, utime +
+    stime in clock ticks, /proc/stat's unit). One pass over /proc; a
+    process that ends meanwhile is skipped."""
+    out = {}
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            fd = os.open(f"{proc}/{name}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            line = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        entry = proc_stat_entry(line)
+        if entry:
+            out[entry[0]] = entry[1:]
+    return out
+
+
+def read_local(proc: str = "/proc") -> Counters:
     """The counters of this host, from /proc (a missing file: those fields
     stay missing)."""
     c = Counters()
     try:
-        with open("/proc/stat") as f:
+        c.procs = read_procs(proc)
+    except OSError:
+        pass
+    try:
+        with open(f"{proc}/stat") as f:
             fields = [int(x) for x in f.readline().split()[1:]]
         c.cpu_idle = fields[3] + fields[4]  # idle + iowait
         c.cpu_total = sum(fields[:8])  # guest time is already inside user/nice
@@ -192,7 +323,7 @@ def read_local() -> Counters:
         pass
     io_time, reads, writes = {}, {}, {}
     try:
-        with open("/proc/diskstats") as f:
+        with open(f"{proc}/diskstats") as f:
             for line in f:
                 p = line.split()
                 if len(p) >= 14:  # fields 4 reads, 8 writes completed, 13 io_ticks (ms)
@@ -201,7 +332,7 @@ def read_local() -> Counters:
         pass
     _disk_counters(c, io_time, reads, writes)
     try:
-        with open("/proc/net/dev") as f:
+        with open(f"{proc}/net/dev") as f:
             for line in f.readlines()[2:]:  # two header lines
                 name, _, data = line.partition(":")
                 p, name = data.split(), name.strip()
@@ -231,23 +362,51 @@ def _rate(a: dict, b: dict, dt: float) -> float | None:
     return sum(d.values()) / dt if d else None
 
 
+def cpu_split(a: dict, b: dict, total: float, busy_pct: float) -> tuple[float, float, float, dict[str, float]]:
+    """The busy CPU of an interval (busy_pct of `total` ticks, all CPUs)
+    by CPU_GROUPS, from the processes' CPU at its two ends: (fio, storage,
+    other, {storage name: %}). A process that started in the interval
+    counts whole; one that ended in it is not seen (its last second lost).
+    Processes and /proc/stat are not read at the same instant: when the
+    processes' share comes out above busy_pct, it is scaled down to it;
+    what they do not explain (interrupts, the rest) is "other"."""
+    ticks = {"fio": 0, "storage": 0}
+    names: dict[str, int] = {}
+    for key, (name, used) in b.items():
+        before = a.get(key)
+        spent = used - before[1] if before else used
+        group = cpu_group(name)
+        if spent <= 0 or group == "other":
+            continue
+        ticks[group] += spent
+        if group == "storage":
+            names[name] = names.get(name, 0) + spent
+    fio, storage = 100.0 * ticks["fio"] / total, 100.0 * ticks["storage"] / total
+    scale = min(1.0, busy_pct / (fio + storage)) if fio + storage > 0 else 1.0
+    by_name = {n: 100.0 * t / total * scale for n, t in names.items()}
+    fio, storage = fio * scale, storage * scale
+    return fio, storage, max(0.0, busy_pct - fio - storage), by_name
+
+
 def sample(a: Counters, b: Counters, dt: float, t_s: float) -> HostSample | None:
     """The sample of the interval between readings a and b, dt seconds apart;
     None when a counter went backwards."""
     try:
-        cpu = None
+        cpu = split = None
         if a.cpu_total is not None and b.cpu_total is not None:
             total, idle = b.cpu_total - a.cpu_total, b.cpu_idle - a.cpu_idle
             if total < 0:
                 raise _Reset
             if total > 0:
                 cpu = min(100.0, max(0.0, 100.0 * (1 - idle / total)))
+                if a.procs is not None and b.procs is not None:
+                    split = cpu_split(a.procs, b.procs, total, cpu)
         io_time = _increase(a.disk_io_time_s, b.disk_io_time_s)
         # readings are not taken exactly dt apart, so cap at 100 %
         busy = min(100.0, 100.0 * max(io_time.values()) / dt) if io_time else None
         return HostSample(t_s, cpu, busy, _rate(a.disk_ios, b.disk_ios, dt),
                           _rate(a.net_rx_bytes, b.net_rx_bytes, dt),
-                          _rate(a.net_tx_bytes, b.net_tx_bytes, dt))
+                          _rate(a.net_tx_bytes, b.net_tx_bytes, dt), *(split or ()))
     except _Reset:
         return None
 
@@ -394,13 +553,24 @@ class MetricsSampler:
                 return [v for s in window if (v := getattr(s, attr)) is not None]
 
             cpu, busy = values("cpu_pct"), values("disk_busy_pct")
+            host_cpu = HostCpu(len(cpu), _avg(cpu), max(cpu, default=None))
+            split = [s for s in window if s.cpu_fio_pct is not None]
+            if split:  # the local host: the same samples, by who used the CPU
+                names: dict[str, float] = {}
+                for s in split:
+                    for name, pct in (s.cpu_storage_by_name or {}).items():
+                        names[name] = names.get(name, 0.0) + pct / len(split)
+                host_cpu.fio_avg_pct = _avg([s.cpu_fio_pct for s in split])
+                host_cpu.storage_avg_pct = _avg([s.cpu_storage_pct for s in split])
+                host_cpu.other_avg_pct = _avg([s.cpu_other_pct for s in split])
+                host_cpu.storage_by_name = top_names(names)
             error = problem.get(host)
             if error and failures[host] < scrapes[host]:
                 error += f" ({failures[host]} of {scrapes[host]} scrapes failed)"
             source = "local" if host == self.local else "node_exporter" if self._urls.get(host) else "none"
             out[host] = HostMetrics(
                 host=host, source=source, samples=len(window),
-                cpu=HostCpu(len(cpu), _avg(cpu), max(cpu, default=None)),
+                cpu=host_cpu,
                 disk_busy_avg_pct=_avg(busy), disk_busy_max_pct=max(busy, default=None),
                 disk_iops_avg=_avg(values("disk_iops")),
                 net_rx_avg_bytes_s=_avg(values("net_rx_bytes_s")),

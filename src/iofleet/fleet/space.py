@@ -67,9 +67,13 @@ def check_space(targets: list[Path], specs: list[TestSpec]) -> None:
     problems = []
     for same in by_fs.values():
         needed = sum(need[t] for t in same)
-        free = free_bytes(same[0]) + sum(_held(t) for t in same)
+        where = same[0] if len(same) == 1 else f"{', '.join(map(str, same))} (one filesystem)"
+        try:  # statvfs: FUSE and network filesystems (ceph-fuse, nfs) answer it too
+            free = free_bytes(same[0]) + sum(_held(t) for t in same)
+        except OSError as exc:  # e.g. a FUSE mount whose client died: "Transport endpoint is not connected"
+            raise IofleetError(f"cannot read the free space of {where} ({exc.strerror}); check that it is mounted "
+                               f"and readable, or give another --target") from None
         if needed > free:
-            where = same[0] if len(same) == 1 else f"{', '.join(map(str, same))} (one filesystem)"
             problems.append(f"not enough space on {where}: the plan's data files need {format_bytes(needed)} there, "
                             f"{format_bytes(free)} is free; free space, give another --target, or lower `size` "
                             f"(`iofleet validate PLAN` shows the data files)")

@@ -60,6 +60,12 @@ TEST_FIELDS: dict[str, str] = {
     "host_cpu_samples": "number of host CPU samples taken during the measured time",
     "host_cpu_avg_pct": "mean host CPU utilization, % of all CPUs",
     "host_cpu_max_pct": "highest host CPU utilization sample, % of all CPUs",
+    "host_cpu_fio_avg_pct": "the mean host CPU used by fio, % of all CPUs; null where not known (node_exporter hosts)",
+    "host_cpu_storage_avg_pct": "the mean host CPU used by storage daemons and clients on the host (ceph-osd, "
+                                "ceph-fuse, ...), % of all CPUs; null where not known",
+    "host_cpu_other_avg_pct": "the rest of the mean host CPU, % of all CPUs; null where not known",
+    "host_cpu_storage_by_name": "{process name: mean % of all CPUs} of the busiest storage processes; null where "
+                                "not known",
     "fio_usr_cpu_pct": "fio's user CPU per job, mean over jobs, % of one CPU",
     "fio_sys_cpu_pct": "fio's system CPU per job, mean over jobs, % of one CPU",
     "hosts": "per-host figures: {host: host fields}",
@@ -182,6 +188,9 @@ def aggregate_figures(agg: Aggregate | None, include_bins: bool = False) -> dict
 def host_metrics_figures(m) -> dict:
     """The export fields of one host's metrics (fleet.metrics.HostMetrics)."""
     return {"source": m.source, "samples": m.samples, "cpu_avg_pct": m.cpu.avg_pct, "cpu_max_pct": m.cpu.max_pct,
+            "cpu_fio_avg_pct": m.cpu.fio_avg_pct, "cpu_storage_avg_pct": m.cpu.storage_avg_pct,
+            "cpu_other_avg_pct": m.cpu.other_avg_pct,
+            "cpu_storage_by_name": None if m.cpu.storage_by_name is None else dict(m.cpu.storage_by_name),
             "disk_busy_avg_pct": m.disk_busy_avg_pct, "disk_busy_max_pct": m.disk_busy_max_pct,
             "disk_iops_avg": m.disk_iops_avg, "net_rx_avg_bytes_s": m.net_rx_avg_bytes_s,
             "net_tx_avg_bytes_s": m.net_tx_avg_bytes_s, "error": m.error}

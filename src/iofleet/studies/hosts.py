@@ -30,9 +30,10 @@ class FleetCheck:
 def check_fleet(hosts: list[Host], inventory: Path | str) -> FleetCheck:
     """Check every host of the inventory file `inventory` at once."""
     version = fio_version()
-    checks = check_hosts(hosts, version)
-    # What each fio server sees under its targets (read over SSH, in its mount namespace).
-    wrong = filesystem_problems(hosts, ssh_host_facts(hosts)) if any(h.ssh or h.fstype for h in hosts) else []
+    # What each fio server sees under its targets, read over SSH in its mount namespace.
+    facts = ssh_host_facts(hosts) if any(h.ssh for h in hosts) else {}
+    checks = check_hosts(hosts, version, ssh_facts=lambda: facts)
+    wrong = filesystem_problems(hosts, facts)
     return FleetCheck(version, checks, problem_lines(checks) + wrong, check_notes(checks, inventory))
 
 

@@ -13,9 +13,9 @@ storage); warning = the figures are weak, or the set-up limits them;
 info = a better operating point exists.
 
 The rules live by what they look at: `latency` (outstanding IO, the knee,
-latency limits and spread), `hosts` (the client's CPU, its network, hosts
-that lag), `method` (steady state, prepared data, working set vs cache,
-runtime), `targets` (a target in RAM). This module runs them and gathers their findings.
+latency limits and spread), `hosts` (the client's CPU, storage daemons
+taking it on a hyperconverged host, its network, hosts that lag), `method`
+(steady state, prepared data, working set vs cache, runtime), `targets` (a target in RAM). This module runs them and gathers their findings.
 """
 
 from __future__ import annotations
@@ -77,7 +77,12 @@ RULES: tuple[Rule, ...] = (
          "the SNIA verdict on the test's IOPS is not steady (n/a verdicts are skipped)", method.not_steady),
     Rule("client_bound", "client-bound", "critical",
          "a host's mean CPU > {host_cpu_pct:g} %, fio's CPU per job ≥ {job_cpu_pct:g} % of a CPU, or IOPS × mean "
-         "latency more than {little_tolerance_pct:g} % off the outstanding IO (Little's law)", hosts.client_bound),
+         "latency more than {little_tolerance_pct:g} % off the outstanding IO (Little's law); not when storage "
+         "daemons used the host's CPU (storage_cpu)", hosts.client_bound),
+    Rule("storage_cpu", "storage daemons beside fio", "warning",
+         "a host's mean CPU > {host_cpu_pct:g} %, ≥ {storage_cpu_pct:g} % of it used by storage daemons and "
+         "clients on that host (ceph-osd, ceph-fuse, glusterfsd, nfsd, ...: a hyperconverged host)",
+         hosts.storage_cpu),
     Rule("network_bound", "network-bound", "warning",
          "a fleet host's MB/s ≥ {nic_pct:g} % of its inventory nic_gbps × 125 MB/s", hosts.network_bound),
     Rule("host_imbalance", "host imbalance", "warning",

@@ -17,6 +17,9 @@ JUDGED = ("ok", "partial")  # failed and interrupted tests have no figures worth
 DIRECTIONS = ("read", "write")
 
 
+LOCAL_HOST = "local"  # a one-host run's host in host_metrics (fleet.execute.LocalPlace)
+RBD_CLIENT = "librbd"  # fio's rbd engine: an RBD image has no device on the host (fleet.local.RBD_CLIENT)
+
 Hit = namedtuple("Hit", "index test host evidence change")  # index: the test's place in the run, -1 run-wide
 
 
@@ -48,6 +51,26 @@ class JudgedRun:
                      if isinstance(h, dict)}
         self.facts = readable(recorded_facts(run.get("host_facts") or {}))  # fleet hosts read through SSH
         self.host_facts = run.get("host_facts") or {}
+
+    def target_client(self, host: str) -> str | None:
+        """The client through which all of a host's targets are reached
+        when none of them is on a device of that host (a network or FUSE
+        filesystem, an RBD image: "ceph-fuse", "kernel nfs4", "librbd"),
+        from the run's facts; None when one is on a device, or nothing is
+        known. The local host's targets are in host_facts' target_facts,
+        a fleet host's in the facts read through SSH."""
+        if host == LOCAL_HOST:
+            if self.host_facts.get("rbd"):  # an RBD image target (fleet/targets/rbd.py describe)
+                return RBD_CLIENT
+            targets = list((self.host_facts.get("target_facts") or {}).values())
+        else:
+            names = next((h.get("targets") or [] for h in self.host_facts.get("hosts") or []
+                          if isinstance(h, dict) and h.get("name") == host), [])
+            if names and all(str(n).startswith("rbd:") for n in names):
+                return RBD_CLIENT
+            targets = list(((self.facts.get(host) or {}).get("targets") or {}).values())
+        clients = {t.get("client") if isinstance(t, dict) else None for t in targets}
+        return " + ".join(sorted(clients)) if targets and None not in clients else None
 
     def name(self, test: dict) -> str:
         return f"{test['id']} #{test.get('repeat', 1)}" if test["id"] in self._repeated else test["id"]
@@ -123,5 +146,23 @@ def per_host_text(test: dict) -> str:
 
 
 def cpu_hot(test: dict, th: Thresholds) -> dict[str, dict]:
+    """The hosts whose mean CPU is over host_cpu_pct (whoever used it)."""
     return {h: m for h, m in (test.get("host_metrics") or {}).items()
             if m.get("cpu_avg_pct") is not None and m["cpu_avg_pct"] > th.host_cpu_pct}
+
+
+def storage_share(m: dict) -> float | None:
+    """The share of a host's busy CPU that its storage daemons and clients
+    used (0.71), from the split of the local host's CPU; None where the
+    split is not known (node_exporter hosts, older runs)."""
+    storage, busy = m.get("cpu_storage_avg_pct"), m.get("cpu_avg_pct")
+    if storage is None or not busy:
+        return None
+    return storage / busy
+
+
+def storage_hot(test: dict, th: Thresholds) -> dict[str, dict]:
+    """The hosts over host_cpu_pct whose CPU went mostly (storage_cpu_pct
+    of it or more) to storage daemons beside fio: a hyperconverged host."""
+    return {h: m for h, m in cpu_hot(test, th).items()
+            if (share := storage_share(m)) is not None and share * 100 >= th.storage_cpu_pct}

@@ -11,7 +11,7 @@ from typing import Iterator
 from ..host_facts import how_hosts_differ
 from ..little import in_flight, little_holds, little_ratio, outstanding_io
 from ..stragglers import stragglers
-from .context import Hit, JudgedRun, as_percent, cpu_hot, per_host_text, values_of
+from .context import Hit, JudgedRun, as_percent, cpu_hot, per_host_text, storage_hot, values_of
 from .thresholds import Thresholds
 
 MB_S_PER_GBPS = 125  # 1 Gbit/s = 125 MB/s (10^6 bytes)
@@ -27,13 +27,25 @@ def _span(values) -> str:
 def client_bound(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
     for i, t in run.tests:
         evidence, changes = [], []
+        storage = storage_hot(t, th)
+        if storage:
+            continue  # the storage's own daemons took the CPU: storage_cpu says so, and more fio would not help
         hot = cpu_hot(t, th)
         if hot:
             avg = _span(m["cpu_avg_pct"] for m in hot.values())
             top = _span(m["cpu_max_pct"] for m in hot.values() if m.get("cpu_max_pct") is not None)
             on = f" on {', '.join(hot)}" if len(t.get("hosts") or {}) > 1 else ""
-            evidence.append(f"host CPU {avg} % avg (max {top} %){on} > {th.host_cpu_pct:g} %")
-            changes.append("add hosts: the same outstanding IO spread over more clients")
+            split = all(m.get("cpu_fio_avg_pct") is not None for m in hot.values())
+            shares = (f": fio {_span(m['cpu_fio_avg_pct'] for m in hot.values())} %, storage daemons "
+                      f"{_span(m['cpu_storage_avg_pct'] for m in hot.values())} %, other "
+                      f"{_span(m['cpu_other_avg_pct'] for m in hot.values())} %") if split else ""
+            evidence.append(f"host CPU {avg} % avg (max {top} %){on} > {th.host_cpu_pct:g} %{shares}")
+            if split and any(m["cpu_fio_avg_pct"] < m["cpu_other_avg_pct"] for m in hot.values()):
+                # Other processes (or the kernel's work for them) took more of it than fio did.
+                changes.append("add hosts, or find what else kept the host's CPU busy (`other`: not fio, not a "
+                               "storage daemon) and run where it does not")
+            else:
+                changes.append("add hosts: the same outstanding IO spread over more clients")
         job_cpu = (t.get("fio_usr_cpu_pct") or 0) + (t.get("fio_sys_cpu_pct") or 0)
         if job_cpu >= th.job_cpu_pct:
             evidence.append(f"fio used {job_cpu:.0f} % of a CPU per job (≥ {th.job_cpu_pct:g} %)")
@@ -54,6 +66,34 @@ def client_bound(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
         if evidence:
             host = next(iter(hot)) if len(hot) == 1 and len(t.get("hosts") or {}) > 1 else None
             yield run.hit(i, t, "; ".join(evidence), "; ".join(changes), host=host)
+
+
+def _names(by_name: dict | None) -> str:
+    """"ceph-osd 40 %, ceph-fuse 17 %": the busiest storage processes."""
+    shown = [(n, p) for n, p in (by_name or {}).items() if round(p) >= 1]
+    return ", ".join(f"{n} {p:.0f} %" for n, p in shown)
+
+
+def storage_cpu(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
+    """A host whose CPU was spent, mostly by the storage's own daemons and
+    clients beside fio (ceph-osd, ceph-fuse, ...): a hyperconverged host.
+    The figures are the storage's, under contention with the load it
+    serves; adding fio jobs or hosts there would not help."""
+    for i, t in run.tests:
+        fleet = len(t.get("hosts") or {}) > 1
+        for host, m in storage_hot(t, th).items():
+            names = _names(m.get("cpu_storage_by_name"))
+            on = f"{host}: " if fleet else ""
+            top = f" (max {m['cpu_max_pct']:.0f} %)" if m.get("cpu_max_pct") is not None else ""
+            yield run.hit(
+                i, t,
+                f"{on}host CPU {m['cpu_avg_pct']:.0f} % avg{top} > {th.host_cpu_pct:g} %: "
+                f"{m['cpu_storage_avg_pct']:.0f} % storage daemons" + (f" ({names})" if names else "")
+                + f" beside fio's {m['cpu_fio_avg_pct']:.0f} % (other {m['cpu_other_avg_pct']:.0f} %): a "
+                f"hyperconverged host, where fio competes with the storage for CPU",
+                "run fio on hosts that do not serve the storage, or count this CPU as the storage's cost "
+                "(more fio jobs or hosts would not help: fio is not what used it)",
+                host=host if fleet else None)
 
 
 def network_bound(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:

@@ -66,18 +66,21 @@ def _step(a: Level, b: Level) -> str:
             f"mean latency {_ms(a.lat_us)} → {_ms(b.lat_us)} ({_pct(b.lat_us / a.lat_us)})")
 
 
-def _device_busy(test: dict) -> dict[str, tuple[float, str]]:
+def _device_busy(run: JudgedRun, test: dict) -> dict[str, tuple[float, str]]:
     """Host → (busy %, device) of its busiest device under the test: fio's
-    disk util, else node_exporter's busiest disk when that disk carried at
-    least half the host's IOPS (else it is not the test's device, e.g. with
-    network storage)."""
+    disk util, else the host's busiest disk (/proc or node_exporter) when
+    that disk carried at least half the host's IOPS (else it is not the
+    test's device, e.g. with network storage). Never the busiest disk of a
+    host whose targets have no device there (a FUSE or network filesystem,
+    an RBD image: their facts name the client): on a hyperconverged host
+    that disk is the storage daemons' (OSDs), not the target's."""
     out: dict[str, tuple[float, str]] = {}
     for d in test.get("disks") or []:
         if d.get("util_pct") is not None and d["util_pct"] >= out.get(d["host"], (-1, ""))[0]:
             out[d["host"]] = (d["util_pct"], d["name"])
     for host, m in (test.get("host_metrics") or {}).items():
         figures = (test.get("hosts") or {}).get(host)
-        if host in out or not figures or m.get("disk_busy_avg_pct") is None:
+        if host in out or not figures or m.get("disk_busy_avg_pct") is None or run.target_client(host):
             continue
         if (m.get("disk_iops_avg") or 0) >= 0.5 * (figures["all"].get("iops") or math.inf):
             out[host] = (m["disk_busy_avg_pct"], "busiest disk")
@@ -108,7 +111,7 @@ def outstanding_io_low(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
         if per_host > th.low_oio_per_host:
             continue
         hot = cpu_hot(t, th)
-        idle = [(h, pct, dev) for h, (pct, dev) in _device_busy(t).items()
+        idle = [(h, pct, dev) for h, (pct, dev) in _device_busy(run, t).items()
                 if pct < th.disk_util_low_pct and h not in hot]
         if idle:
             where = ", ".join(f"{pct:.0f} % ({dev} on {h})" for h, pct, dev in idle)

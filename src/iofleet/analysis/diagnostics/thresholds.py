@@ -37,6 +37,9 @@ class Thresholds:
     host_cpu_pct: float = _threshold(90.0, "client_bound: a host's mean CPU above this, % of all its CPUs", high=100)
     job_cpu_pct: float = _threshold(90.0, "client_bound: fio's CPU per job (user + system) from this, % of one CPU",
                                     high=100)
+    storage_cpu_pct: float = _threshold(
+        50.0, "storage_cpu: a host over host_cpu_pct whose storage daemons used at least this share of its busy "
+              "CPU, %", high=100)
     little_tolerance_pct: float = _threshold(
         LITTLE_TOLERANCE * 100, "client_bound: IOPS × mean latency may differ this much from the outstanding IO, %")
     nic_pct: float = _threshold(90.0, "network_bound: a host's MB/s from this share of its nic_gbps, %", high=100)

@@ -26,6 +26,7 @@ from ...fio.parse import parse_output
 from ...plan.model import RBD_RE
 from ...plan.units import format_bytes
 from ..devices import fit_regions, needed_bytes
+from ..local import target_facts
 from ..targets_lock import lock_on_this_machine
 from .base import Access, Target
 
@@ -249,7 +250,8 @@ class RbdImage(Target):
 
     def describe(self):
         c = cluster_facts(self.access)
-        return {"rbd": {"pool": self.pool, "image": self.image, "bytes": self.bytes, "region_bytes": self.stride,
+        return {"target_facts": {self.label: target_facts(self.label)},
+                "rbd": {"pool": self.pool, "image": self.image, "bytes": self.bytes, "region_bytes": self.stride,
                         "created": self.created, "client": self.access.ceph_client,
                         "cluster": {k: c[k] for k in ("fsid", "health", "version")}}}
 

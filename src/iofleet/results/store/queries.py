@@ -31,8 +31,8 @@ from . import artifacts as files
 from .failures import cannot_write, guarded
 from .listing import RunFilter
 from .locks import RunLocks
-from .rows import (DIR_COLS, HOST_METRIC_COLS, SAMPLE_FIELDS, TestParts, dir_row, dumps, host_metric_value, iso,
-                   loads, pack, run_fields, unpack)
+from .rows import (CPU_FIELDS, DIR_COLS, HOST_METRIC_COLS, SAMPLE_FIELDS, TestParts, cpu_values, dir_row, dumps,
+                   host_metric_value, iso, loads, pack, run_fields, unpack)
 from .schema import (DB_NAME, FINISHED_TEST_STATUSES, MAX_INTEGER, RUN_SOURCES, RUN_STATUSES, RUN_TABLES,
                      TEST_STATUSES, connect)
 
@@ -285,9 +285,8 @@ class Store:
         row = (spec["id"], spec["workload"], spec["repeat"], dumps(spec["params"]), status, error, iso(started_at),
                iso(ended_at), aggregate.jobs if aggregate else None, aggregate.usr_cpu_pct if aggregate else None,
                aggregate.sys_cpu_pct if aggregate else None, host_cpu.samples if host_cpu else None,
-               host_cpu.avg_pct if host_cpu else None, host_cpu.max_pct if host_cpu else None,
-               test_files.rel_dir if artifacts else None, dumps(fleet) if fleet is not None else None,
-               dumps(methodology) if methodology is not None else None)
+               *cpu_values(host_cpu), test_files.rel_dir if artifacts else None,
+               dumps(fleet) if fleet is not None else None, dumps(methodology) if methodology is not None else None)
         conn = self._conn
         # IMMEDIATE: take the write lock now rather than fail half-way on a busy DB.
         with self._writing():
@@ -299,7 +298,7 @@ class Store:
             pk = conn.execute(
                 "INSERT INTO tests (run_id, seq, test_id, workload, repeat, params, status, error,"
                 " started_at, ended_at, agg_jobs, usr_cpu_pct, sys_cpu_pct, host_cpu_samples,"
-                " host_cpu_avg_pct, host_cpu_max_pct, artifact_dir, fleet, methodology)"
+                f" {', '.join(f'host_cpu_{f}' for f in CPU_FIELDS)}, artifact_dir, fleet, methodology)"
                 f" VALUES (?, ?{', ?' * len(row)})", (run_id, seq, *row)).lastrowid
             if artifacts and not test_files.started:  # compressed and synced on a thread while the rows go in
                 test_files.start(artifacts)

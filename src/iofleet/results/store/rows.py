@@ -25,7 +25,11 @@ DIR_COLS = STAT_COLS + tuple(PCT_COLS.values()) + ("percentile_basis", "bins")
 _DIR_SELECT = ", ".join(f"d.{c}" for c in DIR_COLS)
 
 HOST_METRIC_COLS = ("host", "source", "samples", "cpu_avg_pct", "cpu_max_pct", "disk_busy_avg_pct",
-                    "disk_busy_max_pct", "disk_iops_avg", "net_rx_avg_bytes_s", "net_tx_avg_bytes_s", "error")
+                    "disk_busy_max_pct", "disk_iops_avg", "net_rx_avg_bytes_s", "net_tx_avg_bytes_s", "error",
+                    "cpu_fio_avg_pct", "cpu_storage_avg_pct", "cpu_other_avg_pct", "cpu_storage_by_name")
+# The HostCpu fields beside its samples: host_metrics has them as cpu_<field>,
+# tests as host_cpu_<field>; storage_by_name is JSON ({name: pct}), NULL when not known.
+CPU_FIELDS = ("avg_pct", "max_pct", "fio_avg_pct", "storage_avg_pct", "other_avg_pct", "storage_by_name")
 SAMPLE_FIELDS = ("t_s", "cpu_pct", "disk_busy_pct", "disk_iops", "net_rx_bytes_s", "net_tx_bytes_s")
 
 RUN_COLS = ("id", "label", "plan_name", "plan_text", "source", "status", "created_at", "ended_at", "fio_version",
@@ -126,16 +130,34 @@ def dir_from_values(values) -> DirectionStats:
     )
 
 
+def cpu_values(cpu: HostCpu | None) -> tuple:
+    """The CPU_FIELDS of a HostCpu as stored (all NULL for None)."""
+    if cpu is None:
+        return (None,) * len(CPU_FIELDS)
+    return tuple(dumps(v) if f == "storage_by_name" and v is not None else v
+                 for f, v in ((f, getattr(cpu, f)) for f in CPU_FIELDS))
+
+
+def cpu_from_values(samples: int, values) -> HostCpu:
+    """A HostCpu from its samples and CPU_FIELDS as stored; a row from
+    before the split (NULL, or no such column) has none."""
+    fields = dict(zip(CPU_FIELDS, values))
+    if fields["storage_by_name"] is not None:
+        fields["storage_by_name"] = loads(fields["storage_by_name"])
+    return HostCpu(samples, **fields)
+
+
 def host_metric_value(m: HostMetrics, column: str):
-    if column in ("cpu_avg_pct", "cpu_max_pct"):
-        return getattr(m.cpu, column.removeprefix("cpu_"))
+    if column.startswith("cpu_"):
+        return cpu_values(m.cpu)[CPU_FIELDS.index(column.removeprefix("cpu_"))]
     return getattr(m, column)
 
 
 def host_metrics_from_row(r: sqlite3.Row) -> HostMetrics:
     """A stored host's figures; its series are read with get_host_series."""
-    values = {c: r[c] for c in HOST_METRIC_COLS if c not in ("cpu_avg_pct", "cpu_max_pct")}
-    return HostMetrics(**values, cpu=HostCpu(r["samples"], r["cpu_avg_pct"], r["cpu_max_pct"]), series=[])
+    values = {c: r[c] for c in HOST_METRIC_COLS if not c.startswith("cpu_")}
+    cpu = cpu_from_values(r["samples"], (r[f"cpu_{f}"] for f in CPU_FIELDS))
+    return HostMetrics(**values, cpu=cpu, series=[])
 
 
 class TestParts:
@@ -189,7 +211,7 @@ class TestParts:
                                   sys_cpu_pct=t["sys_cpu_pct"], **self.directions[pk])
         host_cpu = None
         if t["host_cpu_samples"] is not None:
-            host_cpu = HostCpu(t["host_cpu_samples"], t["host_cpu_avg_pct"], t["host_cpu_max_pct"])
+            host_cpu = cpu_from_values(t["host_cpu_samples"], (t[f"host_cpu_{f}"] for f in CPU_FIELDS))
         metrics = self.metrics.get(pk, {})
         return TestRecord(
             pk=pk, seq=t["seq"], id=t["test_id"], workload=t["workload"], repeat=t["repeat"],

@@ -195,6 +195,19 @@ MIGRATIONS: list[str] = [
     """
     SELECT 1;
     """,
+    # v6: the local host's busy CPU split by who used it (fleet.metrics
+    # CPU_GROUPS): fio, the storage's daemons and clients on the host, the
+    # rest; NULL where not known (node_exporter hosts, runs stored before).
+    """
+    ALTER TABLE tests ADD COLUMN host_cpu_fio_avg_pct REAL;
+    ALTER TABLE tests ADD COLUMN host_cpu_storage_avg_pct REAL;
+    ALTER TABLE tests ADD COLUMN host_cpu_other_avg_pct REAL;
+    ALTER TABLE tests ADD COLUMN host_cpu_storage_by_name TEXT;    -- JSON {process name: pct}
+    ALTER TABLE host_metrics ADD COLUMN cpu_fio_avg_pct REAL;
+    ALTER TABLE host_metrics ADD COLUMN cpu_storage_avg_pct REAL;
+    ALTER TABLE host_metrics ADD COLUMN cpu_other_avg_pct REAL;
+    ALTER TABLE host_metrics ADD COLUMN cpu_storage_by_name TEXT;  -- JSON {process name: pct}
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
