@@ -136,6 +136,7 @@ def test_a_fleet_gets_an_image_per_host_and_removes_them(ceph, tmp_path):
     assert test["status"] == "ok", out.stdout
     per_host = {name: h["write"]["iops"] for name, h in test["hosts"].items()}
     assert set(per_host) == {"h1", "h2"} and all(v > 0 for v in per_host.values())
+    assert {h["name"]: h["rbd"]["image"] for h in doc["host_facts"]["hosts"]} == {"h1": "fleet-h1", "h2": "fleet-h2"}
     assert not {"fleet-h1", "fleet-h2"} & set(images(ceph))
 
 

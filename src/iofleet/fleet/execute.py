@@ -339,8 +339,9 @@ class FleetPlace(Place):
     def describe(self) -> dict:
         """The hosts as the run records them, with their SSH facts."""
         return {"hosts": [{"name": h.name, "address": h.address, "labels": h.labels, "targets": h.targets,
-                           "nic_gbps": h.nic_gbps} | ({"facts": self.host_facts[h.name]}
-                                                      if h.name in self.host_facts else {}) for h in self.hosts]}
+                           "nic_gbps": h.nic_gbps} | self.targets[h.name].describe()
+                          | ({"facts": self.host_facts[h.name]} if h.name in self.host_facts else {})
+                          for h in self.hosts]}
 
     def cache_sizes(self, plan_cache: int | None) -> dict[str, tuple[int | None, str, int | None]]:
         """host → (stated cache bytes, where it was stated, RAM bytes from

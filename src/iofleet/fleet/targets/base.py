@@ -139,7 +139,8 @@ class Target(ABC):
         fleet host's target facts read through SSH, by target)."""
 
     def describe(self) -> dict:
-        """What the run stores about the target (its facts)."""
+        """What this machine can tell about the target, stored with the run
+        (a fleet host's files and devices: its SSH facts tell instead)."""
         return {}
 
     def free_bytes(self) -> int | None:

@@ -75,6 +75,8 @@ class Device(Target):
         return f"page cache of the device invalidated; {kernel_note(drop_why)}"
 
     def describe(self):
+        if self.access.host:
+            return {}  # a fleet host's device: its SSH facts say what it is
         return {"target_facts": {self.path: target_facts(Path(self.path))},
                 "device": {"path": self.path, "bytes": self.bytes, "region_bytes": self.stride}}
 

@@ -141,6 +141,8 @@ class Directories(Target):
         return [target_facts(t).get("filesystem") for t in self.targets]
 
     def describe(self):
+        if self.access.host:
+            return {}  # a fleet host's directories: its SSH facts say what they are
         return {"target_facts": {str(t): target_facts(t) for t in self.targets}}
 
     def free_bytes(self):
