@@ -9,7 +9,9 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH ?= $(CURDIR)/scratch
 # Debian packages needed: fio (the engine), python3-venv (for .venv),
 # iproute2, prometheus-node-exporter and openssh-server (the fleet tests'
-# test hosts, each running sshd for `hosts deploy`);
+# test hosts, each running sshd for `hosts deploy`), ceph-mon, ceph-mgr,
+# ceph-osd, ceph-mds, ceph-fuse and ceph-common (the Ceph tests' micro-cluster,
+# daemons started by hand, tests/ceph/cluster.py);
 # for the tests only, chromium (they open the HTML report in it, headless).
 
 .PHONY: run test test-scale bench system browser clean
@@ -23,9 +25,11 @@ define apt_install
 endef
 
 # Install what is missing from the distribution (fio >= 3.33, venv support,
-# `ip`, node_exporter and sshd for the fleet tests' network-namespace hosts).
+# `ip`, node_exporter and sshd for the fleet tests' network-namespace hosts,
+# Ceph for the Ceph tests).
 # --no-install-recommends: node_exporter would otherwise pull in smartmontools,
-# ipmitool, nvme-cli and collector timers that the tests do not use.
+# ipmitool, nvme-cli and collector timers that the tests do not use, and
+# ceph-fuse fuse (fusermount: the tests mount as root, without it).
 system:
 	@missing=""; \
 	command -v fio >/dev/null 2>&1 || missing="$$missing fio"; \
@@ -34,6 +38,12 @@ system:
 	command -v prometheus-node-exporter >/dev/null 2>&1 || missing="$$missing prometheus-node-exporter"; \
 	command -v /usr/sbin/sshd >/dev/null 2>&1 || missing="$$missing openssh-server"; \
 	command -v ssh-keygen >/dev/null 2>&1 || missing="$$missing openssh-client"; \
+	command -v ceph-mon >/dev/null 2>&1 || missing="$$missing ceph-mon"; \
+	command -v ceph-mgr >/dev/null 2>&1 || missing="$$missing ceph-mgr"; \
+	command -v ceph-osd >/dev/null 2>&1 || missing="$$missing ceph-osd"; \
+	command -v ceph-mds >/dev/null 2>&1 || missing="$$missing ceph-mds"; \
+	command -v ceph-fuse >/dev/null 2>&1 || missing="$$missing ceph-fuse"; \
+	command -v ceph >/dev/null 2>&1 || missing="$$missing ceph-common"; \
 	$(apt_install)
 
 # The distribution's Chromium, which the browser tests drive through Playwright.

@@ -378,13 +378,17 @@ class TestFleet:
 
     def __init__(self, n: int, metrics: bool = False, base_dir: Path | str | None = None,
                  port: int = FIO_PORT, startup_timeout: float = 20.0,
-                 ssh: bool = False, fio_server: bool = True):
+                 ssh: bool = False, fio_server: bool = True, env: dict[str, str] | None = None):
         if not 1 <= n <= MAX_HOSTS:
             raise ValueError(f"a test fleet has 1 to {MAX_HOSTS} hosts, not {n}")
         self.n = n
         self.metrics = metrics
         self.ssh = ssh                # each host runs sshd on ADDR:22
         self.fio_server = fio_server  # False: no fio --server started (deploy's job)
+        # extra environment of every process the fleet starts from now on (e.g.
+        # CEPH_CONF for fio's rbd engine); read at each start, so it may be set
+        # after start() and the servers restarted (restart_server)
+        self.env: dict[str, str] = dict(env or {})
         self.ssh_key: Path | None = None      # the client's private key (root login on every host)
         self.known_hosts: Path | None = None  # every host's key, as ssh-keyscan would list it
         self.port = port
@@ -705,6 +709,7 @@ class TestFleet:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", host.namespace, *argv],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, **self.env},
             start_new_session=True,  # own process group: killpg takes its children too
             preexec_fn=_die_with_parent,
         )
