@@ -16,8 +16,9 @@ SHORT = {"size": "16m", "runtime": "2s", "ramp": "0s", "iodepth": 4, "bs": "4k"}
 
 
 def rbd_plan(path, ceph, target, **more):
-    return write_plan(path, name="rbd", targets=[target], ceph={"conf": str(ceph.cluster.conf)},
-                      prepare_passes=1, defaults=SHORT, workloads=[{"name": "w", "read_pct": 0}], **more)
+    plan = dict(name="rbd", targets=[target], ceph={"conf": str(ceph.cluster.conf)}, prepare_passes=1,
+                defaults=SHORT, workloads=[{"name": "w", "read_pct": 0}])
+    return write_plan(path, **plan | more)
 
 
 def images(ceph) -> list[str]:
@@ -165,7 +166,7 @@ def test_cephfs_on_a_fleet_and_the_mount_namespace_trap_refused(ceph, tmp_path):
             inv = fleet_inventory(ceph, tmp_path / "trap.yaml", targets, fstype="fuse.ceph-fuse")
             said = iofleet("run", plan, "--hosts", inv, data_dir=tmp_path / "d2", check_rc=None)
             assert said.returncode != 0 and "Traceback" not in said.stderr
-            assert f"host h2 ({h2.address}): target {trap.mountpoint} is on ext4 as its fio server sees it, " \
+            assert f"host h2 ({h2.endpoint}): target {trap.mountpoint} is on ext4 as its fio server sees it, " \
                    f"not fuse.ceph-fuse as the inventory says" in said.stderr, said.stderr
             assert "host h1" not in said.stderr
             assert not any((h2.target / "trap").iterdir())  # nothing written underneath

@@ -238,7 +238,9 @@ class RbdImage(Target):
         self.created = self.created or bool(record.get("rbd_created"))
 
     def fingerprint_where(self):
-        return [("cluster", cluster_facts(self.access)["fsid"]), *rbd_where(self.pool, self.image, "-")]
+        # Hashed, never run: the cluster (its fsid) stands where the client
+        # would, since the data does not depend on who wrote it.
+        return rbd_where(self.pool, self.image, cluster_facts(self.access)["fsid"])
 
     def files_state(self):
         info = self._info()
