@@ -1,6 +1,8 @@
 """Easy Run's probe with real fio: a short saturate sweep of 4k random
 reads, stored as its own run, that chooses its best jobs × iodepth."""
 
+import yaml
+
 from iofleet.plan.easy import MiB, Durations
 from iofleet.results.store import Store
 from iofleet.studies.easy_run import probe
@@ -22,5 +24,10 @@ def test_the_probe_is_a_stored_sweep_and_chooses_its_best_cell(disk_dir, data_di
         assert (probed.load.jobs, probed.load.iodepth) == (top.jobs, top.iodepth)
         assert f"{top.iops:,.0f}" in probed.load.why and f"of {len(result.cells)} probe cells" in probed.load.why
         assert f"probe run {probed.run_id}" in probed.load.why
-    assert not (disk_dir / "iofleet").exists()  # the probe removed its files
+        # Its files stay for the profiles only when they are theirs: jobs of the probe's widest row.
+        widest = yaml.safe_load(sweep["plan_text"])["workloads"][0]["matrix"]["jobs"][-1]
+        kept = probed.load.data is not None
+        assert kept == (probed.load.jobs == widest) == (disk_dir / "iofleet" / "iofleet-data.0.0").exists()
+        probed.discard_data()  # the profiles will not run here
+    assert not (disk_dir / "iofleet").exists()  # the probe's files are gone
     # The run then uses it (easy_plan with a Load: tests/unit/test_easy.py).

@@ -157,7 +157,7 @@ def test_the_terminal_draws_the_model_it_feeds(tmp_path):
         with TerminalProgress(console) as progress:
             progress.run_started(3, tests, estimate_seconds(tests))
             progress.preparing(8e6, 32e6, 2.0, None)
-            assert progress.live_text.plain == "  preparing data: 7.6 MiB of 30.5 MiB written, 4 MB/s"
+            assert progress.live_text.plain == "  preparing data: 7.6 MiB of 30.5 MiB written, 4.0 MB/s, 0:00:06 left"
             progress.test_started(0, tests[0])
             progress.test_live(0, tests[0], LiveFigures(elapsed_s=6.0, iops=1200.0, bw_bytes_s=4.9e6,
                                                         lat_mean_ns=200_000.0))

@@ -47,7 +47,7 @@ def pipe_line(m: RunProgress, nth: str) -> str | None:
     if m.state == "preparing" and m.preparing_data is not None:
         p = m.preparing_data
         done = f"{format_bytes(p.done_bytes)} of " if p.done_bytes is not None else ""
-        return f"  preparing data: {done}{format_bytes(p.total_bytes)}, {_hms(p.elapsed_s)} so far"
+        return f"  preparing data: {done}{format_bytes(p.total_bytes)}, {_hms(p.elapsed_s)} so far{_rate(p)}"
     t = m.test
     if t is None or m.running_test is None:
         return None
@@ -55,6 +55,14 @@ def pipe_line(m: RunProgress, nth: str) -> str | None:
     iops = m.totals.iops if m.totals is not None else None
     latest = f"{format_value(iops, 'IOPS')} IOPS" if iops is not None else "no IOPS reported yet"
     return f"  test {nth} {t.id}: {m.phase}, {_hms(t.elapsed_s(now))} of {_hms(t.planned_s)}, {latest}"
+
+
+def _rate(p) -> str:
+    """How fast preparation writes, and the time left at that rate (this
+    host: fio's figures; a fleet's client gives none until the end)."""
+    if p.mb_s is None:
+        return ""
+    return f", {format_value(p.mb_s, 'MB/s')} MB/s" + (f", {_hms(p.eta_s)} left" if p.eta_s is not None else "")
 
 
 def host_lines(hosts: dict[str, HostFigures | None]) -> str:
@@ -114,8 +122,7 @@ def live_text(m: RunProgress) -> str:
     p = m.preparing_data
     if m.state == "preparing" and p is not None:
         if p.done_bytes is not None:
-            return (f"  preparing data: {format_bytes(p.done_bytes)} of {format_bytes(p.total_bytes)} "
-                    f"written, {p.mb_s:,.0f} MB/s")
+            return f"  preparing data: {format_bytes(p.done_bytes)} of {format_bytes(p.total_bytes)} written{_rate(p)}"
         # fleet: fio's client says nothing until the end
         return (f"  preparing data on {len(p.hosts)} hosts: {format_bytes(p.total_bytes)} "
                 f"in all, {p.elapsed_s:.0f} s so far\n" + host_lines(p.hosts))

@@ -158,6 +158,7 @@ def easy_run_command(
                 probed = probe(store, targets=targets, hosts=fleet, durations=durations, working_set=working_set,
                                label=label, observer=progress, stop=stop, destroy_data=destroy_data)
             if stop.is_set() or probed.outcome.run.status == "interrupted":
+                probed.discard_data()  # the data it kept for the profiles (stopped just as it ended)
                 finish(probed.outcome.run, store.path, fleet)
             load = probed.load
         with TerminalProgress(console) as progress:

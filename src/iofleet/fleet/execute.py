@@ -368,15 +368,14 @@ class FleetPlace(Place):
                 target = self.targets[h.name]
                 target.prepare_remote(h.endpoint, facts or holder_facts(), self.destroy_data)
                 self.locks += target.locks
-            # The SSH facts round (describe() reads it) runs while fio's check does.
-            facts_round = threading.Thread(target=lambda: self.host_facts, name="iofleet-host-facts", daemon=True)
-            facts_round.start()
-            checks = require_ready(self.hosts, destroy_data=self.destroy_data, targets=self.targets,
-                                   probes=self._probes, ssh_facts=lambda: (facts_round.join(), self.host_facts)[1])
+            # What each fio server sees under its targets (SSH facts, read in its
+            # mount namespace) first: fio's check writes a probe file there.
             wrong = filesystem_problems(self.hosts, self.host_facts, self.groups)
             if wrong:
                 raise HostCheckError("\n".join(wrong + ["no test was started; fix the hosts above or leave them "
                                                          "out of the inventory"]))
+            checks = require_ready(self.hosts, destroy_data=self.destroy_data, targets=self.targets,
+                                   probes=self._probes, ssh_facts=lambda: self.host_facts)
             # The engines the check's own fio run found working: not probed again.
             self._engines.update({(key, c.host.name): e for c in checks for key, e in c.engines.items()})
             self._leftovers = {c.host.name: c.leftovers for c in checks}  # kept data still there (prepare_data)

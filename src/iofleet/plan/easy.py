@@ -53,11 +53,19 @@ class HostFacts:
 @dataclass
 class Load:
     """Jobs × iodepth per host for the random profiles, as a probe measured
-    it; `why` says what was measured (one line of the reasons)."""
+    it; `why` says what was measured (one line of the reasons).
+
+    When the probe kept its data for the profiles (studies.easy_run), the
+    working set it measured on and why it is that size come with it: the
+    profiles take it as it is (the free space now counts the probe's own
+    files), and `data` (studies.saturate.SweepData) is what holds it."""
 
     jobs: int
     iodepth: int
     why: str
+    working_set: int | None = None
+    working_set_why: str | None = None
+    data: object | None = None
 
 
 @dataclass
@@ -140,11 +148,16 @@ def easy_plan(facts: list[HostFacts], targets: list[str], durations: Durations,
     reasons.append(f"sequential writes: iodepth {seq_depth} per job, {seq_depth * jobs} outstanding IOs per host "
                    f"(fixed: a few large IOs in flight fill a device's bandwidth)")
 
-    total, why_total = working_set_of(facts, working_set)
+    kept = load is not None and load.working_set is not None
+    total, why_total = (load.working_set, load.working_set_why) if kept else working_set_of(facts, working_set)
     reasons.append(why_total)
     per_file = file_size(total, jobs)
-    reasons.append(f"files: {jobs} per host (one per job) of {format_bytes(per_file)}, "
-                   f"prepared with random data before the first profile")
+    if kept:
+        reasons.append(f"files: {jobs} per host (one per job) of {format_bytes(per_file)}: random data the probe "
+                       f"prepared and kept for the profiles, used as it is unless it changed since")
+    else:
+        reasons.append(f"files: {jobs} per host (one per job) of {format_bytes(per_file)}, "
+                       f"prepared with random data before the first profile")
 
     defaults: dict = {"jobs": jobs, "iodepth": iodepth, "size": per_file, "direct": True, "ramp": durations.ramp}
     if durations.runtime is not None:

@@ -264,6 +264,19 @@ def repeat_rows(run: Run) -> list[dict]:
     return rows
 
 
+def prepare_line(prepared: dict) -> str:
+    """The run's preparation in words (analysis.methodology.prepare_note),
+    with what it wrote in all and how fast, from its stored record."""
+    text = prepare_note(prepared)
+    written, seconds = prepared.get("written_per_host") or {}, prepared.get("seconds") or 0
+    total = sum(written.values())
+    if total and seconds > 0:
+        rate = total / seconds / 1e6
+        each = f" ({format_value(rate / len(written), 'MB/s')} MB/s per host)" if len(written) > 1 else ""
+        text += f" Written: {format_bytes(total)} at {format_value(rate, 'MB/s')} MB/s{each}."
+    return text
+
+
 def resume_note(r: dict) -> str:
     """What one `run --resume` did, in plain sentences."""
     ran = ", ".join(r["tests"])
@@ -298,7 +311,7 @@ def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
     tests = [t for t in run.tests if t.methodology]
     prepared = method.get("prepare")
     if prepared:
-        notes.append((prepare_note(prepared), None))
+        notes.append((prepare_line(prepared), None))
     elif method:  # reads of the unwritten data are a diagnostics finding (unprepared_reads)
         notes.append(("Preparation: none (prepare: none); the data files were not written before the tests.", None))
     for r in method.get("resumes") or []:  # `run --resume`: when, and what ran then

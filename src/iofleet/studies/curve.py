@@ -2,7 +2,12 @@
 IO (block size, read and random share) from a saturate sweep, run here
 first (a run of its own) or stored (`from_run`), then runs fixed-rate tests
 at shares of it, on the sweep's best jobs × iodepth, as ONE stored run whose
-tests carry `params.rate_iops` (the test's total over hosts and jobs)."""
+tests carry `params.rate_iops` (the test's total over hosts and jobs).
+
+A sweep run here keeps its data for the fixed-rate tests, whose
+preparation covers the same files and so finds them kept (fleet/kept.py):
+the data is written once, and removed at the curve's end (unless
+keep_files)."""
 
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ from ..errors import IofleetError
 from ..plan import parse_plan
 from ..plan.params import PARAMS
 from ..plan.units import format_duration, format_size
-from .saturate import Sweep, place_names, run_saturate
+from .saturate import Sweep, discard_quietly, place_names, run_saturate
 
 if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Curve's defaults without them
     from ..fleet.inventory import Host
@@ -101,15 +106,20 @@ def stored_maximum(store: Store, run_id: int, curve: Curve, given: set[str]) -> 
 
 
 def curve_plan(curve: Curve, io: dict, jobs: int, iodepth: int, rates: list[int], targets: list[str],
-               destroy_data: list[str], engine: str, max_iops: float, rule: str) -> tuple[dict, str]:
-    """The fixed-rate tests as a plan: one workload, a matrix of rate_iops."""
+               destroy_data: list[str], engine: str, max_iops: float, rule: str,
+               swept_here: bool = False) -> tuple[dict, str]:
+    """The fixed-rate tests as a plan: one workload, a matrix of rate_iops.
+    `swept_here`: the sweep just before prepared the data for them (its
+    kept data is used whatever reuse_data says of older runs' data)."""
     workload = {"name": "curve", "bs": format_size(io["bs"]), "read_pct": io["read_pct"],
                 "random_pct": io["random_pct"], "jobs": jobs, "iodepth": iodepth, "size": format_size(curve.sweep.size),
                 "runtime": format_duration(curve.runtime), "ramp": format_duration(curve.ramp), "engine": engine,
                 "direct": curve.sweep.direct, "matrix": {"rate_iops": rates}}
+    kept = {**({"keep_files": True} if curve.sweep.keep_files else {}),
+            **({"reuse_data": False} if not (curve.sweep.reuse_data or swept_here) else {})}
     data = {"name": "curve", **({"targets": targets} if targets else {}),
             **({"destroy_data": list(destroy_data)} if destroy_data else {}), "prepare": curve.sweep.prepare,
-            "workloads": [workload]}
+            **kept, "workloads": [workload]}
     text = (f"# iofleet curve: latency against load at fixed rates up to the most IOPS, {max_iops:,.0f}\n"
             f"# (jobs {jobs} × iodepth {iodepth} per host); {rule}.\n" + yaml.safe_dump(data, sort_keys=False))
     return data, text
@@ -128,16 +138,17 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
     # A sweep run first checks the hosts itself.
     names = place_names(hosts, targets, "curve", checking="curve" if curve.from_run is not None else None)
     stop = stop or threading.Event()
-    max_run = None
+    max_run, shared = None, None
     if curve.from_run is not None:
         jobs, iodepth, max_iops, io = stored_maximum(store, curve.from_run, curve, set(given))
         source = f"saturate run {curve.from_run}"
     else:
         sweep = curve.sweep
         swept = run_saturate(store, sweep, targets=targets, hosts=hosts, label=label or "curve", observer=observer,
-                             stop=stop, destroy_data=destroy_data)
-        max_run, peak = swept.run_id, swept.result.peak
+                             stop=stop, destroy_data=destroy_data, keep_for_next=True)
+        max_run, peak, shared = swept.run_id, swept.result.peak, swept.data
         if stop.is_set():  # stopped during the sweep: no curve; the sweep's run says so
+            discard_quietly(shared, observer)
             return CurveOutcome(swept.run, None, len(hosts) if hosts else 1, max_run)
         if peak is None:
             raise IofleetError(f"the sweep for the maximum (run {max_run}) measured no IO; no curve was run "
@@ -145,19 +156,26 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
         jobs, iodepth, max_iops, io = peak.jobs, peak.iodepth, peak.iops, {
             "bs": sweep.bs, "read_pct": sweep.read_pct, "random_pct": sweep.random_pct}
         source = f"saturate run {max_run}"
-    loads = curve.load_list()
-    rule = load_rule(loads, bool(curve.loads))
-    if on_maximum:
-        on_maximum(f"most IOPS: {max_iops:,.0f} at jobs {jobs} × iodepth {iodepth} per host ({source}); "
-                   f"the curve runs {len(loads)} fixed-rate tests: {rule}")
-    rates = sorted({max(1, round(max_iops * pct / 100)) for pct in loads})  # one test per distinct rate
-    data, text = curve_plan(curve, io, jobs, iodepth, rates, names, destroy_data or [], curve.sweep.engine,
-                            max_iops, rule)
-    plan = parse_plan(data, "curve")
-    place, specs = place_for(plan, hosts)
-    record = curve_record(CurveResult(max_iops, jobs, iodepth, source, rule, io))
-    with RunSession(plan, text, store, specs=specs, place=place, label=label or "curve", observer=observer,
-                    stop=stop) as session:
+    try:
+        loads = curve.load_list()
+        rule = load_rule(loads, bool(curve.loads))
+        if on_maximum:
+            on_maximum(f"most IOPS: {max_iops:,.0f} at jobs {jobs} × iodepth {iodepth} per host ({source}); "
+                       f"the curve runs {len(loads)} fixed-rate tests: {rule}")
+        rates = sorted({max(1, round(max_iops * pct / 100)) for pct in loads})  # one test per distinct rate
+        data, text = curve_plan(curve, io, jobs, iodepth, rates, names, destroy_data or [], curve.sweep.engine,
+                                max_iops, rule, swept_here=shared is not None)
+        plan = parse_plan(data, "curve")
+        place, specs = place_for(plan, hosts)
+        if shared is not None:
+            shared.adopt_into(place)  # iofleet's directory the sweep made goes at the curve's end
+        record = curve_record(CurveResult(max_iops, jobs, iodepth, source, rule, io))
+        session = RunSession(plan, text, store, specs=specs, place=place, label=label or "curve",
+                             observer=observer, stop=stop, prepare_for=shared.covers if shared is not None else None)
+    except BaseException:
+        discard_quietly(shared, observer)  # the fixed-rate tests do not start: the sweep's data goes
+        raise
+    with session:
         store.set_run_methodology(session.run_id, session.methodology | {"curve": record})
         for spec in specs:
             if session.done or session.stop.is_set():

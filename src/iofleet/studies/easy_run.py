@@ -1,5 +1,15 @@
 """The Easy Run study: look at the hosts, probe which jobs × iodepth gives
-the most IOPS (a short saturate sweep), build the plan (plan.easy), run it."""
+the most IOPS (a short saturate sweep), build the plan (plan.easy), run it.
+
+The probe keeps its data files when it has its answer (saturate's
+keep_for_next). When the profiles' files are the probe's (the probe chose
+its widest row of jobs: the same working set split over as many files),
+their run's preparation is the probe's and finds them kept
+(fleet/kept.py): the working set is written once, and removed at the
+profiles' end. Otherwise (fewer jobs, so fewer, larger files), or when the
+probe is stopped or the profiles do not start, the probe's files are
+removed as the probe's own clean-up would have, and the profiles prepare
+theirs."""
 
 import threading
 import time
@@ -10,13 +20,15 @@ import yaml
 
 from ..analysis.saturation import Saturation
 from ..errors import IofleetError
+from ..fleet.execute import place_for
 from ..fleet.facts import fleet_facts, local_facts
 from ..fleet.inventory import Host
 from ..plan import parse_plan
 from ..plan.easy import Durations, HostFacts, Load, easy_plan, file_size, probe_max_jobs, rule_of_thumb, working_set_of
+from ..plan.expand import prepare_tiers
 from ..results.store import Store
-from .run import RunObserver, RunOutcome, run_plan
-from .saturate import SaturateOutcome, Sweep, run_saturate
+from .run import RunObserver, RunOutcome, RunSession
+from .saturate import SaturateOutcome, Sweep, discard_quietly, run_saturate
 
 
 # The probe's cells: short, each judged steady on 1 s rounds (at most 10 s
@@ -50,19 +62,33 @@ class Probe:
     def run_id(self) -> int:
         return self.outcome.run_id
 
+    def discard_data(self, observer: RunObserver | None = None) -> None:
+        """The profiles will not run: remove the data the probe kept for
+        them (nothing when it kept none, or once removed)."""
+        discard_quietly(self.outcome.data, observer)
+
 
 def probe_sweep(facts: list[HostFacts], durations: Durations, working_set: int | None = None,
-                max_iodepth: int = PROBE_MAX_IODEPTH) -> Sweep:
+                max_iodepth: int = PROBE_MAX_IODEPTH, max_jobs: int | None = None) -> Sweep:
     """4k random reads (the profile Easy Run's headline figure is) over the
-    same working set and engine as the run, in short steady-judged cells."""
+    same working set and engine as the run, in short steady-judged cells;
+    `max_jobs`: the widest row (default: the smallest host's CPUs, at most 8)."""
     total, _ = working_set_of(facts, working_set)
-    max_jobs = probe_max_jobs(facts)
+    max_jobs = max_jobs or probe_max_jobs(facts)
     # A quick look (--runtime) probes in fixed-time cells as short as its profiles.
     cells = ({"runtime": max(1, min(PROBE_MAX_RUNTIME, durations.runtime))} if durations.runtime is not None else
              {"round": PROBE_ROUND, "max_runtime": min(PROBE_MAX_RUNTIME, durations.max_runtime)})
     return Sweep(bs=4096, read_pct=100, random_pct=100, size=file_size(total, max_jobs), engine="auto",
                  prepare="random", max_jobs=max_jobs, max_iodepth=max_iodepth, ramp=min(PROBE_RAMP, durations.ramp),
                  **cells)
+
+
+def top_cell(result: Saturation):
+    """The probe cell Easy Run chooses: the most IOPS (the median of its
+    runs), with fewer IOs in flight on a tie; None when none measured IO."""
+    if result.peak is None or not result.cells:
+        return None
+    return max(result.cells, key=lambda c: (c.iops, -c.per_host))
 
 
 def choose_load(result: Saturation, run_id: int, hosts: int, facts: list[HostFacts],
@@ -72,9 +98,9 @@ def choose_load(result: Saturation, run_id: int, hosts: int, facts: list[HostFac
     in flight that noise cannot tell from it (saturate's `peak`) is named in
     the reason, not chosen. None when no cell measured IO."""
     cells = result.cells
-    if result.peak is None or not cells:
+    top = top_cell(result)
+    if top is None:
         return None
-    top = max(cells, key=lambda c: (c.iops, -c.per_host))
     runs = sum(c.runs for c in cells)
     counted = f"{len(cells)} probe cells" + (f" ({runs} runs)" if runs > len(cells) else "")
     summed = f"{hosts} hosts' summed " if hosts > 1 else ""
@@ -108,24 +134,45 @@ def probe(
     stop: threading.Event | None = None,
     destroy_data: list[str] | None = None,
     max_iodepth: int = PROBE_MAX_IODEPTH,
+    max_jobs: int | None = None,
 ) -> Probe:
     """Measure which jobs × iodepth gives the most 4k random-read IOPS: a
     short saturate sweep, stored as its own run, on all hosts at once (one
     setting for the fleet, from the fleet's summed IOPS). An interrupted
-    probe is returned as it is; one that measured nothing is an error."""
+    probe is returned as it is; one that measured nothing is an error.
+    When the profiles' files will be the probe's, the probe keeps them for
+    the profiles (`load.data`): give the load to easy_run, or call
+    `discard_data()` when the profiles will not run."""
     facts, _ = survey(targets, hosts)
-    sweep = probe_sweep(facts, durations, working_set, max_iodepth)
+    sweep = probe_sweep(facts, durations, working_set, max_iodepth, max_jobs)
+    total, why_total = working_set_of(facts, working_set)
     start = time.monotonic()
+    # Kept only when the profiles will use the files as they are: jobs of the probe's widest row.
     outcome = run_saturate(store, sweep, targets=targets, hosts=hosts, label=probe_label(label),
-                           observer=observer, stop=stop, destroy_data=destroy_data)
+                           observer=observer, stop=stop, destroy_data=destroy_data,
+                           keep_for_next=lambda result: getattr(top_cell(result), "jobs", None) == sweep.max_jobs)
     seconds = time.monotonic() - start
     load = choose_load(outcome.result, outcome.run_id, outcome.hosts, facts, seconds)
     interrupted = (stop is not None and stop.is_set()) or outcome.run.status == "interrupted"
+    probed = Probe(outcome, load, seconds)
+    if load is None or interrupted or not same_files(outcome, load, total):
+        # No profiles, or files of their own: removed now, as the probe's own clean-up would have.
+        probed.discard_data(observer)
+    elif outcome.data is not None:
+        load.working_set, load.working_set_why, load.data = total, why_total, outcome.data
     if load is None and not interrupted:
         why = "; ".join(outcome.stopped) or "no cell measured any IO"
         raise IofleetError(f"easy-run: the probe (run {outcome.run_id}) measured nothing: {why}; "
                            f"see `iofleet results show {outcome.run_id}`, or give --no-probe")
-    return Probe(outcome, load, seconds)
+    return probed
+
+
+def same_files(outcome: SaturateOutcome, load: Load, total: int) -> bool:
+    """The profiles' data files (`load.jobs` files splitting the working
+    set) are those the probe prepared and kept: the same preparation, which
+    finds them kept (fleet/kept.py). True when the probe chose its widest
+    row of jobs; with fewer jobs the profiles' files are fewer and larger."""
+    return outcome.data is not None and prepare_tiers(outcome.data.covers) == [(load.jobs, file_size(total, load.jobs))]
 
 
 def easy_run(
@@ -141,19 +188,40 @@ def easy_run(
     on_plan=None,
     destroy_data: list[str] | None = None,
     load: Load | None = None,
+    keep_files: bool = False,
 ) -> RunOutcome:
     """Choose the plan from what the hosts are, then run it like any plan.
     `load`: the jobs × iodepth a probe measured (probe(…).load); without it
-    the rule of thumb from CPUs and device type. `on_plan(plan_text,
-    reasons)` is called before the first test; `destroy_data` names devices
-    whose data may be destroyed."""
-    facts, target_names = survey(targets, hosts)
-    data, reasons = easy_plan(facts, target_names, durations, working_set, load)
-    if destroy_data:
-        data["destroy_data"] = [str(d) for d in destroy_data]
-    plan_text = "# chosen by iofleet easy-run:\n" + "".join(f"#   {r}\n" for r in reasons) + yaml.safe_dump(
-        data, sort_keys=False)
-    plan = parse_plan(data, "easy-run")
-    if on_plan:
-        on_plan(plan_text, reasons)
-    return run_plan(plan, plan_text, store, hosts=hosts, label=label or "easy-run", observer=observer, stop=stop)
+    the rule of thumb from CPUs and device type. With the probe's data
+    (`load.data`) the profiles use it as it is and remove it at their end,
+    or here when they cannot start. `on_plan(plan_text, reasons)` is called
+    before the first test; `destroy_data` names devices whose data may be
+    destroyed; `keep_files`: keep the data files after the run (a later
+    run with the same preparation uses them, fleet/kept.py)."""
+    shared = load.data if load is not None else None
+    try:
+        facts, target_names = survey(targets, hosts)
+        data, reasons = easy_plan(facts, target_names, durations, working_set, load)
+        if destroy_data:
+            data["destroy_data"] = [str(d) for d in destroy_data]
+        if keep_files:
+            data["keep_files"] = True
+        plan_text = "# chosen by iofleet easy-run:\n" + "".join(f"#   {r}\n" for r in reasons) + yaml.safe_dump(
+            data, sort_keys=False)
+        plan = parse_plan(data, "easy-run")
+        if on_plan:
+            on_plan(plan_text, reasons)
+        place, specs = place_for(plan, hosts)
+        if shared is not None:
+            shared.adopt_into(place)  # iofleet's directory the probe made goes at the profiles' end
+        session = RunSession(plan, plan_text, store, specs=specs, place=place, label=label or "easy-run",
+                             observer=observer, stop=stop, resumable=True)
+    except BaseException:
+        discard_quietly(shared, observer)  # the profiles do not start: the probe's data goes
+        raise
+    with session:  # from here the run's own clean-up removes the data (or keeps it: keep_files)
+        for spec in specs:
+            if session.done or session.stop.is_set():
+                break
+            session.run(spec)
+    return session.outcome

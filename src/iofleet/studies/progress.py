@@ -87,7 +87,9 @@ class Preparing:
         return max(0.0, self.total_bytes - self.done_bytes) / (self.mb_s * 1e6)
 
     def to_dict(self) -> dict:
-        return {"done_bytes": self.done_bytes, "total_bytes": self.total_bytes, "elapsed_s": round(self.elapsed_s, 1)}
+        eta = self.eta_s
+        return {"done_bytes": self.done_bytes, "total_bytes": self.total_bytes, "elapsed_s": round(self.elapsed_s, 1),
+                "mb_s": _round(self.mb_s, 3), "eta_s": None if eta is None else round(eta, 1)}
 
 
 @dataclass

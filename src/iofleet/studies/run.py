@@ -99,11 +99,15 @@ class RunSession:
     def __init__(self, plan: Plan, plan_text: str, store: Store, *, specs: list, hosts: list[Host] | None = None,
                  label: str | None = None, observer: RunObserver | None = None,
                  stop: threading.Event | None = None, place: Place | None = None, resumable: bool = False,
-                 inventory: Path | None = None, resume: "Resume | None" = None, sweep: bool = False):
+                 inventory: Path | None = None, resume: "Resume | None" = None, sweep: bool = False,
+                 prepare_for: list | None = None):
         """`resumable`: store what `run --resume` needs (with the inventory's
         path for a fleet); `resume`: go on with that stopped run (its tests
         to run are `specs`) instead of creating one; `sweep`: `specs` is the
-        most a sweep may run (its published progress says so)."""
+        most a sweep may run (its published progress says so);
+        `prepare_for`: tests of a run before this one whose data files the
+        preparation covers too (a sweep's, kept for this run: the same
+        preparation finds them kept, fleet/kept.py)."""
         self.plan, self.store = plan, store
         from .live_state import Publisher  # here: live_state imports this module
         # Every run publishes its live state to the data directory, for a web UI that did not start it.
@@ -112,13 +116,14 @@ class RunSession:
         self.stop = stop or threading.Event()
         self.place = place or place_for(plan, hosts)[0]
         self.specs = specs  # planned (or what remains of a resumed run), or (a sweep) what preparation must cover
+        self.prepare_for = list(prepare_for or [])
         self.resume = resume
         reclaim()  # scratch directories of iofleet processes that were killed (-9) before
         # The targets are this run's from here to the end of __exit__
         # (targets_lock): locked before anything is written or checked.
         self.place.prepare(holder_facts(data_dir=str(store.data_dir), run=resume.run_id if resume else None))
         try:
-            self.place.check_targets(specs)
+            self.place.check_targets(specs + self.prepare_for)
             if resume is None:
                 self.run_id = store.create_run(
                     plan_name=plan.name, plan_text=plan_text, label=label or plan.label, source="run",
@@ -159,9 +164,9 @@ class RunSession:
                       "percentile": plan.percentile}
             if plan.prepare != "none" and self.specs:
                 with work_dir("iofleet-prepare-") as tmp:
-                    prepared = self.place.prepare_data(self.specs, plan.prepare, plan.prepare_passes,
-                                                       plan.prepare_bs, Path(tmp), self.stop, self.observer.preparing,
-                                                       self.kept)
+                    prepared = self.place.prepare_data(self.specs + self.prepare_for, plan.prepare,
+                                                       plan.prepare_passes, plan.prepare_bs, Path(tmp), self.stop,
+                                                       self.observer.preparing, self.kept)
                 method["prepare"] = prepared.to_dict()
                 self._prepared = True  # kept data used as it is counts as prepared too
                 self._data_whole = not self.stop.is_set()

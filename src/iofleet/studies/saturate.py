@@ -29,6 +29,7 @@ from ..units import format_value
 
 if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Sweep's defaults without them
     from ..fleet.inventory import Host
+    from ..fleet.place import Place
     from ..results.store import Store
     from .run import RunObserver, RunOutcome
 
@@ -68,6 +69,10 @@ class Sweep:
     bisect: int = 3  # most bisection steps
     repeats: int = 3  # most runs of a cell whose decision is within noise
     noise_pct: float = NOISE_PCT  # a single run's IOPS are taken as ± half this
+    # The plan's keep_files and reuse_data (fleet/kept.py), for the sweep
+    # and, in a curve, its fixed-rate tests.
+    keep_files: bool = False
+    reuse_data: bool = True
 
     def to_dict(self) -> dict:
         return {"bs": self.bs, "read_pct": self.read_pct, "random_pct": self.random_pct,
@@ -79,6 +84,44 @@ class Sweep:
 
 
 @dataclass
+class SweepData:
+    """A sweep's data files, kept on its targets for the run after it (a
+    curve's fixed-rate tests, Easy Run's profiles): the run that prepared
+    them, the tests its preparation covered and the place holding them.
+    That run prepares for `covers` too (RunSession's prepare_for): the same
+    preparation, so it finds the data as kept (fleet/kept.py) and does not
+    write it again; its clean-up removes it. `discard()` removes it when
+    that run will not come (nothing when the user asked to keep it)."""
+
+    run_id: int
+    covers: list
+    place: Place
+    data_dir: Path
+    keep_files: bool = False  # the user's: kept whatever comes
+    discarded: bool = False
+
+    def adopt_into(self, place: Place) -> None:
+        """The next run's place takes over what the sweep's created
+        (iofleet's directory on a target), to remove it at its end."""
+        place.adopt(self.place.resume_record(None))
+
+    def discard(self) -> None:
+        """Remove the data as the sweep's own clean-up would have (once),
+        with the targets locked as a run locks them."""
+        from ..fleet.kept import KeptData
+        from ..fleet.targets_lock import holder_facts
+        if self.discarded or self.keep_files:
+            return
+        self.discarded = True
+        self.place.prepare(holder_facts(data_dir=str(self.data_dir), run=self.run_id))
+        try:
+            self.place.cleanup()
+            self.place.record_data(KeptData(self.data_dir), self.run_id, keep=False)
+        finally:
+            self.place.release()
+
+
+@dataclass
 class SaturateOutcome:
     """A finished sweep: its stored run, its analysis (`result.peak` is the
     answer: the cell to use) and why each row, and the sweep, ended."""
@@ -87,6 +130,7 @@ class SaturateOutcome:
     result: Saturation
     hosts: int
     stopped: list[str] = field(default_factory=list)
+    data: SweepData | None = None  # kept for the run after it (run_saturate's keep_for_next)
 
     @property
     def run_id(self) -> int:
@@ -122,9 +166,11 @@ def sweep_plan(sweep: Sweep, jobs: list[int], iodepths: list[int], targets: list
                 "random_pct": sweep.random_pct, "size": format_size(sweep.size), **cell,
                 "ramp": format_duration(sweep.ramp), "engine": sweep.engine, "direct": sweep.direct,
                 "matrix": {"jobs": jobs, "iodepth": iodepths}}
+    kept = {**({"keep_files": True} if sweep.keep_files else {}),
+            **({"reuse_data": False} if not sweep.reuse_data else {})}
     data = {"name": "saturate", **({"targets": targets} if targets else {}),
             **({"destroy_data": [str(d) for d in destroy_data]} if destroy_data else {}), "prepare": sweep.prepare,
-            "workloads": [workload]}
+            **kept, "workloads": [workload]}
     target = f", target {sweep.slo.text}" if sweep.slo else ""
     text = (f"# iofleet saturate: an adaptive sweep of this grid. Each jobs row raises iodepth until IOPS\n"
             f"# gain < {sweep.min_gain_pct:g}% per doubling{target}; rows stop when more jobs do not help;\n"
@@ -153,6 +199,28 @@ def place_names(hosts: list[Host] | None, targets: list[Path] | None, study: str
     raise IofleetError(f"{study} needs a place to test: --target DIR (or --hosts INVENTORY)")
 
 
+def discard_quietly(data: SweepData | None, observer: RunObserver | None = None) -> None:
+    """Remove a sweep's kept data (SweepData.discard) on the way out of a
+    study that stops or fails: a problem doing so is a warning, not the
+    error the study ends with. Returns None (no data kept any more)."""
+    if data is None:
+        return None
+    try:
+        data.discard()
+    except Exception as exc:  # noqa: BLE001 - the study's own error (or stop) is what the user must see
+        if observer is not None:
+            observer.warning(f"the data files run {data.run_id} kept for the next run were not removed ({exc}); "
+                             f"the next run on these targets removes them")
+    return None
+
+
+def files_can_be_kept(names: list[str], hosts: list[Host] | None) -> bool:
+    """Every host's target holds data files that a later run can find as
+    kept (fleet/kept.py): directories, not a device's regions."""
+    from ..fleet.targets import target_for
+    return all(target_for(list(h.targets)).holds_files for h in hosts) if hosts else target_for(names).holds_files
+
+
 def run_saturate(
     store: Store,
     sweep: Sweep,
@@ -163,11 +231,15 @@ def run_saturate(
     observer: RunObserver | None = None,
     stop: threading.Event | None = None,
     destroy_data: list[str] | None = None,
+    keep_for_next: bool | Callable[[Saturation], bool] = False,
 ) -> SaturateOutcome:
     """Sweep outstanding IO on `targets` here or on every host of `hosts`,
     one stored run whose tests are the cells (a repeat is a test of the
     same id), then analyse it. `destroy_data` names devices whose data may
-    be destroyed."""
+    be destroyed. `keep_for_next`: a run after this one uses the sweep's
+    data (or, a function of the analysis: will it?); a sweep that found its
+    answer keeps it (`data`, on directory targets), and one stopped or
+    without an answer removes it as any run does."""
     from .run import RunSession
     names = place_names(hosts, targets, "saturate", checking="sweep")
     jobs_axis = doubling(_max_jobs(sweep, hosts))
@@ -177,6 +249,8 @@ def run_saturate(
     grid = expand(plan)  # the most the sweep can run; preparation covers its widest row
     base = grid[0]
     slo, noise = sweep.slo, sweep.noise_pct
+    keep_for_next = keep_for_next if files_can_be_kept(names, hosts) else False
+    kept = None
     failures: list[str] = []
 
     with RunSession(plan, text, store, specs=grid, hosts=hosts,
@@ -219,10 +293,19 @@ def run_saturate(
         store.update_run(session.run_id, tests_planned=len(session.outcome.tests))
         result = analyse(cells_of({"tests": tests}, slo, noise), slo, noise)
         stopped = [*(ended_line(e, result, sweep) for e in ended), *failures]
+        # Kept for the next run only now, with the answer found: anything
+        # before (a stop, an error) leaves the plan's keep_files to decide.
+        if (result.peak is not None and not session.stop.is_set() and session.methodology.get("prepare")
+                and (keep_for_next(result) if callable(keep_for_next) else keep_for_next)):
+            kept = SweepData(session.run_id, grid, session.place, store.data_dir, keep_files=plan.keep_files)
+            session.plan = plan.model_copy(update={"keep_files": True})
         store.set_run_methodology(session.run_id, session.methodology | {
-            "saturate": sweep.to_dict() | {"stopped": stopped}})
+            "saturate": sweep.to_dict() | {"stopped": stopped} | ({"kept_for_next_run": True} if kept else {})})
 
-    return SaturateOutcome(run=session.outcome, result=result, hosts=len(hosts) if hosts else 1, stopped=stopped)
+    if kept is not None and session.stop.is_set():
+        kept = discard_quietly(kept, observer)  # stopped as the sweep ended: no next run
+    return SaturateOutcome(run=session.outcome, result=result, hosts=len(hosts) if hosts else 1, stopped=stopped,
+                           data=kept)
 
 
 def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],

@@ -198,12 +198,15 @@ def _impact_events(records: list[dict], shift: float) -> list[dict]:
 def run_scenario(scenario: Scenario, scenario_text: str, source: str, store: Store, faults: list[Fault], *,
                  targets: list[Path] | None = None, hosts: list[Host] | None = None, label: str | None = None,
                  observer: RunObserver | None = None, stop: threading.Event | None = None,
-                 on_event=None) -> ScenarioOutcome:
+                 on_event=None, keep_files: bool = False, reuse_data: bool = True) -> ScenarioOutcome:
     """Run the scenario's load with its faults (from check_scenario) and
     store it as a one-test run; `on_event(record)` as each fault is applied
-    or undone."""
+    or undone. `keep_files`, `reuse_data`: the plan settings (fleet/kept.py):
+    keep the data files for a later run; use data an earlier run kept."""
     stop = stop or threading.Event()
     plan = scenario.plan(source, [str(t) for t in targets or []])
+    if keep_files or not reuse_data:
+        plan = plan.model_copy(update={"keep_files": keep_files, "reuse_data": reuse_data})
     place, specs = place_for(plan, hosts)
     recorder = _Recorder(place)
     timeline = Timeline(faults, stop, on_event)
