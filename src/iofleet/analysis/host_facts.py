@@ -82,6 +82,8 @@ def host_line(facts: dict) -> str:
 def _target_text(t: dict) -> str:
     if t.get("kind") == "missing":
         return "missing"
+    if t.get("kind") == "rbd":
+        return "an RBD image (librbd)"
     disk = {True: "spinning", False: "flash"}.get(t.get("rotational"))
     about = [x for x in (disk, t.get("scheduler") and f"scheduler {t['scheduler']}",
                          t.get("model") and f"model {t['model']}", t.get("firmware") and f"firmware {t['firmware']}")

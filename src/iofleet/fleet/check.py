@@ -145,7 +145,7 @@ def require_ready(hosts: list[Host], what: str = "test", destroy_data: list[str]
 
 def problem_lines(checks: list[HostCheck]) -> list[str]:
     """One line per problem, naming the host and its address."""
-    return [f"host {c.host.name} ({c.host.address}): {p}" for c in checks for p in c.problems]
+    return [problem_line(c.host, p) for c in checks for p in c.problems]
 
 
 def _finish(check: HostCheck, controller_version: str, destroy_data: list[str] | None, probe: bool,
@@ -307,15 +307,17 @@ def clean_hosts(hosts: list[Host], kept: KeptData | None = None) -> tuple[dict[s
 
 
 def filesystem_problems(hosts: list[Host], facts: dict[str, dict], groups: dict[str, list[str]] | None = None) \
-        -> list[str]:
+        -> list[tuple[Host | None, str]]:
     """What each host's fio server sees under its directory targets (SSH
     facts read in the server's mount namespace, control.FACTS_SCRIPT)
     against the inventory's `fstype:`, and the same filesystem across the
-    hosts of one group (every host when there are no groups): one line per
-    problem. A mount made where the server cannot see it (another mount
-    namespace: `ip netns exec`, a container) would have fio write into the
-    empty directory underneath, and every figure would be of the wrong storage."""
-    problems, seen = [], {}
+    hosts of one group (every host when there are no groups): (the host, or
+    None for a group, and the problem). A mount made where the server
+    cannot see it (another mount namespace: `ip netns exec`, a container)
+    would have fio write into the empty directory underneath, and every
+    figure would be of the wrong storage."""
+    problems: list[tuple[Host | None, str]] = []
+    seen = {}
     for h in hosts:
         mine = facts.get(h.name) or {}
         fs = {t: (mine.get("targets", {}).get(t) or {}).get("filesystem") for t in h.targets
@@ -326,28 +328,28 @@ def filesystem_problems(hosts: list[Host], facts: dict[str, dict], groups: dict[
         if not h.fstype:
             continue
         if not h.ssh:
-            problems.append(f"host {h.name} ({h.address}): `fstype: {h.fstype}` cannot be checked without `ssh:`; "
-                            f"add `ssh:` to the inventory (as root, to read the fio server's own view), or "
-                            f"remove fstype")
+            problems.append((h, f"`fstype: {h.fstype}` cannot be checked without `ssh:`; add `ssh:` to the "
+                                f"inventory (as root, to read the fio server's own view), or remove fstype"))
         elif not known:
             why = mine.get("error") or ("no fio server listens on its port" if not mine.get("server_view") else
                                         "the SSH user may not look into the fio server's mount namespace")
-            problems.append(f"host {h.name} ({h.address}): `fstype: {h.fstype}` cannot be checked: {why}; log in "
-                            f"as root, or remove fstype")
+            problems.append((h, f"`fstype: {h.fstype}` cannot be checked: {why}; log in as root, or remove fstype"))
         else:
-            for t, got in fs.items():
-                if got != h.fstype:
-                    problems.append(
-                        f"host {h.name} ({h.address}): target {t} is on {got or 'an unknown filesystem'} as its fio "
-                        f"server sees it, not {h.fstype} as the inventory says; the mount is not where the server "
-                        f"runs (its own mount namespace: `ip netns exec`, a container, or a server started before "
-                        f"the mount): mount it there, or restart the fio server after mounting "
-                        f"(`iofleet hosts deploy`), and nothing was written")
+            problems += [(h, f"target {t} is on {got or 'an unknown filesystem'} as its fio server sees it, not "
+                             f"{h.fstype} as the inventory says; the mount is not where the server runs (its own "
+                             f"mount namespace: `ip netns exec`, a container, or a server started before the "
+                             f"mount): mount it there, or restart the fio server after mounting")
+                         for t, got in fs.items() if got != h.fstype]
     for group, names in (groups or {"": [h.name for h in hosts]}).items():
         kinds = {name: tuple(sorted(set(seen[name].values()), key=str)) for name in names if name in seen}
         if len(set(kinds.values())) > 1:
             listed = ", ".join(f"{n}: {'/'.join(map(str, k)) or '-'}" for n, k in sorted(kinds.items()))
             where = f"host group {group}" if group else "the hosts"
-            problems.append(f"{where} test different filesystems ({listed}); a group's figures add up only on "
-                            f"one kind of storage: fix the mounts, or set each host's `fstype:`")
+            problems.append((None, f"{where} test different filesystems ({listed}); a group's figures add up "
+                                   f"only on one kind of storage: fix the mounts, or set each host's `fstype:`"))
     return problems
+
+
+def problem_line(host: Host | None, problem: str) -> str:
+    """A problem as `hosts check` and a run print it, naming the host."""
+    return f"host {host.name} ({host.address}): {problem}" if host else problem

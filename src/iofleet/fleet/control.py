@@ -10,7 +10,7 @@ import shlex
 
 from .devices import spinning
 from .inventory import Host
-from .local import network_client
+from .local import RBD_CLIENT, network_client
 from .ssh import Reply, run_on_all
 
 DROP_CACHES_FILE = "/proc/sys/vm/drop_caches"
@@ -54,6 +54,7 @@ first() { [ -r "$1" ] && head -n 1 "$1" 2>/dev/null; }
 n=0
 for t in "$@"; do
   p="t$n."; n=$((n + 1))
+  case "$t" in rbd:*) printf '%skind=rbd\n' "$p"; continue ;; esac  # an image: reached by librbd, no path
   fs=; majmin=; src=
   if $in_srv test -b "$t"; then
     hex=$($in_srv stat -L -c '%t:%T' "$t" 2>/dev/null) && majmin=$(printf '%d:%d' "0x${hex%:*}" "0x${hex#*:}")
@@ -109,6 +110,8 @@ def active_scheduler(text: str | None) -> str | None:
 def _target_facts(raw: dict[str, str]) -> dict:
     kind = raw.get("kind")
     out: dict = {"kind": kind}
+    if kind == "rbd":  # as local.target_facts says of an image: no device of this host
+        return out | {"device": None, "rotational": None, "client": RBD_CLIENT}
     if kind == "directory":
         free = _int(raw.get("free_kib"))  # df: statvfs, which FUSE and network filesystems answer too
         out |= {"filesystem": raw.get("filesystem") or None, "source": raw.get("source") or None,

@@ -17,7 +17,7 @@ from ..fio.parse import parse_output
 from ..fio.status import Rounds, snapshot
 from ..plan.expand import MixedStep, TestSpec, expand, expand_mixed, prepare_tiers
 from ..plan.model import Plan
-from .check import HostCheckError, filesystem_problems, require_ready
+from .check import HostCheckError, filesystem_problems, problem_line, require_ready
 from .control import NO_SSH, drop_caches
 from .control import host_facts as ssh_host_facts
 from .inventory import Host, host_groups
@@ -370,7 +370,7 @@ class FleetPlace(Place):
                 self.locks += target.locks
             # What each fio server sees under its targets (SSH facts, read in its
             # mount namespace) first: fio's check writes a probe file there.
-            wrong = filesystem_problems(self.hosts, self.host_facts, self.groups)
+            wrong = [problem_line(*p) for p in filesystem_problems(self.hosts, self.host_facts, self.groups)]
             if wrong:
                 raise HostCheckError("\n".join(wrong + ["no test was started; fix the hosts above or leave them "
                                                          "out of the inventory"]))

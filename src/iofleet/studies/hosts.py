@@ -33,8 +33,14 @@ def check_fleet(hosts: list[Host], inventory: Path | str) -> FleetCheck:
     # What each fio server sees under its targets, read over SSH in its mount namespace.
     facts = ssh_host_facts(hosts) if any(h.ssh for h in hosts) else {}
     checks = check_hosts(hosts, version, ssh_facts=lambda: facts)
-    wrong = filesystem_problems(hosts, facts)
-    return FleetCheck(version, checks, problem_lines(checks) + wrong, check_notes(checks, inventory))
+    by_host = {c.host.name: c for c in checks}
+    group_wide = []
+    for host, problem in filesystem_problems(hosts, facts):
+        if host:
+            by_host[host.name].problems.append(problem)  # the host is not ready
+        else:
+            group_wide.append(problem)
+    return FleetCheck(version, checks, problem_lines(checks) + group_wide, check_notes(checks, inventory))
 
 
 def check_notes(checks: list[HostCheck], inventory: Path | str) -> list[str]:
