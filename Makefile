@@ -9,12 +9,12 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH ?= $(CURDIR)/scratch
 # Debian packages needed: fio (the engine), python3-venv (for .venv),
 # iproute2, prometheus-node-exporter and openssh-server (the fleet tests'
-# test hosts, each running sshd for `hosts deploy`), ceph-mon, ceph-mgr,
-# ceph-osd, ceph-mds, ceph-fuse and ceph-common (the Ceph tests' micro-cluster,
-# daemons started by hand, tests/ceph/cluster.py);
-# for the tests only, chromium (they open the HTML report in it, headless).
+# test hosts, each running sshd for `hosts deploy`); for the tests only,
+# chromium (they open the HTML report in it, headless) and ceph-mon,
+# ceph-mgr, ceph-osd, ceph-mds, ceph-fuse and ceph-common (the Ceph tests'
+# micro-cluster, daemons started by hand, tests/ceph/cluster.py).
 
-.PHONY: run test test-scale bench system browser clean
+.PHONY: run test test-scale bench system browser ceph clean
 
 # apt-get install the packages in $(missing), if any (sudo unless root).
 define apt_install
@@ -25,11 +25,9 @@ define apt_install
 endef
 
 # Install what is missing from the distribution (fio >= 3.33, venv support,
-# `ip`, node_exporter and sshd for the fleet tests' network-namespace hosts,
-# Ceph for the Ceph tests).
+# `ip`, node_exporter and sshd for the fleet tests' network-namespace hosts).
 # --no-install-recommends: node_exporter would otherwise pull in smartmontools,
-# ipmitool, nvme-cli and collector timers that the tests do not use, and
-# ceph-fuse fuse (fusermount: the tests mount as root, without it).
+# ipmitool, nvme-cli and collector timers that the tests do not use.
 system:
 	@missing=""; \
 	command -v fio >/dev/null 2>&1 || missing="$$missing fio"; \
@@ -38,6 +36,12 @@ system:
 	command -v prometheus-node-exporter >/dev/null 2>&1 || missing="$$missing prometheus-node-exporter"; \
 	command -v /usr/sbin/sshd >/dev/null 2>&1 || missing="$$missing openssh-server"; \
 	command -v ssh-keygen >/dev/null 2>&1 || missing="$$missing openssh-client"; \
+	$(apt_install)
+
+# Ceph for the Ceph tests' micro-cluster (--no-install-recommends: ceph-fuse
+# would pull in fuse's fusermount, which the tests, mounting as root, do not use).
+ceph:
+	@missing=""; \
 	command -v ceph-mon >/dev/null 2>&1 || missing="$$missing ceph-mon"; \
 	command -v ceph-mgr >/dev/null 2>&1 || missing="$$missing ceph-mgr"; \
 	command -v ceph-osd >/dev/null 2>&1 || missing="$$missing ceph-osd"; \
@@ -66,7 +70,7 @@ run: system $(STAMP)
 
 # The whole suite: unit tests, real fio integration tests, fleet tests (real
 # fio servers in network namespaces; skipped when not root). Not the scale tests.
-test: system browser $(STAMP)
+test: system browser ceph $(STAMP)
 	$(BIN)/pytest -q tests -m "not scale"
 
 # Fleet tests at scale (a 64-host run and 32 hosts under one fio client, in

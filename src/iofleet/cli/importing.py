@@ -46,7 +46,8 @@ def import_command(
     tests = len(expand(parse_plan(plan, "<imported plan>")))
     kinds = ", ".join(f"{f.name} ({r.kind})" for f, r in zip(files, results))
     header = [f"iofleet plan imported from {kinds}",
-              "check the notes, then: iofleet validate PLAN; iofleet run PLAN --target DIR"]
+              "check the notes, then: iofleet validate PLAN; iofleet run PLAN"
+              + ("" if plan.get("targets") else " --target DIR")]
     header += [f"note: {n}" for n in notes]
     text = plan_yaml(plan, header)
     for n in notes:
