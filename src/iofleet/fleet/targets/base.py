@@ -109,7 +109,7 @@ class Target(ABC):
         """Remove what iofleet created there; how many places it cleaned."""
         return 0
 
-    locks: list = []  # held from prepare() to release()
+    locks: list | tuple = ()  # held from prepare() to release()
 
     def release(self) -> None:
         """Let go of the locks."""

@@ -1,10 +1,9 @@
 """Directories as the target: iofleet's data files in its own
 sub-directory of each (fio spreads the jobs' files over them)."""
 
-from pathlib import Path
-
 import errno
 import os
+from pathlib import Path
 
 from ...errors import ImportFormatError, IofleetError
 from ...fio.command import NOT_A_DIR_RE, SERVER_VERSION_RE, error_line
@@ -13,20 +12,26 @@ from ...fio.jobfile import (DATA_DIR_NAME, directory_probe, directory_where, ren
 from ...fio.parse import parse_output
 from ...plan.expand import TestSpec
 from ..kept import files_state
-from ..local import TargetDirs, target_facts, target_rotational
+from ..local import TargetDirs, network_client, target_facts, target_rotational
 from ..procs import fio_using
 from ..space import check_space, explain_no_space, free_bytes
 from .base import Access, Target, any_spinning, kernel_note, paths
 
-# A filesystem whose client keeps a cache of its own, beside the kernel's
-# page cache: what a run can and cannot drop there.
+# FUSE clients keep a cache of their own in their process, beside the
+# kernel's page cache, which dropping the kernel's caches does not touch
+# (a kernel client's, e.g. mount -t ceph or nfs, is the kernel's).
 CLIENT_CACHES = {
-    "fuse.ceph-fuse": "ceph-fuse's object cacher (client_oc) is not dropped by iofleet: it lives in the "
-                      "ceph-fuse process; mount with --client_oc=false to measure without it",
-    "ceph": "the kernel CephFS client's cache is dropped with the kernel's",
-    "nfs": "the NFS client's attribute and page cache is dropped with the kernel's",
-    "nfs4": "the NFS client's attribute and page cache is dropped with the kernel's",
+    "ceph-fuse": "ceph-fuse's object cacher (client_oc) is not dropped by iofleet: it lives in the ceph-fuse "
+                 "process; mount with --client_oc=false to measure without it",
 }
+
+
+def client_cache_note(filesystem: str | None) -> str | None:
+    """What iofleet cannot drop in front of a target on this filesystem."""
+    client = network_client(filesystem)
+    if not client or not (filesystem or "").startswith("fuse."):
+        return None
+    return CLIENT_CACHES.get(client, f"{client}'s own cache (in its FUSE process) is not dropped by iofleet")
 
 
 class Directories(Target):
@@ -130,7 +135,7 @@ class Directories(Target):
         if not clear:
             return "caches kept (clear_cache: false)"
         note = f"page cache of iofleet's files invalidated; {kernel_note(drop_why)}"
-        clients = {CLIENT_CACHES[fs] for fs in self._filesystems(facts) if fs in CLIENT_CACHES}
+        clients = {n for fs in self._filesystems(facts) if (n := client_cache_note(fs))}
         return "; ".join([note, *sorted(clients)])
 
     def _filesystems(self, facts):
