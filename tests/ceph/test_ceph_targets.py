@@ -169,10 +169,10 @@ def test_cephfs_on_a_fleet_and_the_mount_namespace_trap_refused(ceph, tmp_path):
             assert f"host h2 ({h2.endpoint}): target {trap.mountpoint} is on ext4 as its fio server sees it, " \
                    f"not fuse.ceph-fuse as the inventory says" in said.stderr, said.stderr
             assert "host h1" not in said.stderr
+            assert not list((h2.target / "trap").iterdir())  # nothing written there (`hosts check` probes it)
             checked = iofleet("hosts", "check", inv, data_dir=tmp_path / "d2", check_rc=1)
             assert "1 of 2 hosts ready" in checked.stdout and "not fuse.ceph-fuse as the inventory says" in \
                 checked.stdout + checked.stderr
-            assert not any((h2.target / "trap").iterdir())  # nothing written underneath
         finally:
             trap.close()
     finally:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...plan.expand import TestSpec
+from ..targets_lock import lock_fleet_target
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Target(ABC):
     def __init__(self, names: list[str], access: Access = Access()):
         self.names = [str(n) for n in names]
         self.access = access
+        self.locks: list = []  # held from prepare() to release()
 
     @property
     def label(self) -> str:
@@ -77,9 +79,18 @@ class Target(ABC):
         the run needs; nothing is written to data the user owns."""
 
     def prepare_remote(self, endpoint: tuple[str, int], facts: dict, destroy_data: list[str]) -> None:
-        """On a fleet host: what the controller itself can lock, check and
-        create before the host check (an image in the cluster). The host's
-        own files and devices are checked through its fio server (check.py)."""
+        """On a fleet host: lock what the controller can lock, check and
+        create what it can before the host check (an image in the cluster).
+        By default each target is locked on this machine by the host's fio
+        server and its path; the host's own files and devices are checked
+        through its fio server (check.py)."""
+        self.locks = []
+        try:
+            for name in self.names:
+                self.locks.append(lock_fleet_target(*endpoint, name, facts))
+        except BaseException:
+            self.release()
+            raise
 
     def check_busy(self, steps: list) -> None:
         """With the target locked: nothing else uses it and the data fits."""
@@ -109,10 +120,11 @@ class Target(ABC):
         """Remove what iofleet created there; how many places it cleaned."""
         return 0
 
-    locks: list | tuple = ()  # held from prepare() to release()
-
     def release(self) -> None:
         """Let go of the locks."""
+        for lock in self.locks:
+            lock.release()
+        self.locks = []
 
     def resume_record(self) -> dict:
         return {}

@@ -28,7 +28,6 @@ class Device(Target):
         self.stride = 0
         self.bytes: int | None = None  # this machine's device: its size
         self.needed: int | None = None  # how far the regions reach (a fleet host's check reads there)
-        self.locks = []
 
     def fio_where(self):
         return device_where(self.path, self.stride)
@@ -63,11 +62,6 @@ class Device(Target):
 
     def read_check(self, check, fio):
         check.targets[0].device = device_seen(self.path, self.needed, fio.final_output, fio.stdout + fio.stderr)
-
-    def release(self):
-        for lock in self.locks:
-            lock.release()
-        self.locks = []
 
     def cache_note(self, clear, drop_why, facts=None):
         if not clear:

@@ -55,6 +55,7 @@ class Directories(Target):
 
     def prepare(self, facts, destroy_data):
         self.dirs.prepare(facts)
+        self.locks = list(self.dirs.locks)
 
     def check_busy(self, steps):
         busy = fio_using([t / DATA_DIR_NAME for t in self.targets])
@@ -112,10 +113,7 @@ class Directories(Target):
 
     def release(self):
         self.dirs.release()
-
-    @property
-    def locks(self):
-        return self.dirs.locks
+        super().release()
 
     def resume_record(self):
         return {"created_dirs": [str(d) for d in self.dirs.created]}

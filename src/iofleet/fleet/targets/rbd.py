@@ -86,7 +86,6 @@ class RbdImage(Target):
         self.needed: int | None = None
         self.bytes: int | None = None
         self.created = False  # by this run: removed at its end
-        self.locks = []
 
     @property
     def label(self) -> str:
@@ -225,11 +224,6 @@ class RbdImage(Target):
             raise IofleetError(f"target {self.label}: removing the image failed: {exc.line}; remove it with "
                                f"`rbd rm {self.spec}`") from None
         return 1
-
-    def release(self):
-        for lock in self.locks:
-            lock.release()
-        self.locks = []
 
     def resume_record(self):
         return {"rbd_created": self.created}
