@@ -40,8 +40,10 @@ class Directories(Target):
 
     def __init__(self, names, access=Access()):
         super().__init__(names, access)
-        # A fleet host's paths are its own; this machine's are resolved.
+        # A fleet host's paths are its own; this machine's are resolved
+        # (and stored so: a resumed run started elsewhere finds them).
         self.targets = paths(self.names) if access.host else [p.resolve() for p in paths(self.names)]
+        self.names = [str(t) for t in self.targets]
         self.dirs = TargetDirs(self.targets)
 
     def fio_where(self):
