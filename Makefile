@@ -76,9 +76,10 @@ test: system browser ceph $(STAMP)
 # Fleet tests at scale (a 64-host run and 32 hosts under one fio client, in
 # network namespaces; root), and the slowest
 # fleet end-to-end runs (Easy Run, saturate and the scale study on 4 hosts, a
-# host whose link vanishes, a second run on a busy fleet target).
-test-scale: system $(STAMP)
-	$(BIN)/pytest -q tests/fleet -m scale
+# host whose link vanishes, a second run on a busy fleet target), and a second
+# Ceph cluster torn down to nothing.
+test-scale: system ceph $(STAMP)
+	$(BIN)/pytest -q tests/fleet tests/ceph -m scale
 
 # Performance measurements (not part of the tests); writes BENCHMARKS.md.
 # The grid runs of easy_vs_best.py are reused by saturate_vs_grid.py.

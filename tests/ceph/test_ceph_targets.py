@@ -79,8 +79,12 @@ def test_an_image_open_elsewhere_is_refused_even_with_destroy_data(ceph, tmp_pat
         assert said.returncode != 0 and "refused: the image is open elsewhere (watchers" in said.stderr
         assert "iofleet never writes to an image in use" in said.stderr
     finally:
-        holder.kill()
-        holder.wait()
+        holder.terminate()  # fio closes the image: its watch goes now (a killed one's lingers ~30 s)
+        try:
+            holder.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            holder.kill()
+            holder.wait()
         ceph.cluster.rbd("rm", "--no-progress", "rbd/inuse")
 
 

@@ -177,6 +177,7 @@ def test_trap_mount_is_invisible_to_the_hosts_fio_server(ceph, tmp_path):
     assert fleet.wait_fio_gone("h1") == {}
 
 
+@pytest.mark.scale  # a second cluster, about 18 s: `make test-scale` (the session's own close() checks too)
 def test_close_leaves_nothing(ceph, tmp_path):
     """A second cluster on the same address (its mon on other ports), with
     mounts of all three kinds and a stopped OSD: close() removes it all."""
