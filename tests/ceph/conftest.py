@@ -3,11 +3,12 @@ the bridge of a 2-host test fleet (tests/fleet/netns.py). They need root,
 the Ceph packages, /dev/loop-control and /dev/fuse; elsewhere the tests are
 skipped.
 
-- `ceph` (session): a CephEnv with `.cluster`, a started CephCluster whose
-  public address is the fleet's gateway, and `.fleet`, the TestFleet of hosts
-  h1 and h2 (sshd on each; fio servers with CEPH_CONF of the cluster in their
-  environment). Started once, on first use (about 20-60 s), and torn down
-  at the end of the session, also when tests fail or pytest gets SIGTERM.
+- `ceph` (package scope): a CephEnv with `.cluster`, a started CephCluster
+  whose public address is the fleet's gateway, and `.fleet`, the TestFleet
+  of hosts h1 and h2 (sshd on each; fio servers with CEPH_CONF of the
+  cluster in their environment). Started once, on first use (about 10-25 s),
+  and torn down when the tests of tests/ceph have run (not kept busy beside
+  the rest of the suite), also when tests fail or pytest gets SIGTERM.
 """
 
 import subprocess
@@ -32,7 +33,7 @@ def _fio_rbd_missing() -> str | None:
     return None if proc.returncode == 0 else "this fio has no rbd engine (Debian's fio has)"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ceph():
     reason = fleet_unavailable_reason(ssh=True) or unavailable_reason() or _fio_rbd_missing()
     if reason:
