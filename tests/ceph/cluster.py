@@ -60,12 +60,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import fcntl
 import itertools
 import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import socket
@@ -76,7 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..fleet.netns import (_die_with_parent, _fs_type, _processes, _try_lock, accepts, comm, default_base_dir,
-                          is_running)
+                          is_running, take_token)
 
 STATE_DIR = Path("/run/iofleet-testceph")
 TOKEN_RE = r"[0-9a-f]{5}"
@@ -564,25 +562,10 @@ class CephCluster:
         self._wait_healthy(t0)
 
     def _take_token(self) -> None:
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
-        for _ in range(100):
-            token = secrets.token_hex(3)[:5]
-            if (STATE_DIR / f"{token}.lock").exists() or (self.base_dir / f"ceph-{token}").exists():
-                continue
-            # created locked, then published: nobody sees it unlocked while we live
-            tmp = STATE_DIR / f".{token}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                os.link(tmp, STATE_DIR / f"{token}.lock")
-            except FileExistsError:
-                os.close(fd)
-                tmp.unlink(missing_ok=True)
-                continue
-            tmp.unlink()
-            self.token, self._state_fd = token, fd
-            return
-        raise CephError("could not pick a free test-cluster token")
+        taken = take_token(STATE_DIR, lambda t: (self.base_dir / f"ceph-{t}").exists())
+        if taken is None:
+            raise CephError("could not pick a free test-cluster token")
+        self.token, self._state_fd = taken
 
     def _write_state(self) -> None:
         info = {"pid": os.getpid(), "dir": str(self.dir), "root_mounts": self._root_mounts}

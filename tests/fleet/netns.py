@@ -366,6 +366,30 @@ def leftovers(token: str, netns_ids: set[str] = frozenset(), needles: tuple[str,
 # --------------------------------------------------------------- the fleet
 
 
+def take_token(state_dir: Path, in_use) -> tuple[str, int] | None:
+    """A free token (5 hex digits) and its state file state_dir/TOKEN.lock,
+    held locked by this process for its lifetime (created locked, then
+    published: nobody ever sees it unlocked while we are alive); None
+    after 100 tries. `in_use(token)`: other signs that a token is taken."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    for _ in range(100):
+        token = secrets.token_hex(3)[:5]
+        if (state_dir / f"{token}.lock").exists() or in_use(token):
+            continue
+        tmp = state_dir / f".{token}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            os.link(tmp, state_dir / f"{token}.lock")
+        except FileExistsError:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            continue
+        tmp.unlink()
+        return token, fd
+    return None
+
+
 class TestFleet:
     """N test hosts, each a network namespace running a real `fio --server`
     (and, with metrics=True, prometheus-node-exporter) on its own address.
@@ -626,28 +650,11 @@ class TestFleet:
         self.startup_seconds = time.monotonic() - t0
 
     def _take_token(self) -> None:
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
         existing = set(_netns_names()) | set(_link_names())
-        for _ in range(100):
-            token = secrets.token_hex(3)[:5]
-            if (STATE_DIR / f"{token}.lock").exists() or any(
-                    (m := NAME_RE.match(n)) and m.group(1) == token for n in existing):
-                continue
-            # create the state file already locked, then publish it: nobody
-            # ever sees it unlocked while we are alive
-            tmp = STATE_DIR / f".{token}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                os.link(tmp, STATE_DIR / f"{token}.lock")
-            except FileExistsError:
-                os.close(fd)
-                tmp.unlink(missing_ok=True)
-                continue
-            tmp.unlink()
-            self.token, self._state_fd = token, fd
-            return
-        raise FleetError("could not pick a free fleet token")
+        taken = take_token(STATE_DIR, lambda t: any((m := NAME_RE.match(n)) and m.group(1) == t for n in existing))
+        if taken is None:
+            raise FleetError("could not pick a free fleet token")
+        self.token, self._state_fd = taken
 
     def _take_slot(self) -> None:
         for slot in range(SLOTS):
