@@ -1,7 +1,10 @@
 """Easy Run on a fleet writes its working set once: the probe keeps its
-data on every host for the profiles (their files are the probe's), whose
-run finds it kept on each host (fleet/kept.py) and removes it at its end."""
+data on every host for the profiles, whose run finds it kept on each host
+(fleet/kept.py) — here extended, the profiles running fewer jobs than the
+probe's widest row — and removes it at its end."""
 
+import dataclasses
+import hashlib
 import json
 
 from iofleet.fleet.inventory import load_inventory
@@ -16,26 +19,37 @@ from .test_fleet_run import data_files
 QUICK = Durations(runtime=1, ramp=0)
 
 
-def test_easy_runs_profiles_use_the_probes_data_on_every_host(tmp_path, make_fleet, data_dir):
+def heads(files) -> dict:
+    """Each file 0 of a host: its size and the digest of its first 4 MiB (the probe's part)."""
+    out = {}
+    for f in files:
+        if f.name == "iofleet-data.0.0":
+            with open(f, "rb") as fh:
+                out[f] = (f.stat().st_size, hashlib.sha256(fh.read(4 * MiB)).hexdigest())
+    return out
+
+
+def test_easy_runs_profiles_extend_the_probes_data_on_every_host(tmp_path, make_fleet, data_dir):
     fleet = make_fleet(2)
     hosts = load_inventory(fleet.write_inventory(tmp_path / "inv.yaml")).hosts
     with Store.open(data_dir) as store:
-        probed = probe(store, hosts=hosts, durations=QUICK, working_set=8 * MiB, max_iodepth=2, max_jobs=1)
-        assert probed.load.data is not None and data_files(fleet)
-        held = {f: f.stat().st_mtime_ns for f in data_files(fleet)}
+        probed = probe(store, hosts=hosts, durations=QUICK, working_set=8 * MiB, max_iodepth=1, max_jobs=2)
+        assert probed.load.data is not None and len(data_files(fleet)) == 4  # 2 files of 4 MiB per host
+        held = heads(data_files(fleet))
         seen = []
 
         class AtFirstTest(RunObserver):
             def test_started(self, index, spec):
-                seen.append({f: f.stat().st_mtime_ns for f in data_files(fleet)})
+                seen.append(heads(data_files(fleet)))
 
-        outcome = easy_run(store, hosts=hosts, durations=QUICK, working_set=8 * MiB, load=probed.load,
-                           observer=AtFirstTest())
+        # The profiles on 1 job (whatever the probe chose): each host's file 0 grows to 8 MiB.
+        outcome = easy_run(store, hosts=hosts, durations=QUICK, working_set=8 * MiB,
+                           load=dataclasses.replace(probed.load, jobs=1), observer=AtFirstTest())
         assert outcome.status == "complete"
-        assert seen[0] == held  # not written between the probe's end and the first profile
+        assert len(held) == 2 and seen[0] == {f: (8 * MiB, digest) for f, (_, digest) in held.items()}
         prepared = store.get_run(outcome.run_id).methodology["prepare"]
-        assert prepared["reused"] == {"h1": probed.run_id, "h2": probed.run_id}
-        assert prepared["written_per_host"] == {}
+        assert prepared["extended"] == {"h1": probed.run_id, "h2": probed.run_id} and "reused" not in prepared
+        assert prepared["written_per_host"] == {"h1": 2 * 4 * MiB, "h2": 2 * 4 * MiB}  # 2 passes of the missing half
         assert all(t.methodology["prepared"] for t in store.get_run(outcome.run_id).tests)
     assert not data_files(fleet)  # the profiles' run removed the probe's files on every host
     assert json.loads((data_dir / KEPT_NAME).read_text())["entries"] == {}

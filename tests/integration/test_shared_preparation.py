@@ -1,10 +1,12 @@
 """One prepared working set for a study's two runs, with real fio: Easy
-Run's probe keeps its data files for the profiles when they are the same
-files, and a curve's sweep for its fixed-rate tests; the second run finds
+Run's probe keeps its data files for the profiles (as they are, or
+extended when the profiles' files are fewer and larger), and a curve's sweep for its fixed-rate tests; the second run finds
 them kept (fleet/kept.py) and does not write them again; whatever happens,
 nothing is left on the target at the end. And a scenario keeps and uses
 kept data like any run."""
 
+import dataclasses
+import hashlib
 import json
 import threading
 
@@ -73,6 +75,47 @@ def test_easy_runs_profiles_use_the_probes_data_as_it_is(disk_dir, data_dir):
         assert said and " Written: 32.0 MiB at " in said[0] and said[0].endswith(" MB/s.")
     assert not (disk_dir / "iofleet").exists()  # the profiles' run removed the files, and the probe's directory
     assert kept_entries(data_dir) == {}
+
+
+def head_digest(path, size: int) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read(size)).hexdigest()
+
+
+def test_profiles_with_fewer_jobs_than_the_probes_widest_row_extend_its_files(disk_dir, data_dir):
+    class FirstFile(RunObserver):
+        """File 0 as the profiles' first test finds it: its size and its first 8 MiB."""
+
+        seen = None
+
+        def test_started(self, index, spec):
+            if self.seen is None:
+                f = disk_dir / "iofleet" / "iofleet-data.0.0"
+                self.seen = (f.stat().st_size, head_digest(f, 8 * MiB))
+
+    with Store.open(data_dir) as store:
+        probed = probe(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB, max_iodepth=1, max_jobs=2)
+        files = disk_dir / "iofleet"
+        assert probed.load.data is not None and sorted(p.name for p in files.glob("iofleet-data.*")) == [
+            "iofleet-data.0.0", "iofleet-data.1.0"]
+        before = head_digest(files / "iofleet-data.0.0", 8 * MiB)
+        # The profiles on 1 job (whatever the probe chose here): one file of 16 MiB, the probe's file 0 extended.
+        first = FirstFile()
+        outcome = easy_run(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB,
+                           load=dataclasses.replace(probed.load, jobs=1), observer=first)
+        assert outcome.status == "complete"
+        assert first.seen == (16 * MiB, before)  # the probe's 8 MiB kept as written, the other 8 MiB added
+        run = store.get_run(outcome.run_id)
+        prepared = run.methodology["prepare"]
+        assert prepared["extended"] == {"local": probed.run_id} and "reused" not in prepared
+        assert prepared["written_per_host"] == {"local": 2 * 8 * MiB}  # 2 passes of file 0's missing 8 MiB
+        assert prepared["working_set_per_host"] == {"local": 16 * MiB}
+        said = [line for line, _ in summary_notes(run) if line.startswith("Preparation")]
+        assert said and said[0].startswith(f"Preparation: data prepared by run {probed.run_id} and kept, in fewer "
+                                           f"or smaller files, is extended on 1 host: only each file's missing end "
+                                           f"is written (8.0 MiB per host")
+        assert " Written: 16.0 MiB at " in said[0]
+    assert not (disk_dir / "iofleet").exists() and kept_entries(data_dir) == {}
 
 
 def test_a_stopped_probe_or_profiles_that_cannot_start_leave_nothing(disk_dir, data_dir):

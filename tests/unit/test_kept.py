@@ -15,7 +15,8 @@ from iofleet.fleet.targets import Access, target_for
 from iofleet.fleet import execute
 from iofleet.fleet.execute import FleetPlace, LocalPlace
 from iofleet.fleet.inventory import Host
-from iofleet.fleet.kept import KEPT_NAME, KeptData, data_key, files_state, fingerprint, host_key, kept_entry
+from iofleet.fleet.kept import (KEPT_NAME, KeptData, data_key, file_sizes, files_state, fingerprint, host_key,
+                                kept_entry, tail_tiers)
 from iofleet.fleet.local import TargetDirs
 from iofleet.fleet.remote import FleetRun
 from iofleet.fleet.runner import FioRun
@@ -43,23 +44,52 @@ def test_the_fingerprint_is_what_is_written_where_not_how():
     assert fingerprint(tiers, on(["/dev/sdb"]), "random", 2, 131072) is None  # a device is never reused
 
 
+def usable(kept: KeptData, key: str, print_: str, files: dict | None = None) -> dict | None:
+    found = kept.find(key, print_, files)
+    assert found is None or found.tails == []  # (no layout given: as it is, or not at all)
+    return found.entry if found else None
+
+
 def test_an_entry_is_used_only_when_it_matches(tmp_path):
     kept, key = KeptData(tmp_path), data_key("10.0.0.1:8765", ["/data"])
-    assert kept.usable(key, "f1") is None  # no file yet
+    assert usable(kept, key, "f1") is None  # no file yet
     kept.update({key: kept_entry({"fingerprint": "f1"}, 7, {"/data/x": [1, 2]})})
-    assert kept.usable(key, "f1", {"/data/x": [1, 2]})["run"] == 7
-    assert kept.usable(key, "f2", {"/data/x": [1, 2]}) is None  # another preparation
-    assert kept.usable(key, "f1", {"/data/x": [1, 3]}) is None  # written since
-    assert kept.usable(key, "f1", {}) is None  # the files are gone
-    assert kept.usable(data_key("10.0.0.1:8765", ["/other"]), "f1") is None
-    assert KeptData(tmp_path, reuse=False).usable(key, "f1", {"/data/x": [1, 2]}) is None  # reuse_data: false
+    assert usable(kept, key, "f1", {"/data/x": [1, 2]})["run"] == 7
+    assert usable(kept, key, "f2", {"/data/x": [1, 2]}) is None  # another preparation
+    assert usable(kept, key, "f1", {"/data/x": [1, 3]}) is None  # written since
+    assert usable(kept, key, "f1", {}) is None  # the files are gone
+    assert usable(kept, data_key("10.0.0.1:8765", ["/other"]), "f1") is None
+    assert KeptData(tmp_path, reuse=False).find(key, "f1", {"/data/x": [1, 2]}) is None  # reuse_data: false
     # Used as kept by run 9: the run that prepared it stays named.
-    kept.update({key: kept_entry(kept.usable(key, "f1", {"/data/x": [1, 2]}), 9)}, forget=[key])
+    kept.update({key: kept_entry(usable(kept, key, "f1", {"/data/x": [1, 2]}), 9)}, forget=[key])
     assert (kept.entries()[key]["run"], kept.entries()[key]["kept_by"]) == (7, 9)
     kept.update(forget=[key])
-    assert kept.entries() == {} and kept.usable(key, "f1") is None
+    assert kept.entries() == {} and usable(kept, key, "f1") is None
     (tmp_path / KEPT_NAME).write_text("{not json")
     assert kept.entries() == {}  # a damaged file: nothing is reused
+
+
+def test_the_tails_that_turn_kept_files_into_the_ones_wanted():
+    assert file_sizes([(4, MiB), (1, 4 * MiB)]) == [4 * MiB, MiB, MiB, MiB]
+    # Easy Run: the probe's 2 files of 128 MiB, the profiles' 1 of 256 MiB: file 0 grows by 128 MiB.
+    assert tail_tiers([(2, 128 * MiB)], [(1, 256 * MiB)]) == [(1, 128 * MiB)]
+    assert tail_tiers([(2, 2 * MiB)], [(2, 2 * MiB)]) == []  # the same files: nothing to write
+    assert tail_tiers([(2, 2 * MiB)], [(1, 2 * MiB)]) == []  # file 0 as it is (file 1 not needed)
+    # More files, and larger ones: the widest tier first, then what file 0 needs more.
+    assert tail_tiers([(1, MiB)], [(3, 2 * MiB), (1, 4 * MiB)]) == [(3, 2 * MiB), (1, MiB)]
+    assert tail_tiers([(1, 4 * MiB)], [(1, 2 * MiB)]) is None  # a file cannot shrink
+    assert tail_tiers([(2, MiB), (1, 4 * MiB)], [(2, 4 * MiB)]) is None  # file 1 would need more than file 0
+
+
+def test_kept_files_of_the_same_layout_are_extended_not_written_again(tmp_path):
+    kept, key = KeptData(tmp_path), data_key("local", ["/data"])
+    kept.update({key: kept_entry({"fingerprint": "f2x1", "layout": "L", "tiers": [(2, MiB)]}, 7, {"/d": [1, 2]})})
+    found = kept.find(key, "f1x2", {"/d": [1, 2]}, layout="L", tiers=[(1, 2 * MiB)])
+    assert found.entry["run"] == 7 and found.tails == [(1, MiB)]
+    assert kept.find(key, "f1x2", {"/d": [1, 2]}, layout="other", tiers=[(1, 2 * MiB)]) is None  # another layout
+    assert kept.find(key, "f1x2", {"/d": [1, 3]}, layout="L", tiers=[(1, 2 * MiB)]) is None  # written since
+    assert kept.find(key, "f1x2", {"/d": [1, 2]}) is None  # a target whose files cannot grow (no layout)
+    assert kept.find(key, "f2x1", {"/d": [1, 2]}, layout="L", tiers=[(2, MiB)]).tails == []
 
 
 def test_concurrent_runs_lose_no_entry_and_no_reader_sees_half_a_file(tmp_path):
@@ -187,6 +217,32 @@ def test_only_fleet_hosts_without_their_kept_data_are_prepared(tmp_path, monkeyp
     assert prepared_on == [] and prepared.reused == {"h1": 4, "h2": 5, "h3": 5} and prepared.seconds == 0
     place.prepare_data(steps, "random", 2, 131072, tmp_path, threading.Event(), lambda *a: None, kept)
     assert prepared_on == [["h1", "h2", "h3"]] and kept.entries() == {}  # forgotten while it writes
+
+
+def test_fleet_hosts_extend_kept_files_when_the_next_run_wants_fewer_larger_ones(tmp_path, monkeypatch):
+    kept = KeptData(tmp_path)
+    place, steps, prepared_on = _fleet(monkeypatch, tmp_path, {"h1": True, "h2": True, "h3": True})
+    place.prepare_data(steps, "random", 1, 131072, tmp_path, threading.Event(), lambda *a: None, kept)
+    place.record_data(kept, 4, keep=True)  # 2 files of 1 MiB on each host
+
+    jobfiles = {}
+    monkeypatch.setattr(execute, "run_on_hosts", lambda files, hosts, work, stop, **kw: (
+        jobfiles.update(files), FleetRun(fio=FioRun(0, None, "", "", False, False, 0.5)))[1])
+    place = FleetPlace(place.hosts)
+    place._leftovers = {"h1": True, "h2": False, "h3": True}  # h2's files are gone
+    one = parse_plan(PLAN | {"defaults": PLAN["defaults"] | {"size": "3m"}, "workloads": [{"name": "w", "jobs": 1}]})
+    prepared = place.prepare_data(place.fit(expand(one), True), "random", 1, 131072, tmp_path, threading.Event(),
+                                  lambda *a: None, kept)
+    assert prepared.extended == {"h1": 4, "h3": 4} and not prepared.reused
+    assert prepared.written_per_host == {"h1": 2 * MiB, "h2": 3 * MiB, "h3": 2 * MiB}  # only file 0's missing end
+    assert "file_append=1" in jobfiles["h1"] and "size=2097152" in jobfiles["h1"] and "numjobs=1" in jobfiles["h1"]
+    assert "file_append" not in jobfiles["h2"] and "size=3145728" in jobfiles["h2"]
+    place.record_data(kept, 5, keep=True)
+    assert {v["run"] for v in kept.entries().values()} == {5}  # extended: the data is now run 5's preparation
+    assert prepare_note(prepared.to_dict()) == (
+        "Preparation: random data written sequentially over 3.0 MiB per host (1 pass of 128.0 KiB writes) on 1 "
+        "host in 0.5 s. Data prepared by run 4 and kept, in fewer or smaller files, is extended on 2 hosts: only "
+        "each file's missing end is written (2.0 MiB per host, random data, 1 pass).")
 
 
 def test_the_preparation_note_says_which_hosts_used_kept_data():

@@ -9,7 +9,7 @@ from iofleet.cli.progress import live_text, pipe_line
 from iofleet.plan import expand, parse_plan
 from iofleet.plan.easy import GiB, MiB, Durations, HostFacts, Load, easy_plan
 from iofleet.report.summary import prepare_line
-from iofleet.studies.easy_run import same_files
+from iofleet.studies.easy_run import shares_files
 from iofleet.studies.progress import RunProgress
 
 from .test_progress_model import Clock
@@ -61,9 +61,10 @@ def test_profiles_on_the_probes_data_keep_its_working_set_and_say_so():
                for r in reasons)
 
 
-def test_the_profiles_use_the_probes_files_only_when_they_are_the_same_files():
+def test_the_profiles_use_the_probes_files_as_they_are_or_extended():
     covers = [SimpleNamespace(jobs=j, working_set=128 * MiB) for j in (1, 2)]  # the probe's grid: 2 files of 128 MiB
     probed = SimpleNamespace(data=SimpleNamespace(covers=covers))
-    assert same_files(probed, Load(2, 8, ""), 256 * MiB)  # its widest row: the same 2 files
-    assert not same_files(probed, Load(1, 16, ""), 256 * MiB)  # 1 job: one file of 256 MiB, not the probe's
-    assert not same_files(SimpleNamespace(data=None), Load(2, 8, ""), 256 * MiB)
+    assert shares_files(probed, Load(2, 8, ""), 256 * MiB)  # its widest row: the same 2 files
+    assert shares_files(probed, Load(1, 16, ""), 256 * MiB)  # 1 job: file 0 extended to 256 MiB
+    assert not shares_files(probed, Load(2, 8, ""), 128 * MiB)  # files of 64 MiB: the probe's cannot shrink
+    assert not shares_files(SimpleNamespace(data=None), Load(2, 8, ""), 256 * MiB)

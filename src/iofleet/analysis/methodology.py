@@ -323,22 +323,38 @@ def _hosts(n: int) -> str:
     return f"{n} host{'s' if n != 1 else ''}"
 
 
+def _passes(n: int) -> str:
+    return f"{n} pass{'es' if n != 1 else ''}"
+
+
+def _by_runs(runs: dict[str, int]) -> str:
+    """"run 4", or "runs 4 (2 hosts), 6 (1 host)": the runs whose kept data hosts used."""
+    ids = sorted(set(runs.values()))
+    return f"run {ids[0]}" if len(ids) == 1 else "runs " + ", ".join(
+        f"{r} ({_hosts(sum(v == r for v in runs.values()))})" for r in ids)
+
+
 def prepare_note(prepared: dict) -> str:
     """A run's preparation (its methodology's `prepare`) in one sentence:
     what was written where, and which hosts used data an earlier run kept
-    (fleet/kept.py) instead."""
+    (fleet/kept.py) instead, as it was or extended."""
     per_host, written = prepared["working_set_per_host"], prepared["written_per_host"]
-    reused = prepared.get("reused") or {}
-    sizes = {format_bytes(b) for h, b in per_host.items() if h not in reused}
+    reused, extended = prepared.get("reused") or {}, prepared.get("extended") or {}
+    whole = [h for h in per_host if h not in reused and h not in extended]
+    sizes = {format_bytes(per_host[h]) for h in whole}
     text = "Preparation:"
-    if written or not reused:  # (a run stored before reuse existed: every host written)
+    if whole:  # (a run stored before reuse existed: every host written)
         text += (f" {prepared['mode']} data written sequentially over {' / '.join(sorted(sizes))} per host "
-                 f"({prepared['passes']} passes of {format_bytes(prepared['bs'])} writes) on "
-                 f"{_hosts(len(per_host) - len(reused))} in {prepared['seconds']:.1f} s.")
+                 f"({_passes(prepared['passes'])} of {format_bytes(prepared['bs'])} writes) on "
+                 f"{_hosts(len(whole))} in {prepared['seconds']:.1f} s.")
+    if extended:
+        tails = " / ".join(sorted({format_bytes(written[h] // prepared["passes"]) for h in extended if h in written}))
+        took = "" if whole else f" in {prepared['seconds']:.1f} s"
+        text += (f" {'D' if whole else 'd'}ata prepared by {_by_runs(extended)} and kept, in fewer or smaller "
+                 f"files, is extended on {_hosts(len(extended))}: only each file's missing end is written "
+                 f"({tails} per host, {prepared['mode']} data, {_passes(prepared['passes'])}){took}.")
     if reused:
-        runs = sorted(set(reused.values()))
-        by = f"run {runs[0]}" if len(runs) == 1 else "runs " + ", ".join(
-            f"{r} ({_hosts(sum(v == r for v in reused.values()))})" for r in runs)
-        text += (f" {'D' if written else 'd'}ata prepared by {by} and kept (keep_files) is used as it is on "
-                 f"{_hosts(len(reused))}, as the last run's tests left it: not written again.")
+        text += (f" {'D' if whole or extended else 'd'}ata prepared by {_by_runs(reused)} and kept "
+                 f"(keep_files) is used as it is on {_hosts(len(reused))}, as the last run's tests left it: "
+                 f"not written again.")
     return text

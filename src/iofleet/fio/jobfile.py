@@ -24,7 +24,8 @@ ALLOWED_OPTIONS = frozenset(
     write_lat_log per_job_logs log_unix_epoch create_only unlink invalidate
     stonewall buffer_compress_percentage dedupe_percentage
     refill_buffers zero_buffers loops end_fsync filename allow_file_create
-    offset offset_increment verify verify_pattern rate rate_iops pool rbdname clientname""".split()
+    offset offset_increment verify verify_pattern rate rate_iops pool rbdname clientname
+    file_append""".split()
 )
 _TEST_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}\Z")  # \Z: `$` would pass "id\n"
 _SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]*\Z")
@@ -176,11 +177,13 @@ def render_test(spec: TestSpec, where: Where, engine: str, clear_cache: bool = T
 
 
 def render_prepare(tiers: list[tuple[int, int]], where: Where, engine: str, direct: bool,
-                   mode: str, passes: int, bs: int) -> str:
+                   mode: str, passes: int, bs: int, append: bool = False) -> str:
     """Preparation: write the data files sequentially, `passes` times, with
     random (incompressible) data or zeros. `tiers` are (jobs, bytes per
     file) pairs: files 0..jobs-1 get that many bytes (fio names a job's
-    files by its clone number, so the tests find exactly these files)."""
+    files by its clone number, so the tests find exactly these files).
+    `append`: each tier's bytes go after each file's end (fio's
+    file_append), leaving what the files hold (kept data extended)."""
     if mode not in ("random", "zero"):
         raise FioError(f"internal: preparation mode {mode!r}")
     sections = []
@@ -198,10 +201,13 @@ def render_prepare(tiers: list[tuple[int, int]], where: Where, engine: str, dire
             ("refill_buffers", True) if mode == "random" else ("zero_buffers", True),
             ("end_fsync", True),
         ]
+        if append:
+            options.append(("file_append", True))
         if i:
             options.append(("stonewall", True))
         sections.append((f"prepare{i}", options))
-    return _render_sections(f"iofleet preparation ({mode} data, {passes} passes)", sections)
+    what = "extension" if append else "preparation"
+    return _render_sections(f"iofleet {what} ({mode} data, {passes} passes)", sections)
 
 
 def render_layout(spec: TestSpec, targets: list[Path]) -> str:

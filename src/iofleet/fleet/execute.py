@@ -21,7 +21,7 @@ from .check import HostCheckError, filesystem_problems, problem_line, require_re
 from .control import NO_SSH, drop_caches
 from .control import host_facts as ssh_host_facts
 from .inventory import Host, host_groups
-from .kept import LOCAL, KeptData, data_key, fingerprint, host_key, kept_entry
+from .kept import LOCAL, KeptData, data_key, host_key, kept_entry, prepared_state
 from .metrics import MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
 from .local import drop_kernel_caches, host_facts, resolve_engine
 from .place import Measured, Place, Prepared, collect_artifacts, verdict
@@ -47,7 +47,11 @@ def _prepare_sizes(specs: list[TestSpec], passes: int) -> tuple[int, int]:
     written once per tier."""
     tiers = prepare_tiers(specs)
     prepared = sum(size * (n - (tiers[i + 1][0] if i + 1 < len(tiers) else 0)) for i, (n, size) in enumerate(tiers))
-    return prepared, passes * sum(n * size for n, size in tiers)
+    return prepared, _written(tiers, passes)
+
+
+def _written(tiers: list[tuple[int, int]], passes: int) -> int:
+    return passes * sum(n * size for n, size in tiers)
 
 
 def _timeout(spec: TestSpec | MixedStep) -> float:
@@ -162,16 +166,19 @@ class LocalPlace(Place):
         prepared, total = _prepare_sizes(steps, passes)
         self.target.claim(max(s.jobs for s in steps))
         tiers = prepare_tiers(steps)
-        print_ = fingerprint(tiers, self.target, mode, passes, bs)
+        state = prepared_state(tiers, self.target, mode, passes, bs)
         key = data_key(LOCAL, self.target.names)
-        entry = kept.usable(key, print_, self.target.files_state()) if kept and print_ else None
-        if entry:
-            self.data_state = {"fingerprint": print_, "run": entry["run"], "prepared_at": entry["prepared_at"]}
-            return Prepared(mode, passes, bs, {LOCAL: prepared}, {}, 0.0, reused={LOCAL: entry["run"]})
+        found = kept.find(key, state.get("fingerprint"), self.target.files_state(), state.get("layout"),
+                          tiers) if kept and state else None
+        if found and not found.tails:
+            self.data_state = state | {"run": found.entry["run"], "prepared_at": found.entry["prepared_at"]}
+            return Prepared(mode, passes, bs, {LOCAL: prepared}, {}, 0.0, reused={LOCAL: found.entry["run"]})
         if kept:
             kept.update(forget=[key])  # written again from here: the record no longer holds
+        if found:
+            tiers, total = found.tails, _written(found.tails, passes)
         job = render_prepare(tiers, self.target.fio_where(), self.engine_for(steps[0]), steps[0].direct, mode,
-                             passes, bs)
+                             passes, bs, append=bool(found))
         (work / "prepare.fio").write_text(job)
         done = last = 0.0
 
@@ -184,9 +191,10 @@ class LocalPlace(Place):
         fio = run_fio(run_command(str(work / "prepare.fio")), work, stop, on_live, env=self.target.fio_env())
         if fio.returncode != 0 and not fio.stopped:
             raise FioError(f"preparing the data failed: {error_line(fio.stderr, fio.stdout)}")
-        if not fio.stopped and print_:
-            self.data_state = {"fingerprint": print_}
-        return Prepared(mode, passes, bs, {LOCAL: prepared}, {LOCAL: total}, fio.wall_s)
+        if not fio.stopped and state:
+            self.data_state = state
+        return Prepared(mode, passes, bs, {LOCAL: prepared}, {LOCAL: total}, fio.wall_s,
+                        extended={LOCAL: found.entry["run"]} if found else {})
 
     def record_data(self, kept: KeptData, run_id: int, keep: bool) -> None:
         key = data_key(LOCAL, self.target.names)
@@ -439,15 +447,19 @@ class FleetPlace(Place):
         hosts = [h for h in self.hosts if h.name in per_host]
         self._max_jobs = max([self._max_jobs] + [s.jobs for specs in per_host.values() for s in specs])
         sizes = {name: _prepare_sizes(specs, passes) for name, specs in per_host.items()}
-        prints = {h.name: fingerprint(prepare_tiers(per_host[h.name]), self.targets[h.name], mode, passes, bs)
-                  for h in hosts}
-        reused = {}
+        tiers = {h.name: prepare_tiers(per_host[h.name]) for h in hosts}
+        states = {h.name: prepared_state(tiers[h.name], self.targets[h.name], mode, passes, bs) for h in hosts}
+        reused, extended = {}, {}
         for h in hosts:
-            entry = kept.usable(host_key(h), prints[h.name]) if kept and self._leftovers.get(h.name) else None
-            if entry:
-                reused[h.name] = entry["run"]
-                self.data_state[h.name] = {"fingerprint": prints[h.name], "run": entry["run"],
-                                           "prepared_at": entry["prepared_at"]}
+            state = states[h.name]
+            found = (kept.find(host_key(h), state.get("fingerprint"), layout=state.get("layout"), tiers=tiers[h.name])
+                     if kept and state and self._leftovers.get(h.name) else None)
+            if found and not found.tails:
+                reused[h.name] = found.entry["run"]
+                self.data_state[h.name] = state | {"run": found.entry["run"],
+                                                   "prepared_at": found.entry["prepared_at"]}
+            elif found:
+                extended[h.name], tiers[h.name] = found.entry["run"], found.tails
         hosts = [h for h in hosts if h.name not in reused]
         working_sets = {name: ws for name, (ws, _) in sizes.items()}
         if not hosts:
@@ -456,10 +468,10 @@ class FleetPlace(Place):
             kept.update(forget=[host_key(h) for h in hosts])  # written again from here
         first = {h.name: per_host[h.name][0] for h in hosts}
         engines = self._engines_for(first, work, stop)
-        jobfiles = {h.name: render_prepare(prepare_tiers(per_host[h.name]), self._where(h),
-                                           engines[h.name], first[h.name].direct, mode, passes, bs)
+        jobfiles = {h.name: render_prepare(tiers[h.name], self._where(h), engines[h.name], first[h.name].direct,
+                                           mode, passes, bs, append=h.name in extended)
                     for h in hosts}
-        totals = {h.name: sizes[h.name][1] for h in hosts}
+        totals = {h.name: _written(tiers[h.name], passes) for h in hosts}
 
         def on_live(live):
             progress(None, sum(totals.values()), live.elapsed_s, live.hosts)
@@ -472,8 +484,8 @@ class FleetPlace(Place):
             why = lost_reason(run) if run.lost else error_line(run.fio.stderr, run.fio.stdout)
             raise FioError(f"preparing the data failed: {why}")
         if not run.fio.stopped:
-            self.data_state |= {h.name: {"fingerprint": prints[h.name]} for h in hosts if prints[h.name]}
-        return Prepared(mode, passes, bs, working_sets, totals, run.fio.wall_s, reused=reused)
+            self.data_state |= {h.name: states[h.name] for h in hosts if states[h.name]}
+        return Prepared(mode, passes, bs, working_sets, totals, run.fio.wall_s, reused=reused, extended=extended)
 
     def record_data(self, kept: KeptData, run_id: int, keep: bool) -> None:
         """Kept: each host's data as prepared or used (not a lost host's:

@@ -49,12 +49,13 @@ class Prepared:
     written_per_host: dict[str, int]  # bytes written, all passes (hosts whose data was written)
     seconds: float
     reused: dict[str, int] = field(default_factory=dict)  # host → run whose kept data it uses (fleet/kept.py)
+    extended: dict[str, int] = field(default_factory=dict)  # host → run whose kept data it extended
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "passes": self.passes, "bs": self.bs,
                 "working_set_per_host": self.working_set_per_host,
                 "written_per_host": self.written_per_host, "seconds": round(self.seconds, 1)} | (
-            {"reused": self.reused} if self.reused else {})
+            {"reused": self.reused} if self.reused else {}) | ({"extended": self.extended} if self.extended else {})
 
 
 Step = TestSpec | MixedStep

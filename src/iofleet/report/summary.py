@@ -283,9 +283,12 @@ def resume_note(r: dict) -> str:
     line = f"Resumed at {r['at']}: " + (f"ran {ran}." if ran else "no test was left to run.")
     for test, status in r["replaced"].items():
         line += f" {test} was run again; its {status} result was replaced."
-    if r.get("prepare") and (r["prepare"].get("written_per_host") or not r["prepare"].get("reused")):
-        line += f" The data files were written again first ({r['prepare']['seconds']:.1f} s)."
-    if r.get("prepare") and r["prepare"].get("reused"):
+    prepared = r.get("prepare") or {}
+    if prepared.get("extended"):
+        line += f" Data a run kept was extended first: only each file's missing end written ({prepared['seconds']:.1f} s)."
+    elif prepared and (prepared.get("written_per_host") or not prepared.get("reused")):
+        line += f" The data files were written again first ({prepared['seconds']:.1f} s)."
+    if prepared.get("reused"):
         line += " Data a run kept (keep_files) was used as it is, not written again."
     return line
 

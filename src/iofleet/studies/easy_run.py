@@ -2,14 +2,13 @@
 the most IOPS (a short saturate sweep), build the plan (plan.easy), run it.
 
 The probe keeps its data files when it has its answer (saturate's
-keep_for_next). When the profiles' files are the probe's (the probe chose
-its widest row of jobs: the same working set split over as many files),
-their run's preparation is the probe's and finds them kept
-(fleet/kept.py): the working set is written once, and removed at the
-profiles' end. Otherwise (fewer jobs, so fewer, larger files), or when the
-probe is stopped or the profiles do not start, the probe's files are
-removed as the probe's own clean-up would have, and the profiles prepare
-theirs."""
+keep_for_next) and the profiles' run finds them kept (fleet/kept.py):
+as they are when the probe chose its widest row of jobs (the same working
+set split over as many files), else extended — the profiles' fewer,
+larger files are the probe's first ones with only their missing ends
+written. The working set is written once, and removed at the profiles'
+end. When the probe is stopped or the profiles do not start, the probe's
+files are removed as the probe's own clean-up would have."""
 
 import threading
 import time
@@ -23,6 +22,7 @@ from ..errors import IofleetError
 from ..fleet.execute import place_for
 from ..fleet.facts import fleet_facts, local_facts
 from ..fleet.inventory import Host
+from ..fleet.kept import tail_tiers
 from ..plan import parse_plan
 from ..plan.easy import Durations, HostFacts, Load, easy_plan, file_size, probe_max_jobs, rule_of_thumb, working_set_of
 from ..plan.expand import prepare_tiers
@@ -140,23 +140,21 @@ def probe(
     short saturate sweep, stored as its own run, on all hosts at once (one
     setting for the fleet, from the fleet's summed IOPS). An interrupted
     probe is returned as it is; one that measured nothing is an error.
-    When the profiles' files will be the probe's, the probe keeps them for
-    the profiles (`load.data`): give the load to easy_run, or call
-    `discard_data()` when the profiles will not run."""
+    The probe keeps its files for the profiles (`load.data`): give the
+    load to easy_run, or call `discard_data()` when they will not run."""
     facts, _ = survey(targets, hosts)
     sweep = probe_sweep(facts, durations, working_set, max_iodepth, max_jobs)
     total, why_total = working_set_of(facts, working_set)
     start = time.monotonic()
-    # Kept only when the profiles will use the files as they are: jobs of the probe's widest row.
     outcome = run_saturate(store, sweep, targets=targets, hosts=hosts, label=probe_label(label),
                            observer=observer, stop=stop, destroy_data=destroy_data,
-                           keep_for_next=lambda result: getattr(top_cell(result), "jobs", None) == sweep.max_jobs)
+                           keep_for_next=lambda result: top_cell(result) is not None)
     seconds = time.monotonic() - start
     load = choose_load(outcome.result, outcome.run_id, outcome.hosts, facts, seconds)
     interrupted = (stop is not None and stop.is_set()) or outcome.run.status == "interrupted"
     probed = Probe(outcome, load, seconds)
-    if load is None or interrupted or not same_files(outcome, load, total):
-        # No profiles, or files of their own: removed now, as the probe's own clean-up would have.
+    if load is None or interrupted or not shares_files(outcome, load, total):
+        # No profiles, or files the probe's cannot become: removed now, as the probe's own clean-up would have.
         probed.discard_data(observer)
     elif outcome.data is not None:
         load.working_set, load.working_set_why, load.data = total, why_total, outcome.data
@@ -167,12 +165,13 @@ def probe(
     return probed
 
 
-def same_files(outcome: SaturateOutcome, load: Load, total: int) -> bool:
+def shares_files(outcome: SaturateOutcome, load: Load, total: int) -> bool:
     """The profiles' data files (`load.jobs` files splitting the working
-    set) are those the probe prepared and kept: the same preparation, which
-    finds them kept (fleet/kept.py). True when the probe chose its widest
-    row of jobs; with fewer jobs the profiles' files are fewer and larger."""
-    return outcome.data is not None and prepare_tiers(outcome.data.covers) == [(load.jobs, file_size(total, load.jobs))]
+    set) are the probe's kept files, as they are or extended at their end
+    (fleet/kept.py's tail_tiers): the probe's first `load.jobs` files, each
+    as large or larger."""
+    return outcome.data is not None and tail_tiers(
+        prepare_tiers(outcome.data.covers), [(load.jobs, file_size(total, load.jobs))]) is not None
 
 
 def easy_run(
@@ -193,7 +192,8 @@ def easy_run(
     """Choose the plan from what the hosts are, then run it like any plan.
     `load`: the jobs × iodepth a probe measured (probe(…).load); without it
     the rule of thumb from CPUs and device type. With the probe's data
-    (`load.data`) the profiles use it as it is and remove it at their end,
+    (`load.data`) the profiles use it (extended when their files are
+    larger) and remove it at their end,
     or here when they cannot start. `on_plan(plan_text, reasons)` is called
     before the first test; `destroy_data` names devices whose data may be
     destroyed; `keep_files`: keep the data files after the run (a later

@@ -34,8 +34,8 @@ class Target(ABC):
 
     kind: str = ""
     engines: tuple[str, ...] | None = None
-    # iofleet's own data files live there (kept data, layout of a partial
-    # working set, clean-up by file name, free space).
+    # iofleet's own data files live there (kept data, extended at their end
+    # too; layout of a partial working set, clean-up by file name, free space).
     holds_files: bool = False
 
     def __init__(self, names: list[str], access: Access = Access()):
