@@ -154,7 +154,8 @@ def easy_plan(facts: list[HostFacts], targets: list[str], durations: Durations,
     per_file = file_size(total, jobs)
     if kept:
         reasons.append(f"files: {jobs} per host (one per job) of {format_bytes(per_file)}: random data the probe "
-                       f"prepared and kept for the profiles, used as it is unless it changed since")
+                       f"prepared and kept for the profiles, used as it is (or extended at the end where the "
+                       f"probe's files were smaller) unless it changed since")
     else:
         reasons.append(f"files: {jobs} per host (one per job) of {format_bytes(per_file)}, "
                        f"prepared with random data before the first profile")
