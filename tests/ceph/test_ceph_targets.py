@@ -5,6 +5,7 @@ through ceph-fuse, on this host and on the fleet; the image safety
 refusals; storage-aware facts; the mount-namespace trap refused."""
 
 import json
+import re
 import subprocess
 import time
 
@@ -132,8 +133,14 @@ def fleet_inventory(ceph, path, targets: dict[str, str], fstype: str | None = No
     return path
 
 
-def test_a_fleet_gets_an_image_per_host_and_removes_them(ceph, tmp_path):
+def test_a_fleet_gets_an_image_per_host_and_removes_them(ceph, tmp_path, monkeypatch):
     inv = fleet_inventory(ceph, tmp_path / "inv.yaml", {"h1": "rbd:rbd/fleet", "h2": "rbd:rbd/fleet"})
+    monkeypatch.setenv("CEPH_CONF", str(ceph.cluster.conf))  # (`hosts check` has no plan: Ceph's own default)
+    checked = iofleet("hosts", "check", inv, data_dir=tmp_path / "d", timeout=120)
+    rows = [line for line in checked.stdout.splitlines() if "rbd:rbd/fleet" in line]
+    # Free: the pool's max_avail, asked of the cluster (3 OSDs, size 3: a third of their raw room at most).
+    assert len(rows) == 2 and all("n/a" not in r and re.search(r" \d+\.\d (MiB|GiB) ", r) for r in rows), \
+        checked.stdout
     plan = rbd_plan(tmp_path / "p.yaml", ceph, "rbd:rbd/unused")
     out = iofleet("run", plan, "--hosts", inv, data_dir=tmp_path / "d", timeout=600)
     doc = run_doc(tmp_path / "d")

@@ -168,11 +168,24 @@ def _finish(check: HostCheck, controller_version: str, destroy_data: list[str] |
                     t.device.mounts = exporter_mounts(text, t.path)
                 elif check.target.holds_files:
                     t.free_bytes = free_bytes(text, t.path)
+    room = _cluster_room(check.target) if check.reachable else None
     for t in check.targets:
         if not t.device and free.get(t.path) is not None:
             t.free_bytes = free[t.path]
+        elif room is not None:
+            t.free_bytes = room
         if t.device:
             check.problems += t.device.problems(destroy_data)
+
+
+def _cluster_room(target: Target) -> int | None:
+    """A fleet target's room as its cluster tells it here (an RBD image:
+    its pool's max_avail); None when it has no such answer, or the cluster
+    cannot be asked from here (the run's own checks then say why)."""
+    try:
+        return target.cluster_free_bytes()
+    except (IofleetError, OSError, KeyError):
+        return None
 
 
 def _probe_jobs(target: Target, probes: list[tuple[str, bool]]) -> str:

@@ -159,6 +159,11 @@ class Target(ABC):
         """Room for data on this machine's view of the target."""
         return None
 
+    def cluster_free_bytes(self) -> int | None:
+        """Room for data as a cluster tells it to this machine, for a fleet
+        host's target too (None: only the host can tell)."""
+        return None
+
     def spinning(self) -> bool | None:
         """Whether what holds the data spins (None: cannot be told)."""
         return None

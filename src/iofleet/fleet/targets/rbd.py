@@ -253,3 +253,6 @@ class RbdImage(Target):
 
     def free_bytes(self):
         return cluster_facts(self.access)["max_avail"].get(self.pool)
+
+    def cluster_free_bytes(self):
+        return self.free_bytes()  # the pool's, the same from any host
