@@ -14,7 +14,7 @@ SCRATCH ?= $(CURDIR)/scratch
 # ceph-mgr, ceph-osd, ceph-mds, ceph-fuse and ceph-common (the Ceph tests'
 # micro-cluster, daemons started by hand, tests/ceph/cluster.py).
 
-.PHONY: run test test-scale bench system browser ceph clean
+.PHONY: run test test-scale bench docs system browser ceph clean
 
 # apt-get install the packages in $(missing), if any (sudo unless root).
 define apt_install
@@ -95,6 +95,13 @@ bench: system $(STAMP)
 	$(BIN)/python bench/ingest.py --data-dir $(SCRATCH)/bench-ingest
 	$(BIN)/python bench/report.py --data-dir $(SCRATCH)/bench-ingest
 	$(SUDO) $(BIN)/python bench/fleet_start.py
+
+# The generated docs: the parameter reference in docs/plans.md (from the
+# parameter table) and docs/cli.md (from every command's --help). Tests fail
+# when either drifts.
+docs: $(STAMP)
+	$(BIN)/python -m iofleet.plan.reference docs/plans.md
+	$(BIN)/python -m iofleet.cli.reference docs/cli.md
 
 clean:
 	rm -rf $(VENV) $(SCRATCH) iofleet-data test-artifacts
