@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from iofleet.results.store.locks import RunLocks
 from iofleet.studies.live_state import Publisher, held_runs, live_path, read_published
-from iofleet.studies.run import RunObserver
+from iofleet.studies.events import RunObserver
 
 
 class Clock:
