@@ -4,7 +4,7 @@ observer. Plain data in and out, so the CLI and the web UI share it."""
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
