@@ -102,7 +102,7 @@ def stop_run(request: Request):
 
 @router.get("/api/runs/current/events", response_class=EventSourceResponse, tags=["runs"])
 async def run_events(request: Request, after: int = 0):
-    """Server-sent events of the run: run, preparing, test, phase, live, result, stopping, ended.
+    """Server-sent events of the run: run, preparing, test, phase, live, result, warning, stopping, ended.
     A client that reconnects (Last-Event-ID) gets what it missed."""
     manager = runs(request)
     header = request.headers.get("last-event-id", "")
