@@ -10,7 +10,8 @@ from iofleet.fio.merge import percentile_from_bins
 from iofleet.fleet.inventory import load_inventory
 from iofleet.plan import parse_plan
 from iofleet.results.store import Store
-from iofleet.studies.run import RunObserver, run_plan
+from iofleet.studies.events import RunObserver
+from iofleet.studies.run import run_plan
 
 from ..cli import iofleet, show_json, write_plan
 

@@ -12,7 +12,7 @@ from iofleet.fleet.kept import KEPT_NAME
 from iofleet.plan.easy import MiB, Durations
 from iofleet.results.store import Store
 from iofleet.studies.easy_run import easy_run, probe
-from iofleet.studies.run import RunObserver
+from iofleet.studies.events import RunObserver
 
 from .test_fleet_run import data_files
 

@@ -22,7 +22,8 @@ from iofleet.report.summary import summary_notes
 from iofleet.results.store import Store
 from iofleet.studies.curve import Curve, run_curve
 from iofleet.studies.easy_run import easy_run, probe
-from iofleet.studies.run import RunObserver, RunSession
+from iofleet.studies.events import RunObserver
+from iofleet.studies.run import RunSession
 from iofleet.studies.saturate import Sweep, run_saturate
 from iofleet.studies.scenario import run_scenario
 

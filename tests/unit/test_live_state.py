@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from iofleet.results.store.locks import RunLocks
 from iofleet.studies.live_state import Publisher, held_runs, live_path, read_published
-from iofleet.studies.run import RunObserver
+from iofleet.studies.events import RunObserver
 
 
 class Clock:
@@ -99,3 +99,46 @@ def test_runs_at_once_on_one_store_keep_their_files_and_the_going_one_is_shown(t
     third.run_started(9, [spec("4k-c")], 3.0)
     assert [p.name for p in (tmp_path / "live").iterdir()] == ["run-999998.json"]
     assert read_published(tmp_path)["status"]["run_id"] == 9
+
+
+def test_followers_read_the_one_model_already_updated(tmp_path):
+    seen = []
+
+    class Follower(RunObserver):
+        def watch(self, progress):
+            self.model = progress
+
+        def test_started(self, index, spec):
+            seen.append((self.model.test.id, self.model.phase))
+
+    follower = Follower()
+    pub = Publisher(tmp_path, follower, "quick", None, clock=Clock())
+    assert follower.model is pub.progress
+    pub.run_started(7, [spec("4k-a")], 3.0)
+    pub.test_started(0, spec("4k-a"))
+    assert seen == [("4k-a", "starting")]
+    assert pub.snapshot() == pub.progress.snapshot() and pub.snapshot()["test_id"] == "4k-a"
+
+
+def test_a_held_run_ends_when_its_holder_says_and_its_file_says_so_before_the_lock_goes(tmp_path):
+    """The web holds its run: its page shows the run going until the web
+    closes it, with the error that ended it; the live file says ended as soon
+    as the session knows, since the run lock that proves it going goes next."""
+    locks = RunLocks(tmp_path)
+    locks.claim(5)
+    pub = Publisher(tmp_path, None, "quick", None, clock=Clock(), held=True, first_id=40)
+    pub.run_started(5, [spec("4k-a")], 3.0)
+    pub.stopping()
+    pub.ended("interrupted")  # the session, before the run lock is let go
+    locks.release(5)
+    body = read_published(tmp_path)
+    assert body["status"]["state"] == "ended" and body["status"]["status"] == "interrupted"
+    assert body["status"]["error"] is None and body["events"][-1]["type"] == "ended"
+    assert pub.snapshot()["state"] == "stopping"
+    assert [(e["id"], e["type"]) for e in pub.events_after(0)] == [(40, "run"), (41, "stopping")]
+    pub.close("failed", "no space left on /mnt/a")
+    (last,) = pub.events_after(41)
+    assert last["type"] == "ended" and last["data"]["status"] == "failed"
+    assert last["data"]["error"] == "no space left on /mnt/a" and read_published(tmp_path)["events"][-1] == last
+    pub.stopping()  # asked as it ended: it stays ended
+    assert pub.snapshot()["state"] == "ended" and pub.next_id == 43

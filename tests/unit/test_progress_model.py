@@ -14,8 +14,9 @@ from iofleet.fleet.runner import LiveFigures
 from iofleet.plan.expand import expand
 from iofleet.plan.load import parse_plan_text
 from iofleet.results.model import Aggregate
+from iofleet.studies.events import TestOutcome, estimate_seconds
+from iofleet.studies.live_state import Publisher
 from iofleet.studies.progress import RunProgress
-from iofleet.studies.run import TestOutcome, estimate_seconds
 
 PLAN = """name: p
 targets: [/tmp]
@@ -149,22 +150,24 @@ def test_cleaning_is_a_phase_of_its_own():
     assert m.phase == "removing data files" and live_text(m) == "  removing data files"
 
 
-def test_the_terminal_draws_the_model_it_feeds(tmp_path):
+def test_the_terminal_draws_the_run_s_one_model(tmp_path):
     out = tmp_path / "out.txt"
     with out.open("w") as f:
         console = Console(file=f, width=200, force_terminal=False)
         tests = specs()
         with TerminalProgress(console) as progress:
-            progress.run_started(3, tests, estimate_seconds(tests))
-            progress.preparing(8e6, 32e6, 2.0, None)
+            run = Publisher(tmp_path, progress, "p", None)  # as the run's session makes it
+            assert progress.model is run.progress  # one model, the publisher's
+            run.run_started(3, tests, estimate_seconds(tests))
+            run.preparing(8e6, 32e6, 2.0, None)
             assert progress.live_text.plain == "  preparing data: 7.6 MiB of 30.5 MiB written, 4.0 MB/s, 0:00:06 left"
-            progress.test_started(0, tests[0])
-            progress.test_live(0, tests[0], LiveFigures(elapsed_s=6.0, iops=1200.0, bw_bytes_s=4.9e6,
-                                                        lat_mean_ns=200_000.0))
+            run.test_started(0, tests[0])
+            run.test_live(0, tests[0], LiveFigures(elapsed_s=6.0, iops=1200.0, bw_bytes_s=4.9e6,
+                                                   lat_mean_ns=200_000.0))
             assert progress.live_text.plain == "  measuring: 1,200 IOPS  4.9 MB/s  mean latency 0.200 ms"
-            progress.test_finished(0, tests[0], TestOutcome(tests[0], "ok", None, agg(1200.0, 4.9, 800.0)))
+            run.test_finished(0, tests[0], TestOutcome(tests[0], "ok", None, agg(1200.0, 4.9, 800.0)))
             assert progress.model.tests_done == 1
-            progress.cleaning()
+            run.cleaning()
             assert progress.live_text.plain == "  removing data files"
     text = out.read_text()
     assert "Run 3: 2 tests, about 54 s" in text

@@ -50,3 +50,122 @@ def test_the_checker_sees_backward_imports():
     assert _imported_packages(source, "fio") == {"results", "fio", "web"}
     nested = "from ...report.summary import x\nfrom ..little import y\nfrom . import latency\n"
     assert _imported_packages(nested, "analysis", depth=2) == {"report", "analysis"}
+
+
+# ---- no import circle ------------------------------------------------------
+# A circle between modules means neither can be understood (or imported) on
+# its own; DESIGN.md's floors keep packages apart, this keeps modules apart.
+# Module-level imports count (those under `if TYPE_CHECKING:` too: the
+# dependency is there all the same); an import inside a function runs later
+# and does not, unless it is there only to dodge a circle.
+
+ALLOWED_CYCLES = [
+    {"iofleet.results.export", "iofleet.results.model"},  # removed by the typed-model branch
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(source: str, module: str, is_package: bool, modules: set[str]) -> tuple[set[str], dict[str, int]]:
+    """The iofleet modules `module` imports at module level, and those it
+    imports inside a function ({module: line}). `from .pkg import name`
+    imports the module pkg.name when there is one, else pkg."""
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    top, deferred = set(), {}
+
+    def targets(node) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        base = node.module or ""
+        if node.level:
+            base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else []))
+        return [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+
+    def visit(node, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for name in targets(child):
+                    if name in modules and name != module:
+                        if inner:
+                            deferred.setdefault(name, child.lineno)
+                        else:
+                            top.add(name)
+            visit(child, inner)
+
+    visit(ast.parse(source), False)
+    return top, deferred
+
+
+def _graph(sources: dict[str, tuple[str, bool]]) -> tuple[dict[str, set[str]], dict[str, dict[str, int]]]:
+    """{module: (source, is_package)} → module-level imports, imports in functions."""
+    modules = set(sources)
+    graph, deferred = {}, {}
+    for name, (source, is_package) in sources.items():
+        graph[name], deferred[name] = _imports(source, name, is_package, modules)
+    return graph, deferred
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """The modules `start` imports, directly or through others."""
+    seen, todo = set(), list(graph.get(start, ()))
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(graph.get(name, ()))
+    return seen
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The groups of modules that import each other, at module level
+    (strongly connected components of more than one module)."""
+    reach = {name: _reachable(graph, name) for name in graph}
+    groups: list[set[str]] = []
+    for name in sorted(graph):
+        group = {other for other in reach[name] if name in reach[other]}
+        if name in group and group not in groups:
+            groups.append(group)
+    return groups
+
+
+def _circle_dodges(graph, deferred) -> list[str]:
+    """Imports inside a function whose module imports the importer back:
+    deferred only to dodge a circle."""
+    return [f"{name} imports {other} in a function (line {line}), and {other} imports {name}"
+            for name, found in sorted(deferred.items()) for other, line in sorted(found.items())
+            if name in _reachable(graph, other)]
+
+
+def _package_graph():
+    return _graph({_module_name(p): (p.read_text(), p.name == "__init__.py") for p in ROOT.rglob("*.py")})
+
+
+def test_no_module_imports_itself_through_others():
+    graph, _ = _package_graph()
+    circles = [sorted(c) for c in _cycles(graph) if c not in ALLOWED_CYCLES]
+    assert not circles, circles
+
+
+def test_no_import_is_deferred_to_dodge_a_circle():
+    graph, deferred = _package_graph()
+    assert not _circle_dodges(graph, deferred)
+
+
+def test_the_checker_sees_circles_and_dodges():
+    sources = {
+        "iofleet.studies": ("", True),
+        "iofleet.studies.run": ("from .progress import RunProgress\ndef f():\n    from .live import P\n", False),
+        "iofleet.studies.progress": ("from . import run\n", False),
+        "iofleet.studies.live": ("from .progress import RunProgress\n", False),
+        "iofleet.web.live": ("from ..studies.live import P\nimport iofleet.studies.run\n", False),
+    }
+    graph, deferred = _graph(sources)
+    assert graph["iofleet.web.live"] == {"iofleet.studies.live", "iofleet.studies.run"}
+    assert _cycles(graph) == [{"iofleet.studies.run", "iofleet.studies.progress"}]
+    assert _circle_dodges(graph, deferred) == [
+        "iofleet.studies.run imports iofleet.studies.live in a function (line 3), and iofleet.studies.live "
+        "imports iofleet.studies.run"]

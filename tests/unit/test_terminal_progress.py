@@ -13,6 +13,7 @@ from iofleet.cli.results import file_size
 from iofleet.cli.run import resume_command
 from iofleet.cli.progress import PIPE_PROGRESS_S, PROGRESS_EVERY_ENV, TerminalProgress, pipe_interval, pipe_line
 from iofleet.errors import IofleetError
+from iofleet.studies.live_state import Publisher
 from iofleet.fleet.runner import LiveFigures
 
 from .test_progress_model import specs, started
@@ -28,13 +29,14 @@ def test_the_pipe_line_names_the_test_its_time_and_latest_iops():
     assert pipe_line(m, "1/2") == f"  test 1/2 {a.id}: measuring, 0:00:12 of 0:00:25, 75,210 IOPS"
 
 
-def test_piped_output_gets_a_line_every_interval_during_a_test():
+def test_piped_output_gets_a_line_every_interval_during_a_test(tmp_path):
     out = io.StringIO()
     (a, _) = specs()
     with TerminalProgress(Console(file=out, force_terminal=False, width=200), every_s=0.05) as progress:
-        progress.run_started(3, specs(), 54.0)
-        progress.test_started(0, a)
-        progress.test_live(0, a, LiveFigures(elapsed_s=6.0, iops=1200.0, bw_bytes_s=4.9e6, lat_mean_ns=2e5))
+        run = Publisher(tmp_path, progress, "p", None)  # as the run's session makes it
+        run.run_started(3, specs(), 54.0)
+        run.test_started(0, a)
+        run.test_live(0, a, LiveFigures(elapsed_s=6.0, iops=1200.0, bw_bytes_s=4.9e6, lat_mean_ns=2e5))
         time.sleep(0.4)
     lines = [line for line in out.getvalue().splitlines() if line.startswith(f"  test 1/2 {a.id}: measuring")]
     assert 3 <= len(lines) <= 9 and lines[-1].endswith("1,200 IOPS")

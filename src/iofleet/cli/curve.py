@@ -68,7 +68,7 @@ def curve_command(
     curve = Curve(points=points, loads=parse_loads(loads), from_run=from_run, sweep=sweep, **timing)
     given = {name for name, value in (("bs", bs), ("read_pct", read_pct), ("random_pct", random_pct)) if value}
     fleet = load_inventory(hosts).hosts if hosts else None
-    progress = EachRunProgress(console, sweep_first=from_run is None)
+    progress = EachRunProgress(console)
 
     def on_maximum(line: str) -> None:
         progress.close()

@@ -1,7 +1,8 @@
 """Live progress of a run in the terminal (rich): test i of N, elapsed and
 ETA for the test and the plan, current IOPS, MB/s and latency. All of it is
-read from the run's one progress model (studies.progress); this module only
-draws it."""
+read from the run's one progress model (studies.progress), which the run's
+publisher keeps up to date and gives to the observers that follow the run
+(`watch`); this module only draws it."""
 
 import os
 import threading
@@ -11,11 +12,10 @@ from rich.live import Live
 from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
 from rich.text import Text
 
-
 from ..errors import IofleetError
 from ..plan.units import format_bytes
+from ..studies.events import RunObserver
 from ..studies.progress import FinishedTest, HostFigures, RunProgress
-from ..studies.run import RunObserver
 from ..units import format_value
 
 
@@ -95,9 +95,9 @@ class ClockColumn(ProgressColumn):
     """A bar's elapsed time or ETA, read from the progress model each time
     the display is drawn (so it ticks between events)."""
 
-    def __init__(self, model: RunProgress, which: str):
+    def __init__(self, model: RunProgress | None, which: str):
         super().__init__()
-        self.model, self.which = model, which
+        self.model, self.which = model, which  # the model: once the run gives it (TerminalProgress.watch)
 
     def render(self, task) -> Text:
         elapsed, eta = self.times(task.fields.get("part"))
@@ -107,6 +107,8 @@ class ClockColumn(ProgressColumn):
 
     def times(self, part: str | None) -> tuple[float | None, float | None]:
         m = self.model
+        if m is None:
+            return None, None
         now = m.clock()
         if part == "run":
             return m.elapsed_s(now), m.eta_s(now)
@@ -154,28 +156,35 @@ def result_line(r: FinishedTest, nth: str) -> str:
 
 
 class TerminalProgress(RunObserver):
-    """Feeds each event to the run's progress model, then draws the model."""
+    """Draws the run's progress model, given by the run's publisher (`watch`),
+    at each of its events: the publisher has updated the model by then."""
 
-    def __init__(self, console: Console, sweep: bool = False, every_s: float | None = None):
+    def __init__(self, console: Console, every_s: float | None = None):
         self.console = console
-        self.model = RunProgress(sweep=sweep)
+        self.model: RunProgress | None = None
         # Piped: a line every `every_s` seconds from a thread (a test may send no event for long).
         self.every_s = None if console.is_terminal else every_s or pipe_interval()
         self.stopped = threading.Event()
         self.ticker = None
+        self.clocks = ClockColumn(None, "elapsed"), ClockColumn(None, "eta")
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             TextColumn("{task.percentage:>3.0f}%"),
-            ClockColumn(self.model, "elapsed"),
+            self.clocks[0],
             TextColumn("ETA"),
-            ClockColumn(self.model, "eta"),
+            self.clocks[1],
             console=console,
         )
         self.live_text = Text("")
         self.live = Live(Group(self.progress, self.live_text), console=console,
                          refresh_per_second=4, transient=True)
         self.plan_task = self.test_task = None
+
+    def watch(self, progress: RunProgress) -> None:
+        self.model = progress
+        for column in self.clocks:
+            column.model = progress
 
     def __enter__(self):
         self.live.__enter__()
@@ -192,8 +201,10 @@ class TerminalProgress(RunObserver):
 
     def _tick(self):
         while not self.stopped.wait(self.every_s):
-            index = self.model.test.index if self.model.test is not None else 0
-            line = pipe_line(self.model, self._nth(index))
+            m = self.model
+            if m is None:
+                continue
+            line = pipe_line(m, self._nth(m.test.index if m.test is not None else 0))
             if line:
                 self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
@@ -210,14 +221,12 @@ class TerminalProgress(RunObserver):
 
     def run_started(self, run_id, specs, estimate_s):
         m = self.model
-        m.run_started(run_id, specs, estimate_s)
         bound = "at most" if m.estimate_is_bound else "about"
         self.console.print(f"Run {run_id}: {'at most ' if m.sweep else ''}{m.tests_planned} tests, "
                            f"{bound} {m.estimate_s:.0f} s")
         self.plan_task = self.progress.add_task("plan", total=m.estimate_s, part="run")
 
     def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):
-        self.model.preparing(done_bytes, total_bytes, elapsed_s, hosts)
         if self.test_task is None:
             self.test_task = self.progress.add_task("preparing data", total=total_bytes, part="preparing")
         if done_bytes is not None:
@@ -225,7 +234,6 @@ class TerminalProgress(RunObserver):
         self.live_text.plain = live_text(self.model)
 
     def test_started(self, index, spec):
-        self.model.test_started(index, spec)
         if self.test_task is not None:
             self.progress.remove_task(self.test_task)
         self.test_task = self.progress.add_task(f"test {self._nth(index)} {spec.id}",
@@ -233,16 +241,13 @@ class TerminalProgress(RunObserver):
         self.live_text.plain = live_text(self.model)
 
     def test_phase(self, index, spec, phase):
-        self.model.test_phase(index, spec, phase)
         self._draw()
 
     def test_live(self, index, spec, live):
-        self.model.test_live(index, spec, live)
         self._draw()
 
     def test_finished(self, index, spec, result):
         m = self.model
-        m.test_finished(index, spec, result)
         self.progress.update(self.plan_task, completed=m.run_done_s())
         self.console.print(result_line(m.results[-1], self._nth(index)), highlight=False)
 
@@ -250,7 +255,6 @@ class TerminalProgress(RunObserver):
         self.console.print(f"warning: {text}", style="yellow", highlight=False, markup=False)
 
     def cleaning(self):
-        self.model.cleaning()
         self.live_text.plain = live_text(self.model)
 
 
@@ -260,15 +264,18 @@ class EachRunProgress(RunObserver):
     """A fresh progress display for each run of the study (the sweep, then
     the curve), closed when the next starts or the study ends."""
 
-    def __init__(self, console: Console, sweep_first: bool):
+    def __init__(self, console: Console):
         self.console = console
         self.bar: TerminalProgress | None = None
-        self.sweep_next = sweep_first  # the first run is a sweep (its planned tests are an upper bound)
+        self.model = None  # the next run's (watch), drawn once it starts
+
+    def watch(self, progress):
+        self.model = progress
 
     def run_started(self, run_id, specs, estimate_s):
         self.close()
-        self.bar = TerminalProgress(self.console, sweep=self.sweep_next).__enter__()
-        self.sweep_next = False
+        self.bar = TerminalProgress(self.console).__enter__()
+        self.bar.watch(self.model)
         self.bar.run_started(run_id, specs, estimate_s)
 
     def _forward(name):  # builds the forwarding methods below (not a method itself)
@@ -286,38 +293,14 @@ class EachRunProgress(RunObserver):
             self.bar = None
 
 
-class StepProgress(RunObserver):
+class StepProgress(EachRunProgress):
     """A fresh progress display for each step of a study (one test per run)."""
 
-    def __init__(self, console: Console):
-        self.console = console
-        self.bar: TerminalProgress | None = None
+    def warning(self, text):  # a step's display has never said these (kept as it was)
+        pass
 
-    def run_started(self, run_id, specs, estimate_s):
-        self.close()
-        self.bar = TerminalProgress(self.console).__enter__()
-        self.bar.run_started(run_id, specs, estimate_s)
-
-    def preparing(self, done_bytes, total_bytes, elapsed_s, hosts):
-        if self.bar:
-            self.bar.preparing(done_bytes, total_bytes, elapsed_s, hosts)
-
-    def test_started(self, index, spec):
-        if self.bar:
-            self.bar.test_started(index, spec)
-
-    def test_phase(self, index, spec, phase):
-        if self.bar:
-            self.bar.test_phase(index, spec, phase)
-
-    def test_live(self, index, spec, live):
-        if self.bar:
-            self.bar.test_live(index, spec, live)
+    def cleaning(self):
+        pass
 
     def test_finished(self, index, spec, result):
         self.close()  # the step's own line says how it went
-
-    def close(self):
-        if self.bar:
-            self.bar.__exit__(None, None, None)
-            self.bar = None

@@ -154,7 +154,7 @@ def easy_run_command(
         if not no_probe:
             console.print("Easy Run probes jobs × iodepth first: 4k random reads in short cells "
                           "(--no-probe guesses instead)", highlight=False)
-            with TerminalProgress(console, sweep=True) as progress:
+            with TerminalProgress(console) as progress:
                 probed = probe(store, targets=targets, hosts=fleet, durations=durations, working_set=working_set,
                                label=label, observer=progress, stop=stop, destroy_data=destroy_data)
             if stop.is_set() or probed.outcome.run.status == "interrupted":

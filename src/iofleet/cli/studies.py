@@ -174,7 +174,7 @@ def saturate(
         min_gain_pct=min_gain, bisect=bisect, repeats=repeats, noise_pct=noise)
     fleet = load_inventory(hosts).hosts if hosts else None
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
-        with TerminalProgress(console, sweep=True) as progress:
+        with TerminalProgress(console) as progress:
             outcome = run_saturate(store, sweep, targets=checked_targets(target), hosts=fleet, label=label,
                                    observer=progress, stop=stop, destroy_data=destroy_data)
         run = store.get_run(outcome.run_id)

@@ -27,7 +27,8 @@ from ..plan import parse_plan
 from ..plan.easy import Durations, HostFacts, Load, easy_plan, file_size, probe_max_jobs, rule_of_thumb, working_set_of
 from ..plan.expand import prepare_tiers
 from ..results.store import Store
-from .run import RunObserver, RunOutcome, RunSession
+from .events import RunObserver, RunOutcome
+from .run import RunSession
 from .saturate import SaturateOutcome, Sweep, discard_quietly, run_saturate
 
 

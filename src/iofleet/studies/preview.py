@@ -8,7 +8,7 @@ from ..plan.expand import MixedStep, TestSpec, data_per_target_set, expand, expa
 from ..fleet.targets import target_for
 from ..plan.model import Plan
 from ..plan.params import rate_note
-from .run import estimate_seconds
+from .events import estimate_seconds
 
 
 @dataclass

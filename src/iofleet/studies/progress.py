@@ -2,10 +2,11 @@
 the test running now (i of N), elapsed and ETA of the test and the run,
 each host's live figures and the finished tests' headline figures.
 
-It is kept up to date by the run's observer events (it is a RunObserver);
-the terminal (cli.progress) and the web (web.live) render it and compute
-nothing of their own, as Locust's console and web UI render one stats
-object. Times come from `clock` (monotonic seconds), so a test can feed it
+It is kept up to date by the run's observer events (it is a RunObserver),
+one per run, held by the run's publisher (studies.live_state); the
+terminal (cli.progress), the web (web.live) and /metrics render it and
+compute nothing of their own, as Locust's console and web UI render one
+stats object. Times come from `clock` (monotonic seconds), so a test can feed it
 events at chosen instants."""
 
 import time
@@ -15,7 +16,7 @@ from typing import Callable
 from ..fleet.metrics import HostSample
 from ..fleet.runner import LiveFigures
 from ..units import to_ms
-from .run import RunObserver, TestOutcome, estimate_seconds
+from .events import RunObserver, TestOutcome, estimate_seconds
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -155,7 +156,7 @@ class FinishedTest:
 @dataclass
 class RunProgress(RunObserver):
     """The progress of one run, updated by its observer events; `stopping`
-    and `ended` come from whoever holds the run (the web's run manager)."""
+    and `ended` come from whoever holds the run (through its publisher)."""
 
     plan: str = ""
     label: str | None = None

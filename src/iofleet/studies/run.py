@@ -4,7 +4,7 @@ observer. Plain data in and out, so the CLI and the web UI share it."""
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,68 +20,16 @@ from ..fleet.inventory import Host, load_inventory
 from ..fleet.kept import KeptData
 from ..fleet.local import host_facts
 from ..fleet.place import Measured, Place
-from ..fleet.runner import LiveFigures
 from ..fleet.targets_lock import holder_facts
 from ..fleet.workdir import reclaim, work_dir
 from ..plan.expand import MixedStep, TestSpec
 from ..plan.load import parse_plan_text, with_destroy_data, with_targets
 from ..plan.model import Plan
 from ..results.aggregate import aggregate
-from ..results.model import Aggregate, TestRecord
+from ..results.model import TestRecord
 from ..results.store import FINISHED_TEST_STATUSES, Store
-
-
-class RunObserver:
-    """Progress callbacks; every method is optional."""
-
-    def run_started(self, run_id: int, specs: list[TestSpec | MixedStep], estimate_s: float) -> None: ...
-    def preparing(self, done_bytes: float | None, total_bytes: int, elapsed_s: float, hosts: dict | None) -> None: ...
-    def test_started(self, index: int, spec: TestSpec) -> None: ...
-    def test_phase(self, index: int, spec: TestSpec, phase: str) -> None: ...
-    def test_live(self, index: int, spec: TestSpec, live: LiveFigures) -> None: ...
-    def test_finished(self, index: int, spec: TestSpec, result: "TestOutcome") -> None: ...
-    def cleaning(self) -> None: ...  # the tests are over; iofleet's data files are being removed
-    def warning(self, text: str) -> None: ...  # a problem with the set-up (a target in RAM), said at the start
-
-
-@dataclass
-class TestOutcome:
-    __test__ = False
-    spec: TestSpec
-    status: str  # ok | failed | interrupted | partial
-    error: str | None
-    aggregate: Aggregate | None
-    test_pk: int | None = None
-    lost: list[str] = field(default_factory=list)
-    # until: steady — the measurement window's figures (analysis.methodology.status_window)
-    # and, when the test ended as soon as it was steady, that second.
-    window: dict | None = None
-    ended_early_s: float | None = None
-
-
-@dataclass
-class RunOutcome:
-    run_id: int
-    status: str  # complete | failed | interrupted | partial
-    tests: list[TestOutcome] = field(default_factory=list)  # run by this session
-    tests_planned: int = 0
-    cleaned: int = 0  # data files removed (local) or hosts cleaned (fleet)
-    not_cleaned: list[str] = field(default_factory=list)  # fleet hosts whose data files are left (lost ones)
-    kept: dict[int, str] = field(default_factory=dict)  # a resume: seq → status of the finished tests kept
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "complete"
-
-    @property
-    def tests_ok(self) -> int:
-        """Tests of the run stored ok, kept ones included."""
-        return sum(t.status == "ok" for t in self.tests) + sum(s == "ok" for s in self.kept.values())
-
-
-def estimate_seconds(specs: list[TestSpec]) -> float:
-    """Planned duration (the longest): warm-up + runtime of every test, plus ~2 s of fio start-up."""
-    return float(sum(s.ramp + s.longest_s + 2 for s in specs))
+from .events import RunObserver, RunOutcome, TestOutcome, estimate_seconds
+from .live_state import Publisher
 
 
 def _now() -> str:
@@ -100,19 +48,24 @@ class RunSession:
                  label: str | None = None, observer: RunObserver | None = None,
                  stop: threading.Event | None = None, place: Place | None = None, resumable: bool = False,
                  inventory: Path | None = None, resume: "Resume | None" = None, sweep: bool = False,
-                 prepare_for: list | None = None):
+                 prepare_for: list | None = None, publisher: Publisher | None = None):
         """`resumable`: store what `run --resume` needs (with the inventory's
         path for a fleet); `resume`: go on with that stopped run (its tests
         to run are `specs`) instead of creating one; `sweep`: `specs` is the
         most a sweep may run (its published progress says so);
         `prepare_for`: tests of a run before this one whose data files the
         preparation covers too (a sweep's, kept for this run: the same
-        preparation finds them kept, fleet/kept.py)."""
+        preparation finds them kept, fleet/kept.py); `publisher`: the run's
+        live model, made by the front door that holds the run (the web's),
+        else here."""
         self.plan, self.store = plan, store
-        from .live_state import Publisher  # here: live_state imports this module
         # Every run publishes its live state to the data directory, for a web UI that did not start it.
-        self.observer = self.publisher = Publisher(store.data_dir, observer, plan.name, label or plan.label,
-                                                   sweep=sweep)  # a sweep's planned tests are an upper bound
+        if publisher is None:
+            publisher = Publisher(store.data_dir, observer, plan.name, label or plan.label,
+                                  sweep=sweep)  # a sweep's planned tests are an upper bound
+        elif observer is not None:
+            publisher.follow(observer)
+        self.observer = self.publisher = publisher
         self.stop = stop or threading.Event()
         self.place = place or place_for(plan, hosts)[0]
         self.specs = specs  # planned (or what remains of a resumed run), or (a sweep) what preparation must cover
@@ -183,7 +136,7 @@ class RunSession:
             raise
         return self
 
-    def run(self, spec: TestSpec | MixedStep, seq: int | None = None) -> "TestOutcome":
+    def run(self, spec: TestSpec | MixedStep, seq: int | None = None) -> TestOutcome:
         """Run and store one test (as test `seq` of the run: a resume's);
         sets `done` when the run must not go on."""
         index = len(self.outcome.tests) if seq is None else seq
@@ -245,15 +198,17 @@ def run_plan(
     stop: threading.Event | None = None,
     inventory: Path | None = None,
     resumable: bool = True,
+    publisher: Publisher | None = None,
 ) -> RunOutcome:
     """Run every test of the plan, one after the other, storing each as it
     ends: on the plan's targets here, or on `hosts` (fio servers) at once.
     `inventory`: where `hosts` came from, stored so that `run --resume`
     finds them again; `resumable=False` for a plan that is not stored as
-    it runs (a scaling step)."""
+    it runs (a scaling step); `publisher`: the run's live model when the
+    caller made it (RunSession)."""
     place, specs = place_for(plan, hosts)
-    with RunSession(plan, plan_text, store, specs=specs, place=place, label=label,
-                    observer=observer, stop=stop, resumable=resumable, inventory=inventory) as session:
+    with RunSession(plan, plan_text, store, specs=specs, place=place, label=label, observer=observer, stop=stop,
+                    resumable=resumable, inventory=inventory, publisher=publisher) as session:
         for spec in specs:
             if session.done or session.stop.is_set():
                 break

@@ -14,7 +14,8 @@ from ..plan.expand import TestSpec, expand
 from ..plan.model import Plan
 from ..results.model import Aggregate
 from ..results.store import Store
-from .run import RunObserver, run_plan
+from .events import RunObserver
+from .run import run_plan
 
 # How many test ids an error message lists before "and N more".
 LISTED_IDS = 5

@@ -23,7 +23,8 @@ from ..fleet.faults import Fault, FaultError, plan_faults
 from ..fleet.inventory import Host
 from ..plan.scenario import Scenario
 from ..results.store import Store
-from .run import RunObserver, RunOutcome, RunSession
+from .events import RunObserver, RunOutcome
+from .run import RunSession
 
 # The longest start-up of fio (connect, fork, open files) believed: a longer one is not its start-up.
 MAX_SHIFT_S = 3.0
@@ -137,6 +138,7 @@ class _Observer(RunObserver):
     def __init__(self, inner: RunObserver | None, timeline: Timeline):
         self.inner, self.timeline = inner or RunObserver(), timeline
 
+    def watch(self, progress): self.inner.watch(progress)
     def run_started(self, *a): self.inner.run_started(*a)
     def preparing(self, *a): self.inner.preparing(*a)
     def test_started(self, *a): self.inner.test_started(*a)

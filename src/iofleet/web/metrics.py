@@ -1,6 +1,7 @@
 """GET /metrics: the run this server is running (or ran last) for Prometheus.
 
-Made from the RunManager's status at each scrape by a custom collector on a
+Made from the run's live model (its publisher's snapshot, through the
+RunManager's status) at each scrape by a custom collector on a
 registry of this app's own (never the process-wide default registry: several
 apps may live in one process, and nothing here is kept between scrapes).
 Figures the run does not know yet are left out, never given as 0: a host

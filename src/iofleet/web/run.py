@@ -38,10 +38,10 @@ def start_run(body: StartRun, request: Request):
     """Start a run; 409 while another run is going on this store. Returns its status (with run_id)."""
     plan, text, hosts = _plan_of(body, settings(request))
     try:
-        live = runs(request).start(plan, text, hosts, body.label)
+        publisher = runs(request).start(plan, text, hosts, body.label)
     except RunBusy as exc:
         return JSONResponse({"error": str(exc)}, status_code=409)
-    status = live.snapshot()
+    status = publisher.snapshot()
     if status["run_id"] is None and status["error"]:
         raise IofleetError(status["error"])
     return status
@@ -102,7 +102,7 @@ def stop_run(request: Request):
 
 @router.get("/api/runs/current/events", response_class=EventSourceResponse, tags=["runs"])
 async def run_events(request: Request, after: int = 0):
-    """Server-sent events of the run: run, preparing, test, phase, live, result, stopping, ended.
+    """Server-sent events of the run: run, preparing, test, phase, live, result, warning, stopping, ended.
     A client that reconnects (Last-Event-ID) gets what it missed."""
     manager = runs(request)
     header = request.headers.get("last-event-id", "")
