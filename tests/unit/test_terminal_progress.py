@@ -15,7 +15,7 @@ from iofleet.cli.progress import PIPE_PROGRESS_S, PROGRESS_EVERY_ENV, TerminalPr
 from iofleet.errors import IofleetError
 from iofleet.fleet.runner import LiveFigures
 
-from .test_progress_model import specs, started
+from .progress_clock import specs, started
 
 
 def test_the_pipe_line_names_the_test_its_time_and_latest_iops():
