@@ -26,7 +26,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.overhead import write_section  # noqa: E402
-from tests.fleet.netns import FleetError, TestFleet  # noqa: E402
+from tests.fleet.network import FleetError  # noqa: E402
+from tests.fleet.testfleet import TestFleet  # noqa: E402
 
 SECTION = "## Fleet start-up at scale"
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -45,7 +45,7 @@ process: their pids are known exactly, and PR_SET_PDEATHSIG kills them if
 the test process dies. Start-up (until HEALTH_OK, all PGs active+clean, the
 MDS active) takes 10-20 s on a 2-core VM, `startup_seconds`.
 
-Cleanup. As with the test fleets (tests/fleet/netns.py), a cluster first
+Cleanup. As with the test fleets (tests/fleet/testfleet.py), a cluster first
 creates and locks a state file /run/iofleet-testceph/T.lock (its directory
 and root-namespace mounts are recorded there), and only then creates files,
 loop devices, processes and mounts. `close()` removes everything and raises
@@ -73,8 +73,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..fleet.netns import (_die_with_parent, _fs_type, _processes, _try_lock, accepts, comm, default_base_dir,
-                          is_running, take_token)
+from ..fleet.processes import comm, die_with_parent, is_running, running_processes
+from ..fleet.statefile import default_base_dir, filesystem_type, take_token, try_lock
+from ..fleet.testhost import accepts
 
 STATE_DIR = Path("/run/iofleet-testceph")
 TOKEN_RE = r"[0-9a-f]{5}"
@@ -167,7 +168,7 @@ def loop_devices(under: Path) -> list[str]:
 def _processes_under(directory: Path) -> dict[int, str]:
     """{pid: command line} of processes whose command line points into `directory`."""
     needle = f"{directory}/"
-    return {pid: cmd for pid, (cmd, _) in _processes().items() if needle in cmd}
+    return {pid: cmd for pid, (cmd, _) in running_processes().items() if needle in cmd}
 
 
 def _stop(procs: list[subprocess.Popen], timeout: float = STOP_TIMEOUT) -> list[str]:
@@ -234,7 +235,7 @@ def cleanup_stale(base_dir: Path | None = None) -> list[str]:
     removed: list[str] = []
     for token in sorted(tokens):
         state = STATE_DIR / f"{token}.lock"
-        fd = _try_lock(state)
+        fd = try_lock(state)
         if fd is None and state.exists():
             continue  # locked: a live cluster in some process
         try:
@@ -426,7 +427,7 @@ class CephCluster:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         with open(self.log_dir / f"{name}.out", "ab") as out:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, preexec_fn=_die_with_parent)
+                                    start_new_session=True, preexec_fn=die_with_parent)
         self._daemons[name] = proc
         return proc
 
@@ -468,7 +469,7 @@ class CephCluster:
         with open(log, "ab") as out:
             # nsenter (no pid namespace) and `ip netns exec` exec in place: proc.pid is ceph-fuse's
             proc = subprocess.Popen([*prefix, *argv], stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
+                                    stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent)
         ns_pid = pid if pid is not None else (proc.pid if netns is not None else "self")
         mount = FuseMount(mountpoint, where, proc, ns_pid, log, self)
         self.mounts.append(mount)
@@ -524,7 +525,7 @@ class CephCluster:
         t0 = time.monotonic()
         cleanup_stale(self.base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        fstype = _fs_type(self.base_dir)
+        fstype = filesystem_type(self.base_dir)
         if fstype in ("tmpfs", "ramfs"):
             raise CephError(f"{self.base_dir} is on {fstype}; OSD files need a real disk "
                             "(set IOFLEET_FLEET_DIR or base_dir)")

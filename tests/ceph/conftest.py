@@ -1,5 +1,5 @@
 """Fixtures for the Ceph tests: a real Ceph micro-cluster (cluster.py) on
-the bridge of a 2-host test fleet (tests/fleet/netns.py). They need root,
+the bridge of a 2-host test fleet (tests/fleet/testfleet.py). They need root,
 the Ceph packages, /dev/loop-control and /dev/fuse; elsewhere the tests are
 skipped.
 
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from ..fleet.conftest import _sigterm_as_interrupt
-from ..fleet.netns import TestFleet
-from ..fleet.netns import unavailable_reason as fleet_unavailable_reason
+from ..fleet.prerequisites import unavailable_reason as fleet_unavailable_reason
+from ..fleet.processes import sigterm_as_interrupt
+from ..fleet.testfleet import TestFleet
 from .cluster import CephCluster, unavailable_reason
 
 
@@ -38,7 +38,7 @@ def ceph():
     reason = fleet_unavailable_reason(ssh=True) or unavailable_reason() or _fio_rbd_missing()
     if reason:
         pytest.skip(reason)
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         # The fio servers start only once the cluster is up: they need its
         # conf's path (CEPH_CONF), and the cluster needs the fleet's bridge.
         with TestFleet(2, ssh=True, fio_server=False) as fleet:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ..fleet.netns import is_running
+from ..fleet.processes import is_running
 from .cluster import STATE_DIR, CephCluster, cleanup_stale, fuse_mounts, loop_devices
 
 MiB = 2**20

@@ -1,5 +1,5 @@
 """Fixtures for the fleet tests: real `fio --server` hosts in network
-namespaces (see netns.py). They need root; elsewhere the tests are skipped.
+namespaces (see testfleet.py). They need root; elsewhere the tests are skipped.
 
 - `make_fleet(n, metrics=False, **kw)`: start a fleet of n hosts (a
   TestFleet), removed after the test; may be called more than once.
@@ -11,34 +11,12 @@ Every fleet first removes what crashed earlier runs left behind
 (`cleanup_stale`), so a killed pytest never breaks the next run.
 """
 
-import contextlib
-import signal
-import threading
-
 import pytest
 
-from .netns import FleetError, TestFleet, unavailable_reason
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """While fleets are up, turn SIGTERM (e.g. a CI job timeout) into
-    KeyboardInterrupt, so pytest still runs the fixtures' teardown. (A
-    SIGKILLed pytest cannot clean up: the fio servers die with it through
-    PR_SET_PDEATHSIG and the next run's cleanup_stale removes the rest.)"""
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+from .network import FleetError
+from .prerequisites import unavailable_reason
+from .processes import sigterm_as_interrupt
+from .testfleet import TestFleet
 
 
 @pytest.fixture
@@ -53,7 +31,7 @@ def make_fleet():
         fleets.append(fleet)
         return fleet.__enter__()  # cleans up after itself if it fails to start
 
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         try:
             yield make
         finally:

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from ..cli import iofleet
-from .netns import TestFleet, comm, unavailable_reason
+from .prerequisites import unavailable_reason
+from .processes import comm
+from .testfleet import TestFleet
 
 
 def ssh_fleet(make_fleet, n: int = 3, fio_server: bool = False, **kw) -> TestFleet:

@@ -14,13 +14,7 @@ from iofleet.studies.events import RunObserver
 from iofleet.studies.run import run_plan
 
 from ..cli import iofleet, show_json, write_plan
-
-SHORT = {"size": "4m", "runtime": "2s", "ramp": "1s", "iodepth": 2, "engine": "psync"}
-
-
-def data_files(fleet) -> list:
-    # On a fio server, fio prefixes iofleet's directory with the host's address.
-    return [f for h in fleet.hosts for f in h.target.glob("*iofleet/iofleet-data.*")]
+from .helpers import SHORT, data_files, wait_for_jobs
 
 
 def test_fleet_figures_are_exact_merges_of_every_host(tmp_path, fleet4, data_dir):
@@ -61,7 +55,7 @@ def test_a_host_lost_mid_test_gives_a_partial_test_and_the_run_goes_on(tmp_path,
     plan = write_plan(tmp_path / "p.yaml", name="loss", prepare="none", defaults={**SHORT, "ramp": "0s"},
                       workloads=[{"name": "long", "runtime": "8s"}, {"name": "after", "read_pct": 0}])
     proc = spawn("run", plan, "--hosts", inv, data_dir=data_dir)
-    _wait_for_jobs(fleet4, "h3")
+    wait_for_jobs(fleet4, "h3")
     killed_at = time.monotonic()
     fleet4.kill_server("h3")
     out, err = proc.communicate(timeout=8 + 30 + 30)
@@ -81,7 +75,7 @@ def test_ctrl_c_leaves_no_fio_job_on_any_host(tmp_path, fleet4, data_dir, spawn)
                       workloads=[{"name": "long", "runtime": "60s"}])
     proc = spawn("run", plan, "--hosts", inv, data_dir=data_dir)
     for h in fleet4.hosts:
-        _wait_for_jobs(fleet4, h.name)
+        wait_for_jobs(fleet4, h.name)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, out + err
@@ -91,16 +85,6 @@ def test_ctrl_c_leaves_no_fio_job_on_any_host(tmp_path, fleet4, data_dir, spawn)
     assert {h.name: fleet4.fio_processes(h.name) for h in fleet4.hosts} == {h.name: [] for h in fleet4.hosts}
     assert show_json(1, data_dir)["tests"][0]["status"] == "interrupted"
     assert not data_files(fleet4)
-
-
-def _wait_for_jobs(fleet, name, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if fleet.fio_processes(name) and any(fleet.host(name).target.glob("*iofleet/iofleet-data.*")):
-            time.sleep(1)
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"no fio job started on {name}")
 
 
 def test_host_metrics_and_skew_are_stored_per_host(tmp_path, make_fleet, data_dir):
@@ -190,7 +174,7 @@ def test_a_host_that_vanishes_mid_test_is_dropped_and_the_others_kept(tmp_path, 
                       workloads=[{"name": "w"}])
     proc = spawn("run", plan, "--hosts", inv, data_dir=data_dir)
     started = time.monotonic()
-    _wait_for_jobs(fleet, "h2")
+    wait_for_jobs(fleet, "h2")
     fleet.cut_link("h2")  # no reset: packets to it vanish, like a powered-off host
     out, err = proc.communicate(timeout=6 + 120)
     # fio's client gives up on it after missing its ETA replies, not after iofleet's hang timeout.

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from ..cli import iofleet, write_plan
-from .test_fleet_run import SHORT, _wait_for_jobs, data_files
+from .helpers import SHORT, data_files, wait_for_jobs
 
 
 @pytest.mark.scale  # about 20 s: `make test-scale` (make test keeps its 15 minutes)
@@ -17,7 +17,7 @@ def test_a_second_run_on_a_busy_fleet_target_is_refused(tmp_path, make_fleet, sp
                       defaults={**SHORT, "ramp": "0s", "runtime": "3s"}, workloads=[{"name": "w"}])
     a, b = tmp_path / "a", tmp_path / "b"
     first = spawn("run", plan, "--hosts", inv, data_dir=a)
-    _wait_for_jobs(fleet, "h1")
+    wait_for_jobs(fleet, "h1")
     second = iofleet("run", plan, "--hosts", inv, data_dir=b, check_rc=None)
     host = fleet.hosts[0]
     assert second.returncode == 2

@@ -11,12 +11,7 @@ from iofleet.fleet.remote import LATE_HOST_S
 from iofleet.results.store import Store
 
 from ..cli import iofleet, show_json, write_plan
-from .test_fleet_run import SHORT, _wait_for_jobs
-
-
-def _files(fleet, name: str) -> list:
-    # On a fio server, fio prefixes iofleet's directory with the host's address.
-    return sorted(fleet.host(name).target.glob("*iofleet/iofleet-data.*"))
+from .helpers import SHORT, host_files, wait_for_jobs
 
 
 def test_a_frozen_host_is_lost_soon_after_the_planned_end_and_the_others_kept(tmp_path, make_fleet, data_dir,
@@ -27,7 +22,7 @@ def test_a_frozen_host_is_lost_soon_after_the_planned_end_and_the_others_kept(tm
     plan = write_plan(tmp_path / "p.yaml", name="freeze", prepare="none",
                       defaults={**SHORT, "ramp": "0s", "runtime": f"{runtime}s"}, workloads=[{"name": "w"}])
     proc = spawn("run", plan, "--hosts", inv, data_dir=data_dir)
-    _wait_for_jobs(fleet, "h3")  # returns about 1 s into the test
+    wait_for_jobs(fleet, "h3")  # returns about 1 s into the test
     started = time.monotonic() - 1
     time.sleep(1)
     # Its IO hangs while its fio server still answers fio's client (which
@@ -61,7 +56,7 @@ def test_a_frozen_host_is_lost_soon_after_the_planned_end_and_the_others_kept(tm
     assert {fleet.host("h1").address, fleet.host("h2").address} <= named and "127.100." not in kept
     # The frozen host was not waited for at clean-up: it is named, its files kept.
     assert "Removed iofleet's data files from 2 hosts, not from h3 (lost during the run" in out
-    assert not _files(fleet, "h1") and not _files(fleet, "h2") and _files(fleet, "h3")
+    assert not host_files(fleet, "h1") and not host_files(fleet, "h2") and host_files(fleet, "h3")
 
 
 def test_a_host_frozen_while_preparing_the_data_ends_the_run_in_bounded_time(tmp_path, make_fleet, data_dir,
@@ -72,7 +67,7 @@ def test_a_host_frozen_while_preparing_the_data_ends_the_run_in_bounded_time(tmp
                       workloads=[{"name": "w"}])
     proc = spawn("run", plan, "--hosts", inv, data_dir=data_dir)
     deadline = time.monotonic() + 60
-    while not _files(fleet, "h2"):  # preparation has begun writing h2's file
+    while not host_files(fleet, "h2"):  # preparation has begun writing h2's file
         assert time.monotonic() < deadline and proc.poll() is None, "h2's preparation never began"
         time.sleep(0.005)
     frozen = fleet.freeze("h2", io_only=True)
@@ -88,7 +83,7 @@ def test_a_host_frozen_while_preparing_the_data_ends_the_run_in_bounded_time(tmp
     assert proc.returncode != 0
     assert "preparing the data failed: lost host h2: no result" in err + out
     assert "iofleet's data files are left on h2: once back, `iofleet hosts clean INVENTORY`" in err
-    assert not _files(fleet, "h1") and _files(fleet, "h2")
+    assert not host_files(fleet, "h1") and host_files(fleet, "h2")
 
 
 def test_a_lost_hosts_files_are_named_then_found_and_removed_when_it_is_back(tmp_path, make_fleet, data_dir,
@@ -98,7 +93,7 @@ def test_a_lost_hosts_files_are_named_then_found_and_removed_when_it_is_back(tmp
     plan = write_plan(tmp_path / "p.yaml", name="kill", prepare="none",
                       defaults={**SHORT, "ramp": "0s", "runtime": "4s", "jobs": 3}, workloads=[{"name": "w"}])
     proc = spawn("run", plan, "--hosts", inv, data_dir=data_dir)
-    _wait_for_jobs(fleet, "h2")
+    wait_for_jobs(fleet, "h2")
     fleet.kill_server("h2")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, out + err
@@ -106,8 +101,8 @@ def test_a_lost_hosts_files_are_named_then_found_and_removed_when_it_is_back(tmp
     assert ("Removed iofleet's data files from 1 host, not from h2 (lost during the run, or the removal failed): "
             "once back, `iofleet hosts check INVENTORY` finds them and `iofleet hosts clean INVENTORY` removes "
             "them") in " ".join(out.split())
-    assert not _files(fleet, "h1")
-    assert len(_files(fleet, "h2")) == 3
+    assert not host_files(fleet, "h1")
+    assert len(host_files(fleet, "h2")) == 3
 
     fleet.restart_server("h2")
     check = iofleet("hosts", "check", inv, data_dir=data_dir)
@@ -118,7 +113,7 @@ def test_a_lost_hosts_files_are_named_then_found_and_removed_when_it_is_back(tmp
 
     clean = iofleet("hosts", "clean", inv, data_dir=data_dir)
     assert clean.stdout.splitlines() == ["h1: 0 data files removed", "h2: 3 data files removed"], clean.stdout
-    assert not _files(fleet, "h2")
+    assert not host_files(fleet, "h2")
 
 
 def test_the_next_run_removes_the_files_an_earlier_run_with_more_jobs_left(tmp_path, make_fleet, data_dir):
@@ -136,5 +131,5 @@ def test_the_next_run_removes_the_files_an_earlier_run_with_more_jobs_left(tmp_p
                        defaults={**SHORT, "ramp": "0s", "runtime": "1s", "jobs": 1}, workloads=[{"name": "w"}])
     out = iofleet("run", small, "--hosts", inv, data_dir=data_dir).stdout
     assert "Removed iofleet's data files from the hosts." in out
-    assert not _files(fleet, "h1")
+    assert not host_files(fleet, "h1")
     assert (own / "notes.txt").read_text() == "not iofleet's"

@@ -6,7 +6,7 @@ import time
 
 from iofleet.fleet.metrics import MetricsSampler, free_bytes
 
-from .netns import http_get
+from .testhost import http_get
 
 
 def test_sampler_reads_each_hosts_node_exporter(make_fleet):

@@ -6,7 +6,7 @@ import time
 from iofleet.results.store import Store
 
 from ..cli import iofleet, write_plan
-from .test_fleet_run import SHORT, _wait_for_jobs, data_files
+from .helpers import SHORT, data_files, wait_for_jobs
 
 
 def test_a_killed_fleet_run_is_resumed_on_the_same_hosts(tmp_path, make_fleet, data_dir, spawn):
@@ -23,7 +23,7 @@ def test_a_killed_fleet_run_is_resumed_on_the_same_hosts(tmp_path, make_fleet, d
                 break
         time.sleep(0.2)
     for h in fleet.hosts:
-        _wait_for_jobs(fleet, h.name)
+        wait_for_jobs(fleet, h.name)
     proc.kill()
     proc.wait(timeout=10)
     # The fio client ends with iofleet, and tells the servers to stop their jobs.

@@ -16,7 +16,7 @@ from iofleet.fleet.faults import BLKIO_ROOT
 from iofleet.results.store import Store
 
 from ..cli import iofleet
-from .netns import accepts
+from .testhost import accepts
 from .sshfleet import ssh_fleet
 
 LOAD = {"bs": "4k", "read_pct": 0, "iodepth": 1, "size": "8m", "runtime": "9s", "ramp": "1s", "engine": "psync",

@@ -14,7 +14,7 @@ from iofleet.results.store import Store
 from iofleet.studies.easy_run import easy_run, probe
 from iofleet.studies.events import RunObserver
 
-from .test_fleet_run import data_files
+from .helpers import data_files
 
 QUICK = Durations(runtime=1, ramp=0)
 

@@ -5,7 +5,7 @@ import contextlib
 import socket
 
 from ..cli import iofleet, wait_for, write_plan
-from .netns import DEPLOY_ROOT
+from .sshd import DEPLOY_ROOT
 from .sshfleet import all_fio, deployed, ssh_fleet
 
 TINY = {"size": "4m", "runtime": "1s", "ramp": "0s", "iodepth": 1, "engine": "psync", "round": "1s"}

@@ -15,8 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .netns import (STATE_DIR, TestFleet, accepts, comm, cleanup_stale, http_get, is_running, leftovers,
-                    unavailable_reason)
+from .network import STATE_DIR
+from .prerequisites import unavailable_reason
+from .processes import comm, is_running
+from .stale import cleanup_stale, leftovers
+from .testfleet import TestFleet
+from .testhost import accepts, http_get
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -185,7 +189,7 @@ def test_teardown_removes_everything_even_when_the_test_fails(tmp_path):
 CRASHING_RUN = """
 import os, signal, subprocess, sys, time
 sys.path.insert(0, {root!r})
-from tests.fleet.netns import TestFleet
+from tests.fleet.testfleet import TestFleet
 fleet = TestFleet(2).__enter__()
 for h in fleet.hosts:
     job = fleet.data_dir / f"{{h.name}}.fio"

@@ -3,7 +3,6 @@ created (issue 16, items 2 and 4), with the real fio and the real CLI."""
 
 import json
 import os
-import sqlite3
 
 import pytest
 
@@ -14,36 +13,12 @@ from iofleet.results.store import Store
 from iofleet.studies.run import RunSession
 
 from ..cli import iofleet, wait_for, write_plan
-
-DEFAULTS = {"size": "16m", "runtime": "1s", "ramp": "0s", "iodepth": 2}
-ONE = [{"name": "w", "bs": "4k", "read_pct": 100}]
-TWO = [{"name": "w", "bs": "4k", "matrix": {"read_pct": [100, 0]}}]
+from ..target_lock import DEFAULTS, ONE, TWO, holder, runs_in
 
 
 def busy_line(target, pid, run, data_dir) -> str:
     return (f"error: target {target} is being tested by another iofleet run (pid {pid}, run {run}, results in "
             f"{data_dir}); wait for it to end, or stop it (Ctrl-C there), then run again")
-
-
-def runs_in(data_dir) -> list[tuple]:
-    db = data_dir / "results.db"
-    if not db.exists():
-        return []
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return conn.execute("SELECT id, status FROM runs").fetchall()
-    except sqlite3.OperationalError:
-        return []
-    finally:
-        conn.close()
-
-
-def holder(lock) -> dict:
-    """What a target's lock file says of its holder (empty while written)."""
-    try:
-        return json.loads(lock.read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def listing(d) -> dict[str, bytes]:

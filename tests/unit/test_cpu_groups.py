@@ -18,7 +18,7 @@ from iofleet.fleet.metrics import (STORAGE_NAMES, Counters, HostCpu, HostMetrics
 from iofleet.results.store import Store
 from iofleet.results.store import schema as store_mod
 
-from .test_store import new_run, save
+from .store_records import new_run, save
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROC = FIXTURES / "proc"

@@ -9,7 +9,7 @@ from iofleet.errors import ImportFormatError
 from iofleet.fio.parse import parse_log
 from iofleet.fleet.runner import read_series
 from iofleet.results.store import Store
-from tests.unit.test_store import new_run, save
+from tests.unit.store_records import new_run, save
 
 LOG = "1000, 250, 0, 4096, 0\n1000, 120, 1, 4096, 0\n2001, 260, 0, 4096, 0\n2001, 130, 1, 4096, 0\n"
 

@@ -21,17 +21,8 @@ from iofleet.plan.expand import expand
 from iofleet.plan.load import load_plan, parse_plan_text
 from iofleet.plan.model import MAX_TESTS
 
-# Billion laughs: 364 bytes, 9^9 strings once expanded.
-BOMB = """a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-"""
+from ..yaml_bomb import BOMB
+
 TOO_MANY_ALIASES = "too many YAML aliases (they would add more than 10,000 values); write the values out"
 # Six keys of ten values: 10^6 tests.
 MILLION = {"name": "big", "workloads": [{"name": "grid", "matrix": {

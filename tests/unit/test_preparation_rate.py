@@ -12,7 +12,7 @@ from iofleet.report.summary import prepare_line
 from iofleet.studies.easy_run import shares_files
 from iofleet.studies.progress import RunProgress
 
-from .test_progress_model import Clock
+from .progress_clock import Clock
 
 RECORD = {"mode": "random", "passes": 2, "bs": 131072, "working_set_per_host": {"h1": 256 * MiB, "h2": 256 * MiB},
           "written_per_host": {"h1": 512 * MiB, "h2": 512 * MiB}, "seconds": 74.0}

@@ -11,50 +11,17 @@ from iofleet.cli.progress import ClockColumn, TerminalProgress, live_text, resul
 from iofleet.fio.records import DirectionStats
 from iofleet.fleet.metrics import HostSample
 from iofleet.fleet.runner import LiveFigures
-from iofleet.plan.expand import expand
-from iofleet.plan.load import parse_plan_text
 from iofleet.results.model import Aggregate
 from iofleet.studies.events import TestOutcome, estimate_seconds
 from iofleet.studies.live_state import Publisher
 from iofleet.studies.progress import RunProgress
 
-PLAN = """name: p
-targets: [/tmp]
-defaults: {size: 16m, ramp: 5s, runtime: 20s}
-workloads:
-  - name: w
-    matrix: {iodepth: [1, 4]}
-"""
-STEADY = """name: s
-targets: [/tmp]
-defaults: {size: 16m, ramp: 5s, until: steady, round: 10s, max_runtime: 100s}
-workloads: [{name: w}]
-"""
-
-
-class Clock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
-def specs(text=PLAN):
-    return expand(parse_plan_text(text))
+from .progress_clock import STEADY, Clock, specs, started
 
 
 def agg(iops, mb_s, p99_us):
     d = DirectionStats(ios=int(iops) * 10, iops=iops, bw_bytes_s=mb_s * 1e6, percentiles_ns={"p99": p99_us * 1000})
     return Aggregate(jobs=1, read=d, write=DirectionStats(), all=d, usr_cpu_pct=0, sys_cpu_pct=0)
-
-
-def started(text=PLAN, **kw):
-    clock = Clock()
-    m = RunProgress(clock=clock, **kw)
-    tests = specs(text)
-    m.run_started(7, tests, estimate_seconds(tests))
-    return m, clock, tests
 
 
 def test_phase_elapsed_and_eta_follow_the_events():

@@ -17,7 +17,7 @@ from iofleet.report.bundle import run_bundle
 from iofleet.results.recover import recover_store
 from iofleet.results.store import Store
 
-from .test_store import new_run, save
+from .store_records import new_run, save
 
 FILES = {"job.h1.fio": b"[4k]\nrw=randrw\n", "fio-output.h1.json": b'{"fio version": "fio-3.33"}',
          "fio-messages.txt": b"== h1\nhostname=h1\n", "series_iops.1.log.h1": b"1000, 5, 0, 0, 0\n"}

@@ -17,7 +17,7 @@ from iofleet.plan.expand import TestSpec
 from iofleet.results.store import artifacts as store_mod
 from iofleet.results.store import Store
 
-from .test_store import new_run, save
+from .store_records import new_run, save
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from iofleet.errors import IofleetError
 from iofleet.studies.live_state import Publisher
 from iofleet.fleet.runner import LiveFigures
 
-from .test_progress_model import specs, started
+from .progress_clock import specs, started
 
 
 def test_the_pipe_line_names_the_test_its_time_and_latest_iops():

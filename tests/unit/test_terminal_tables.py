@@ -22,8 +22,8 @@ from iofleet.report.summary import (NARROW_DROP, repeat_spread, repeat_spreads, 
 from iofleet.units import format_value
 
 from .terminal_runs import recorded_run
-from .test_summary_repeats import ID, three_runs
-from .test_summary_window import job, method, store_run, window
+from .repeated_runs import ID, three_runs
+from .steady_runs import job, method, store_run, window
 
 ALL = ["test", "status", "IOPS", "MB/s", "read ms", "write ms", "p95 ms", "p99 ms", "CPU % avg/max"]
 KEPT = ["test", "status", "IOPS", "MB/s", "p99 ms"]

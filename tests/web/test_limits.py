@@ -9,7 +9,7 @@ import threading
 import time
 
 from tests.cli import wait_for
-from tests.unit.test_input_limits import BOMB as UNIT_BOMB
+from tests.yaml_bomb import BOMB as UNIT_BOMB
 from tests.webserver import Server, start_server
 
 LIMIT = 2 * 1024**2  # web/security.py MAX_BODY_BYTES

@@ -9,7 +9,7 @@ import pytest
 
 from ..browser import Seen, browser_page, screenshot
 from ..webserver import start_server
-from .test_results_web import HOSTILE, stored_runs
+from .results_store import HOSTILE, stored_runs
 
 pytestmark = pytest.mark.integration
 

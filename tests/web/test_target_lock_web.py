@@ -2,7 +2,7 @@
 target (issue 16, item 2): refused with the CLI's line, nothing stored."""
 
 from tests.cli import wait_for, write_plan
-from tests.integration.test_target_ownership import DEFAULTS, TWO, holder, runs_in
+from tests.target_lock import DEFAULTS, TWO, holder, runs_in
 from tests.webserver import save_plan
 
 WEB_PLAN = """name: web
