@@ -33,8 +33,8 @@ PLAN_DEFAULT = object()  # a study's default that is the plan's (the row's own)
 @dataclass(frozen=True)
 class StudyUse:
     """A parameter as a study takes it (`Param.studies`): the study's setting
-    and its command-line option. `help`: what the option means there (None:
-    the row's own help; False: a setting the study carries, not offered);
+    and its command-line option. `help`: the option's help there, a sentence
+    (None: the row's own; False: a setting the study carries, not offered);
     `default`: the study's own, when it is not a plan's. A curve's setting
     without a default of its own is its sweep's (the option sets the sweep)."""
 
@@ -410,7 +410,7 @@ PARAMS: dict[str, Param] = {
               id_part=lambda v: f"sz{format_size(v)}",
               # fio's size is the IO's region: the working set (the layout job makes the whole file)
               to_fio=lambda v: [("size", working_set(v))], from_fio=_size_from_fio, fio_keys=("size",),
-              studies={**_SWEPT, EASY_RUN: StudyUse("working set per host (default: 10% of free space, 1–32 GiB)",
+              studies={**_SWEPT, EASY_RUN: StudyUse("Working set per host (default: 10% of free space, 1–32 GiB).",
                                                     default=None)}),
         Param("working_set_pct", "pct", 100, "share of each file that the IO touches",
               "size (of the file region)", minimum=1, maximum=100, label="working set %", unit="%",
@@ -421,19 +421,19 @@ PARAMS: dict[str, Param] = {
               column="runtime_s", id_part=lambda v: f"rt{format_duration(v)}",
               from_fio=lambda o: _one(o, "runtime"), fio_keys=("runtime",),  # rendered per job group (jobfile.py)
               studies={
-                  SATURATE: StudyUse("measure each cell this fixed time instead", default=None),
+                  SATURATE: StudyUse("Measure each cell this fixed time instead.", default=None),
                   # p99.9 needs thousands of IOs even at 10 % load
-                  CURVE: StudyUse("each point's measured time (given: each sweep cell's too, fixed instead of "
-                                  "until steady)", default=10),
-                  EASY_RUN: StudyUse("measure each profile this long instead of until steady", default=None)}),
+                  CURVE: StudyUse("Each point's measured time (given: each sweep cell's too, fixed instead of "
+                                  "until steady).", default=10),
+                  EASY_RUN: StudyUse("Measure each profile this long instead of until steady.", default=None)}),
         Param("ramp", "duration", 10, "warm-up before measuring; logged, excluded from every figure",
               "runtime of a warm-up job group", minimum=0, maximum=86400, in_table=True, label="ramp", unit="s",
               column="ramp_s", id_part=lambda v: f"ramp{format_duration(v)}",
               # (iofleet's own job files: the runtime of its warm-up group; the importer reads that)
               from_fio=lambda o: _one(o, "ramp_time"), fio_keys=("ramp_time",), fio_default=0, studies={
-                  SATURATE: StudyUse("warm-up of each cell", default=1),
-                  CURVE: StudyUse("warm-up of each point (given: of each sweep cell too)", default=2),
-                  EASY_RUN: StudyUse("warm-up of each profile", default=60)}),
+                  SATURATE: StudyUse("Warm-up of each cell.", default=1),
+                  CURVE: StudyUse("Warm-up of each point (given: of each sweep cell too).", default=2),
+                  EASY_RUN: StudyUse("Warm-up of each profile.", default=60)}),
         Param("engine", "choice", "auto",
               "IO engine; auto = first of io_uring, libaio, psync that works",
               "ioengine", choices=ENGINES, in_table=True, label="engine", column="engine", id_part=str,
@@ -441,8 +441,8 @@ PARAMS: dict[str, Param] = {
               fio_keys=("ioengine",), studies={
                   # Not io_uring: fio 3.33's io_uring engine inflates latency at iodepths
                   # that are not powers of two, which bisection measures (docs/saturate.md).
-                  SATURATE: StudyUse("fio IO engine (see docs/saturate.md for why not io_uring)", default="libaio"),
-                  CURVE: StudyUse("fio IO engine")}),
+                  SATURATE: StudyUse("fio IO engine (see docs/saturate.md for why not io_uring).", default="libaio"),
+                  CURVE: StudyUse("fio IO engine.")}),
         Param("direct", "bool", True, "bypass the page cache (O_DIRECT)", "direct", label="direct",
               column="direct", id_part=lambda v: "direct" if v else "buffered",
               to_fio=lambda v: [("direct", v["direct"])], from_fio=_direct_from_fio,
@@ -479,13 +479,13 @@ PARAMS: dict[str, Param] = {
               "runtime", minimum=1, maximum=30 * 86400, in_matrix=False, label="max runtime", unit="s",
               column="max_runtime_s", studies={
                   # A sweep's cells are short on purpose, unlike a plan's tests: a sweep runs dozens of them.
-                  SATURATE: StudyUse("the longest a cell measures when not steady", default=10),
-                  EASY_RUN: StudyUse("longest a profile may measure", default=30 * 60)}),
+                  SATURATE: StudyUse("The longest a cell measures when not steady.", default=10),
+                  EASY_RUN: StudyUse("Longest a profile may measure.", default=30 * 60)}),
         Param("round", "duration", 60, "steady state: length of one round (5 rounds = the window)",
               "status_interval (snapshots each round)", minimum=1, maximum=86400, in_matrix=False,
               label="round", unit="s", column="round_s", studies={
-                  SATURATE: StudyUse("each cell measures until steady: 5 rounds of this", default=1),
-                  EASY_RUN: StudyUse("steady-state round (5 rounds = window)", default=60)}),
+                  SATURATE: StudyUse("Each cell measures until steady: 5 rounds of this.", default=1),
+                  EASY_RUN: StudyUse("Steady-state round (5 rounds = window).", default=60)}),
         Param("repeat", "int", 1, "how many times each test runs", "(iofleet)",
               minimum=1, maximum=1000, in_matrix=False, label="repeats"),
     )

@@ -70,3 +70,8 @@ def plan_entries(values: Mapping[str, Any], table: Mapping[str, Param] = PARAMS,
                 del group["until"]
             out.update({n: table[n].plan_text(v) if text else v for n, v in group.items()})
     return out
+
+
+def option_name(name: str) -> str:
+    """A row's command-line option: --max-runtime for max_runtime."""
+    return "--" + name.replace("_", "-")
