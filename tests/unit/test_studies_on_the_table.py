@@ -177,3 +177,20 @@ def test_a_new_row_is_a_study_option_a_setting_and_part_of_the_plan(tmp_path):
     assert found["plan"] == [True, True]
     assert found["spec"] is True and found["fio"] and found["job_file"]
     assert found["refused"] == "--end-fsync x: expected true or false"
+
+
+def test_the_studies_options_are_the_tables_rows_with_the_studies_words(monkeypatch):
+    from typer.testing import CliRunner
+
+    from iofleet.cli.main import app
+    from iofleet.plan.settings import option_name
+    monkeypatch.setenv("COLUMNS", "250")
+    helps = {study: " ".join(CliRunner().invoke(app, [study, "--help"]).output.split())
+             for study in (SATURATE, CURVE, EASY_RUN)}
+    for study, text in helps.items():
+        assert all(option_name(name) in text for name in offered(study)), study
+    assert "--round <str> Each cell measures until steady: 5 rounds of this. [default: 1s]" in helps[SATURATE]
+    assert "--runtime <str> Each point's measured time" in helps[CURVE] and "[default: 10s]" in helps[CURVE]
+    assert "--bs <str> Block size of each IO (a multiple of 512 bytes). [default: 4k]" in helps[CURVE]
+    assert "--max-runtime <str> Longest a profile may measure. [default: 30m]" in helps[EASY_RUN]
+    assert "--round" not in helps[CURVE]  # a curve's sweep cells measure until steady with the sweep's round

@@ -6,7 +6,10 @@ part of a test id and its fio option(s) in both directions. Plan validation
 (model.py), test specs and matrix expansion (expand.py), job-file rendering
 (iofleet.fio.jobfile), the fio job-file importer, ingest of fio outputs, the
 CSV export, the web form, `iofleet params` and the parameter reference in
-docs/plans.md (reference.py) all walk it: a new parameter is one row here.
+docs/plans.md (reference.py) all walk it, and so do the studies' settings
+(Sweep, Curve, Easy Run's Durations: plan/settings.py), the plans they write
+and their command-line options (cli/table_options.py): a new parameter, or
+a new study setting, is one row here.
 """
 
 from collections.abc import Callable, Mapping
@@ -372,7 +375,7 @@ def _rate_id(name: str, short: str) -> Callable[[Any], str]:
     return lambda v: f"{short}{v}" if v is not None else f"{short}max"
 
 
-# The IO a saturate sweep and its curve share: their options, the sweep's field, the curve's too.
+# A setting of the saturate sweep that a curve offers too (the option sets the curve's sweep).
 _SWEPT = {SATURATE: StudyUse(), CURVE: StudyUse()}
 
 

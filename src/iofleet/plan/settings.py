@@ -28,7 +28,6 @@ class TableSettings:
     """A study's settings whose fields are table rows (`rows`)."""
 
     rows: ClassVar[dict[str, Param]] = {}
-    study: ClassVar[str] = ""
 
     def table_values(self) -> dict:
         return {name: getattr(self, name) for name in self.rows}
@@ -42,7 +41,7 @@ def settings_fields(name: str, study: str, rows: Mapping[str, Param]) -> type:
         default = p.study_default(study)
         kind = TYPES[p.kind]
         fields.append((row_name, Optional[kind] if default is None else kind, field(default=default)))
-    return make_dataclass(name, fields, bases=(TableSettings,), namespace={"rows": dict(rows), "study": study})
+    return make_dataclass(name, fields, bases=(TableSettings,), namespace={"rows": dict(rows)})
 
 
 def ending(values: Mapping[str, Any]) -> dict:
