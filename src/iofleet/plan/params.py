@@ -551,7 +551,7 @@ RUN_PARAMS: dict[str, Param] = {
         Param("prepare", "choice", "random",
               "before the first test, write every working set sequentially: random data, zeros, or none",
               "rw=write, refill_buffers | zero_buffers", choices=("random", "zero", "none"), in_matrix=False,
-              studies=_SWEPT),
+              studies={study: StudyUse("Write the files first: random, zero or none.") for study in _SWEPT}),
         Param("prepare_passes", "int", 2, "how many times preparation writes the working set", "loops",
               minimum=1, maximum=10, in_matrix=False),
         Param("prepare_bs", "size", 128 * 1024, "block size of the preparation writes", "bs",
