@@ -8,10 +8,13 @@ from typing import List, Optional
 import typer
 
 from ..errors import IofleetError
+from ..plan.easy import Durations
+from ..plan.params import EASY_RUN
 from .common import (
     EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console,
     plan_with_targets, print_table, stop_on_signals, table_width, user_errors,
 )
+from .table_options import table_options
 
 # The studies, the store and the report are imported by the commands that use
 # them: every `iofleet` command imports this module, and `iofleet run` starts
@@ -114,20 +117,17 @@ def finish(outcome, db, fleet, resumable: bool = False) -> None:
 
 
 @user_errors
+@table_options(EASY_RUN, Durations, after="hosts")
 def easy_run_command(
     target: Optional[List[Path]] = TargetOpt,
     hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers: run on all at once."),
-    runtime: Optional[str] = typer.Option(None, help="Measure each profile this long instead of until steady."),
-    max_runtime: Optional[str] = typer.Option(None, "--max-runtime", help="Longest a profile may measure (default 30m)."),
-    ramp: Optional[str] = typer.Option(None, help="Warm-up of each profile (default 1m)."),
-    round_: Optional[str] = typer.Option(None, "--round", help="Steady-state round (default 1m; 5 rounds = window)."),
-    size: Optional[str] = typer.Option(None, help="Working set per host (default: 10% of free space, 1–32 GiB)."),
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (default easy-run)."),
     destroy_data: Optional[List[str]] = DestroyOpt,
     no_probe: bool = typer.Option(False, "--no-probe", help="Guess jobs × iodepth from CPUs and device type instead "
                                                             "of measuring them (saves the probe's ~1–2 min)."),
     wide: bool = WideOpt,
+    params: Optional[dict] = None,  # the table's options (table_options): --runtime, --ramp, --size, ...
 ):
     """Measure the storage with no plan: four standard profiles.
 
@@ -140,7 +140,7 @@ def easy_run_command(
     from ..studies.options import easy_run_options
     from .progress import TerminalProgress
     check_label(label)
-    durations, working_set = easy_run_options(runtime, max_runtime, ramp, round_, size)
+    durations, working_set = easy_run_options(**params)
     fleet = load_inventory(hosts).hosts if hosts else None
 
     def on_plan(plan_text, reasons):

@@ -8,7 +8,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..plan.units import format_duration, format_size
+from ..plan.params import SATURATE
+from ..plan.units import format_size
 from ..studies.saturate import Sweep
 from ..units import format_value
 from .common import (
@@ -16,6 +17,7 @@ from .common import (
     plan_with_targets, print_table, stop_on_signals, table_width, user_errors,
 )
 from .run import finish
+from .table_options import table_options
 
 if TYPE_CHECKING:  # annotations only
     from ..studies.scale import ScaleStep
@@ -119,22 +121,11 @@ def _default(value) -> str:
 
 
 @user_errors
+@table_options(SATURATE, Sweep, after="hosts")
 def saturate(
     target: Optional[List[Path]] = TargetOpt,
     hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers: every cell runs on all."),
-    bs: Optional[str] = typer.Option(None, "--bs", help="Block size." + _default(format_size(Sweep.bs))),
-    read_pct: Optional[str] = typer.Option(None, "--read-pct", help="Share of reads, % (0 = all writes)."
-                                           + _default(Sweep.read_pct)),
-    random_pct: Optional[str] = typer.Option(None, "--random-pct", help="Share of random IO, % (0 = sequential)."
-                                             + _default(Sweep.random_pct)),
     slo: Optional[str] = typer.Option(None, "--slo", help="Latency target, e.g. 'p99<=2ms' or 'mean<500us'."),
-    size: Optional[str] = typer.Option(None, "--size", help="Each job's data file." + _default(format_size(Sweep.size))),
-    round_: Optional[str] = typer.Option(None, "--round", help="Each cell measures until steady: 5 rounds of this."
-                                         + _default(format_duration(Sweep.round))),
-    max_runtime: Optional[str] = typer.Option(None, "--max-runtime", help="The longest a cell measures when not "
-                                              "steady." + _default(format_duration(Sweep.max_runtime))),
-    runtime: Optional[str] = typer.Option(None, "--runtime", help="Measure each cell this fixed time instead."),
-    ramp: Optional[str] = typer.Option(None, "--ramp", help="Warm-up of each cell." + _default(format_duration(Sweep.ramp))),
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Most jobs per host (default: its CPUs)."),
     max_iodepth: Optional[int] = typer.Option(None, "--max-iodepth", help="Most outstanding IOs per job."
                                               + _default(Sweep.max_iodepth)),
@@ -146,14 +137,11 @@ def saturate(
                                           + _default(Sweep.repeats)),
     noise: Optional[float] = typer.Option(None, "--noise", help="Run-to-run IOPS noise, % (a single run is ± half)."
                                           + _default(Sweep.noise_pct)),
-    engine: Optional[str] = typer.Option(None, "--engine", help="fio IO engine (see docs/saturate.md for why not "
-                                         "io_uring)." + _default(Sweep.engine)),
-    prepare: Optional[str] = typer.Option(None, "--prepare", help="Write the files first: random, zero or none."
-                                          + _default(Sweep.prepare)),
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (default saturate)."),
     destroy_data: Optional[List[str]] = DestroyOpt,
     wide: bool = WideOpt,
+    params: Optional[dict] = None,  # the table's options (table_options): --bs, --size, --round, ...
 ):
     """Sweep jobs × iodepth to find the knee and the most IOPS.
 
@@ -168,10 +156,8 @@ def saturate(
     from ..studies.saturate import run_saturate
     from .progress import TerminalProgress
     check_label(label)
-    sweep = sweep_from_options(
-        slo, bs=bs, read_pct=read_pct, random_pct=random_pct, size=size, round=round_, max_runtime=max_runtime,
-        runtime=runtime, ramp=ramp, engine=engine, prepare=prepare, max_jobs=max_jobs, max_iodepth=max_iodepth,
-        min_gain_pct=min_gain, bisect=bisect, repeats=repeats, noise_pct=noise)
+    sweep = sweep_from_options(slo, max_jobs=max_jobs, max_iodepth=max_iodepth, min_gain_pct=min_gain,
+                               bisect=bisect, repeats=repeats, noise_pct=noise, **params)
     fleet = load_inventory(hosts).hosts if hosts else None
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console) as progress:

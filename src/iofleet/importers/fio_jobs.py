@@ -441,8 +441,9 @@ def _fio_defaults(w: Workload, notes: Notes) -> None:
     if not w.has("read_pct"):
         w.fixed.update(read_pct=100, random_pct=0)
         notes.add(INFO, w.where, "rw not set: fio's default is a sequential read (read_pct: 100, random_pct: 0)")
-    for pname, default in (("bs", 4096), ("iodepth", 1), ("ramp", 0)):
-        w.fixed.setdefault(pname, default)
+    for pname, p in PARAMS.items():
+        if p.fio_default is not None:
+            w.fixed.setdefault(pname, p.fio_default)
     if not w.has("direct"):
         w.fixed["direct"] = False
         notes.add(INFO, w.where, "direct not set: fio's default is buffered IO; imported as direct: false")

@@ -11,6 +11,8 @@ any small cache, and tests that end when steady.
 from dataclasses import dataclass
 
 from ..errors import IofleetError
+from .params import EASY_RUN
+from .settings import plan_entries, settings_fields, study_params
 from .units import format_bytes, format_duration
 
 GiB = 1024**3
@@ -34,9 +36,6 @@ WORKING_SET_SHARE = 0.10  # of the smallest target's free space
 WORKING_SET_MIN = 1 * GiB
 WORKING_SET_MAX = 32 * GiB
 WORKING_SET_UNKNOWN = 4 * GiB
-DEFAULT_RAMP = 60
-DEFAULT_ROUND = 60
-DEFAULT_MAX_RUNTIME = 30 * 60
 
 
 @dataclass
@@ -69,11 +68,12 @@ class Load:
 
 
 @dataclass
-class Durations:
-    runtime: int | None = None  # fixed measured time instead of until: steady
-    max_runtime: int = DEFAULT_MAX_RUNTIME
-    ramp: int = DEFAULT_RAMP
-    round: int = DEFAULT_ROUND
+class Durations(settings_fields("DurationsParams", EASY_RUN,
+                                {name: p for name, p in study_params(EASY_RUN).items() if p.kind == "duration"})):
+    """Each profile's durations: the table's easy-run rows that are
+    durations, with Easy Run's defaults (a fixed `runtime`, or until steady
+    when it is None). Its --size, the working set per host, is not a
+    duration: it is Easy Run's to size (working_set_of)."""
 
 
 def working_set_of(facts: list[HostFacts], working_set: int | None = None) -> tuple[int, str]:
@@ -160,13 +160,12 @@ def easy_plan(facts: list[HostFacts], targets: list[str], durations: Durations,
         reasons.append(f"files: {jobs} per host (one per job) of {format_bytes(per_file)}, "
                        f"prepared with random data before the first profile")
 
-    defaults: dict = {"jobs": jobs, "iodepth": iodepth, "size": per_file, "direct": True, "ramp": durations.ramp}
+    defaults: dict = {"jobs": jobs, "iodepth": iodepth, "size": per_file, "direct": True,
+                      **plan_entries(durations.table_values(), text=False)}
     if durations.runtime is not None:
-        defaults.update(until="time", runtime=durations.runtime)
         reasons.append(f"each profile: {format_duration(durations.ramp)} warm-up, then "
                        f"{format_duration(durations.runtime)} measured (--runtime)")
     else:
-        defaults.update(until="steady", max_runtime=durations.max_runtime, round=durations.round)
         reasons.append(f"each profile: {format_duration(durations.ramp)} warm-up, then until steady (SNIA PTS: "
                        f"5 rounds of {format_duration(durations.round)}), at most "
                        f"{format_duration(durations.max_runtime)}")

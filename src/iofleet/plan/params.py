@@ -6,7 +6,10 @@ part of a test id and its fio option(s) in both directions. Plan validation
 (model.py), test specs and matrix expansion (expand.py), job-file rendering
 (iofleet.fio.jobfile), the fio job-file importer, ingest of fio outputs, the
 CSV export, the web form, `iofleet params` and the parameter reference in
-docs/plans.md (reference.py) all walk it: a new parameter is one row here.
+docs/plans.md (reference.py) all walk it, and so do the studies' settings
+(Sweep, Curve, Easy Run's Durations: plan/settings.py), the plans they write
+and their command-line options (cli/table_options.py): a new parameter, or
+a new study setting, is one row here.
 """
 
 from collections.abc import Callable, Mapping
@@ -23,6 +26,23 @@ AUTO_ENGINES = ("io_uring", "libaio", "psync")
 # fio options as a job file or a fio output states them: option → value
 # (None for a bare flag such as `time_based`).
 FioOptions = Mapping[str, Any]
+
+
+# A study's name as the table's rows name it (`Param.studies`): the command that offers them.
+SATURATE, CURVE, EASY_RUN = "saturate", "curve", "easy-run"
+PLAN_DEFAULT = object()  # a study's default that is the plan's (the row's own)
+
+
+@dataclass(frozen=True)
+class StudyUse:
+    """A parameter as a study takes it (`Param.studies`): the study's setting
+    and its command-line option. `help`: the option's help there, a sentence
+    (None: the row's own; False: a setting the study carries, not offered);
+    `default`: the study's own, when it is not a plan's. A curve's setting
+    without a default of its own is its sweep's (the option sets the sweep)."""
+
+    help: str | bool | None = None
+    default: Any = PLAN_DEFAULT
 
 
 class FioOptionError(ValueError):
@@ -57,6 +77,10 @@ class Param:
     # The fio options from_fio reads: the main one, then those that refine it
     # in the order fio prefers them (the job-file importer takes exactly these).
     fio_keys: tuple = field(default=())
+    # The studies that take it as a setting, by name (SATURATE, CURVE, EASY_RUN): how each does.
+    studies: Mapping[str, StudyUse] = field(default_factory=dict, compare=False)
+    recorded: bool = False  # a run setting stated in the run's methodology as the plan gives it
+    fio_default: Any = None  # fio's own value when a job file leaves it out (the importer sets it silently)
 
     def parse(self, value: Any) -> Any:
         """Validate one value; raise ValueError saying what is allowed."""
@@ -105,6 +129,18 @@ class Param:
         if self.kind == "bool":
             return "true" if value else "false"
         return str(value)
+
+    def plan_text(self, value: Any) -> Any:
+        """A value as a generated plan writes it: sizes and durations in units."""
+        if self.kind == "size":
+            return format_size(value)
+        if self.kind == "duration":
+            return format_duration(value)
+        return value
+
+    def study_default(self, study: str) -> Any:
+        use = self.studies[study]
+        return self.default if use.default is PLAN_DEFAULT else use.default
 
     def read_fio(self, options: FioOptions) -> Any:
         """This parameter's value from fio options, validated by the table's
@@ -339,6 +375,10 @@ def _rate_id(name: str, short: str) -> Callable[[Any], str]:
     return lambda v: f"{short}{v}" if v is not None else f"{short}max"
 
 
+# A setting of the saturate sweep that a curve offers too (the option sets the curve's sweep).
+_SWEPT = {SATURATE: StudyUse(), CURVE: StudyUse()}
+
+
 def _same(name: str, key: str, only_if_set: bool = False) -> dict:
     """A parameter that is one fio option of the same value (written only
     when not 0, if `only_if_set`)."""
@@ -351,18 +391,19 @@ PARAMS: dict[str, Param] = {
     for p in (
         Param("bs", "size", 4096, "block size of each IO (a multiple of 512 bytes)", "bs",
               minimum=512, maximum=128 * 1024**2, in_table=True, label="bs", unit="bytes", column="bs_bytes",
-              **_same("bs", "bs")),
+              fio_default=4096, studies=_SWEPT, **_same("bs", "bs")),
         Param("read_pct", "pct", 100, "share of IOs that are reads (0 = all writes)",
               "rw, rwmixread", minimum=0, maximum=100, in_table=True, label="read %", unit="%", column="read_pct",
               to_fio=lambda v: [("rw", _rw_value(v))] + ([("rwmixread", v["read_pct"])]
                                                          if 0 < v["read_pct"] < 100 else []),
-              from_fio=_read_pct_from_fio, fio_keys=("rw", "rwmixread", "rwmixwrite")),
+              from_fio=_read_pct_from_fio, fio_keys=("rw", "rwmixread", "rwmixwrite"), studies=_SWEPT),
         Param("random_pct", "pct", 100, "share of IOs at random offsets (0 = sequential)",
               "rw, percentage_random", minimum=0, maximum=100, in_table=True, label="random %", unit="%", column="random_pct",
               to_fio=lambda v: [("percentage_random", v["random_pct"])] if 0 < v["random_pct"] < 100 else [],
-              from_fio=_random_pct_from_fio, fio_keys=("rw", "percentage_random", "percentage_sequential")),
+              from_fio=_random_pct_from_fio, fio_keys=("rw", "percentage_random", "percentage_sequential"),
+              studies=_SWEPT),
         Param("iodepth", "int", 1, "outstanding IOs per job (queue depth)", "iodepth",
-              minimum=1, maximum=4096, in_table=True, label="iodepth", column="iodepth",
+              minimum=1, maximum=4096, in_table=True, label="iodepth", column="iodepth", fio_default=1,
               **_same("iodepth", "iodepth")),
         Param("jobs", "int", 1, "parallel jobs (HCIBench's \"threads\"), each with its own file", "numjobs",
               minimum=1, maximum=1024, in_table=True, label="jobs", column="jobs",
@@ -371,7 +412,9 @@ PARAMS: dict[str, Param] = {
               minimum=4096, maximum=1024**5, in_table=True, label="size", unit="bytes", column="size_bytes",
               id_part=lambda v: f"sz{format_size(v)}",
               # fio's size is the IO's region: the working set (the layout job makes the whole file)
-              to_fio=lambda v: [("size", working_set(v))], from_fio=_size_from_fio, fio_keys=("size",)),
+              to_fio=lambda v: [("size", working_set(v))], from_fio=_size_from_fio, fio_keys=("size",),
+              studies={**_SWEPT, EASY_RUN: StudyUse("Working set per host (default: 10% of free space, 1–32 GiB).",
+                                                    default=None)}),
         Param("working_set_pct", "pct", 100, "share of each file that the IO touches",
               "size (of the file region)", minimum=1, maximum=100, label="working set %", unit="%",
               column="working_set_pct", id_part=lambda v: f"ws{v}", from_fio=_working_set_from_fio,
@@ -379,21 +422,34 @@ PARAMS: dict[str, Param] = {
         Param("runtime", "duration", 60, "measured time, after the warm-up",
               "runtime, time_based", minimum=1, maximum=30 * 86400, in_table=True, label="runtime", unit="s",
               column="runtime_s", id_part=lambda v: f"rt{format_duration(v)}",
-              from_fio=lambda o: _one(o, "runtime"), fio_keys=("runtime",)),  # rendered per job group (jobfile.py)
+              from_fio=lambda o: _one(o, "runtime"), fio_keys=("runtime",),  # rendered per job group (jobfile.py)
+              studies={
+                  SATURATE: StudyUse("Measure each cell this fixed time instead.", default=None),
+                  # p99.9 needs thousands of IOs even at 10 % load
+                  CURVE: StudyUse("Each point's measured time (given: each sweep cell's too, fixed instead of "
+                                  "until steady).", default=10),
+                  EASY_RUN: StudyUse("Measure each profile this long instead of until steady.", default=None)}),
         Param("ramp", "duration", 10, "warm-up before measuring; logged, excluded from every figure",
               "runtime of a warm-up job group", minimum=0, maximum=86400, in_table=True, label="ramp", unit="s",
               column="ramp_s", id_part=lambda v: f"ramp{format_duration(v)}",
               # (iofleet's own job files: the runtime of its warm-up group; the importer reads that)
-              from_fio=lambda o: _one(o, "ramp_time"), fio_keys=("ramp_time",)),
+              from_fio=lambda o: _one(o, "ramp_time"), fio_keys=("ramp_time",), fio_default=0, studies={
+                  SATURATE: StudyUse("Warm-up of each cell.", default=1),
+                  CURVE: StudyUse("Warm-up of each point (given: of each sweep cell too).", default=2),
+                  EASY_RUN: StudyUse("Warm-up of each profile.", default=60)}),
         Param("engine", "choice", "auto",
               "IO engine; auto = first of io_uring, libaio, psync that works",
               "ioengine", choices=ENGINES, in_table=True, label="engine", column="engine", id_part=str,
               to_fio=lambda v: [("ioengine", v["engine"])], from_fio=_engine_from_fio,
-              fio_keys=("ioengine",)),
+              fio_keys=("ioengine",), studies={
+                  # Not io_uring: fio 3.33's io_uring engine inflates latency at iodepths
+                  # that are not powers of two, which bisection measures (docs/saturate.md).
+                  SATURATE: StudyUse("fio IO engine (see docs/saturate.md for why not io_uring).", default="libaio"),
+                  CURVE: StudyUse("fio IO engine.")}),
         Param("direct", "bool", True, "bypass the page cache (O_DIRECT)", "direct", label="direct",
               column="direct", id_part=lambda v: "direct" if v else "buffered",
               to_fio=lambda v: [("direct", v["direct"])], from_fio=_direct_from_fio,
-              fio_keys=("direct", "buffered")),
+              fio_keys=("direct", "buffered"), studies={SATURATE: StudyUse(False)}),
         Param("compress_pct", "pct", 0, "how compressible written data is (0 = not at all)",
               "buffer_compress_percentage", minimum=0, maximum=100, label="compress %", unit="%",
               column="compress_pct", id_part=lambda v: f"cmp{v}",
@@ -424,18 +480,28 @@ PARAMS: dict[str, Param] = {
               label="until", column="until", id_part=str),
         Param("max_runtime", "duration", 3600, "with until: steady, the longest a test may measure",
               "runtime", minimum=1, maximum=30 * 86400, in_matrix=False, label="max runtime", unit="s",
-              column="max_runtime_s"),
+              column="max_runtime_s", studies={
+                  # A sweep's cells are short on purpose, unlike a plan's tests: a sweep runs dozens of them.
+                  SATURATE: StudyUse("The longest a cell measures when not steady.", default=10),
+                  EASY_RUN: StudyUse("Longest a profile may measure.", default=30 * 60)}),
         Param("round", "duration", 60, "steady state: length of one round (5 rounds = the window)",
               "status_interval (snapshots each round)", minimum=1, maximum=86400, in_matrix=False,
-              label="round", unit="s", column="round_s"),
+              label="round", unit="s", column="round_s", studies={
+                  SATURATE: StudyUse("Each cell measures until steady: 5 rounds of this.", default=1),
+                  EASY_RUN: StudyUse("Steady-state round (5 rounds = window).", default=60)}),
         Param("repeat", "int", 1, "how many times each test runs", "(iofleet)",
               minimum=1, maximum=1000, in_matrix=False, label="repeats"),
     )
 }
 
 MATRIX_PARAMS = tuple(name for name, p in PARAMS.items() if p.in_matrix)
+# What each IO is: a saturate sweep's IO, which its curve keeps.
+IO_PARAMS = ("bs", "read_pct", "random_pct")
 # What every test id shows, in this order (the rest only when a plan varies it).
-ID_BASE = ("bs", "read_pct", "random_pct", "jobs", "iodepth")
+ID_BASE = (*IO_PARAMS, "jobs", "iodepth")
+# How a test ends, as a plan and a study's record state it: its `until`, then
+# the durations that count for it (the rows' `until`).
+UNTIL = {"time": ("runtime",), "steady": ("round", "max_runtime")}
 # The parameters of one test (the `repeat` row is how many tests, not one's value).
 SPEC_PARAMS = tuple(name for name in PARAMS if name != "repeat")
 
@@ -484,25 +550,26 @@ RUN_PARAMS: dict[str, Param] = {
     for p in (
         Param("prepare", "choice", "random",
               "before the first test, write every working set sequentially: random data, zeros, or none",
-              "rw=write, refill_buffers | zero_buffers", choices=("random", "zero", "none"), in_matrix=False),
+              "rw=write, refill_buffers | zero_buffers", choices=("random", "zero", "none"), in_matrix=False,
+              studies={study: StudyUse("Write the files first: random, zero or none.") for study in _SWEPT}),
         Param("prepare_passes", "int", 2, "how many times preparation writes the working set", "loops",
               minimum=1, maximum=10, in_matrix=False),
         Param("prepare_bs", "size", 128 * 1024, "block size of the preparation writes", "bs",
               minimum=4096, maximum=16 * 1024**2, in_matrix=False),
         Param("clear_cache", "bool", True,
               "before each test: drop the page cache of iofleet's files and, as root, the kernel caches",
-              "invalidate (+ /proc/sys/vm/drop_caches)", in_matrix=False),
+              "invalidate (+ /proc/sys/vm/drop_caches)", in_matrix=False, recorded=True),
         Param("cache_size", "size", None,
               "cache in front of the storage per host (e.g. an HCI cache tier): says cache or capacity test",
               "(iofleet)", minimum=0, maximum=1024**6, in_matrix=False),
         Param("measure", "choice", "capacity",
               "what the plan means to measure: the storage behind every cache (capacity) or a cache; "
               "the diagnostics warn when the working set says otherwise", "(iofleet)",
-              choices=("capacity", "cache"), in_matrix=False),
+              choices=("capacity", "cache"), in_matrix=False, recorded=True),
         Param("percentile", "choice", "p99",
               "the latency percentile the plan asks about: shown in the summary beside p95, and checked "
               "against the IO count (enough IOs beyond it to be meaningful)", "lat_percentiles",
-              choices=("p90", "p95", "p99", "p99.9"), in_matrix=False),
+              choices=("p90", "p95", "p99", "p99.9"), in_matrix=False, recorded=True),
         Param("keep_files", "bool", False, "keep iofleet's data files after the run (a later run reuses them)",
               "(iofleet)", in_matrix=False),
         Param("reuse_data", "bool", True,

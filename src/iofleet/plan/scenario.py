@@ -24,14 +24,16 @@ from pydantic import BaseModel
 from ..errors import PlanError
 from .load import field_problems, parse_plan, problem_lines, read_yaml
 from .model import Plan, WorkloadParams, check_name
+from .params import PARAMS, SPEC_PARAMS, UNTIL
 from .units import parse_duration
 
 FAULTS = ("host-down", "link-slow", "device-slow", "run")
 # What each fault takes beside `at`, `fault`, `host` and `for`.
 FAULT_FIELDS = {"host-down": set(), "link-slow": {"mbit"}, "device-slow": {"mbps", "iops"}, "run": {"command"}}
-# Load parameters a scenario cannot use: it is one test at a time-based run.
-NOT_IN_LOAD = {"repeat": "a scenario is one test", "until": "a scenario runs for its `runtime`",
-               "max_runtime": "a scenario runs for its `runtime`", "round": "a scenario's rounds are 1 s"}
+# Load parameters a scenario cannot use: it is one test (not one's value:
+# repeat), run for its `runtime` in 1 s rounds (not until steady).
+NOT_IN_LOAD = {**{name: "a scenario is one test" for name in PARAMS if name not in SPEC_PARAMS},
+               **{name: "a scenario runs for its `runtime`, in 1 s rounds" for name in ("until", *UNTIL["steady"])}}
 MAX_EVENTS = 100
 MAX_COMMAND = 4096
 
@@ -125,12 +127,10 @@ class Scenario(BaseModel):
 
     @property
     def runtime(self) -> int:
-        from .params import PARAMS
         return self.load.runtime if self.load.runtime is not None else PARAMS["runtime"].default
 
     @property
     def ramp(self) -> int:
-        from .params import PARAMS
         return self.load.ramp if self.load.ramp is not None else PARAMS["ramp"].default
 
     @property

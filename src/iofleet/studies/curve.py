@@ -22,8 +22,8 @@ from ..analysis.curve import DEFAULT_POINTS, CurveResult, curve_of_run, curve_re
 from ..analysis.saturation import saturation_of_run
 from ..errors import IofleetError
 from ..plan import parse_plan
-from ..plan.params import PARAMS
-from ..plan.units import format_duration, format_size
+from ..plan.params import CURVE, IO_PARAMS, PARAMS, RUN_PARAMS
+from ..plan.settings import plan_entries, settings_fields, study_params
 from .saturate import Sweep, discard_quietly, place_names, run_saturate
 
 if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Curve's defaults without them
@@ -36,15 +36,14 @@ MAX_LOAD_PCT = 1000.0  # a load beyond the maximum shows the wall; ten times it 
 
 
 @dataclass
-class Curve:
-    """What to measure: each point's time, the loads (`points` evenly
-    spaced, or `loads` in % of the most IOPS), where the maximum comes from
+class Curve(settings_fields("CurveParams", CURVE, study_params(CURVE, own_default=True))):
+    """What to measure: each point's time (the table's curve rows with a
+    default of the curve's own), the loads (`points` evenly spaced, or
+    `loads` in % of the most IOPS), where the maximum comes from
     (`from_run`: a stored saturate run; else a sweep run first), and the
     sweep's settings, whose IO (bs, read and random share), file size,
     engine and preparation are the curve's too."""
 
-    runtime: int = 10  # each point's measured time: p99.9 needs thousands of IOs even at 10 % load
-    ramp: int = 2
     points: int = DEFAULT_POINTS
     loads: list[float] | None = None
     from_run: int | None = None
@@ -95,13 +94,13 @@ def stored_maximum(store: Store, run_id: int, curve: Curve, given: set[str]) -> 
     if sat.peak is None:
         raise IofleetError(f"--from-run {run_id}: its sweep measured no IO; sweep again without --from-run")
     swept = doc["methodology"]["saturate"]
-    for name in ("bs", "read_pct", "random_pct"):
+    for name in IO_PARAMS:
         if name in given and getattr(curve.sweep, name) != swept[name]:
             option = "--" + name.replace("_", "-")
             raise IofleetError(f"{option} {PARAMS[name].format(getattr(curve.sweep, name))}: run {run_id} swept "
                                f"{PARAMS[name].format(swept[name])}; leave {option} out (the curve takes the "
                                f"sweep's) or sweep again without --from-run")
-    io = {name: swept[name] for name in ("bs", "read_pct", "random_pct")}
+    io = {name: swept[name] for name in IO_PARAMS}
     return sat.peak.jobs, sat.peak.iodepth, sat.peak.iops, io
 
 
@@ -111,15 +110,14 @@ def curve_plan(curve: Curve, io: dict, jobs: int, iodepth: int, rates: list[int]
     """The fixed-rate tests as a plan: one workload, a matrix of rate_iops.
     `swept_here`: the sweep just before prepared the data for them (its
     kept data is used whatever reuse_data says of older runs' data)."""
-    workload = {"name": "curve", "bs": format_size(io["bs"]), "read_pct": io["read_pct"],
-                "random_pct": io["random_pct"], "jobs": jobs, "iodepth": iodepth, "size": format_size(curve.sweep.size),
-                "runtime": format_duration(curve.runtime), "ramp": format_duration(curve.ramp), "engine": engine,
-                "direct": curve.sweep.direct, "matrix": {"rate_iops": rates}}
-    kept = {**({"keep_files": True} if curve.sweep.keep_files else {}),
-            **({"reuse_data": False} if not (curve.sweep.reuse_data or swept_here) else {})}
+    # The sweep's file size, engine and the rest; the points' own durations; the swept IO.
+    values = {**curve.sweep.table_values(), **curve.table_values(), "engine": engine}
+    rest = {name: value for name, value in values.items() if name not in IO_PARAMS}
+    workload = {"name": "curve", **plan_entries(io), "jobs": jobs, "iodepth": iodepth, **plan_entries(rest),
+                "matrix": {"rate_iops": rates}}
     data = {"name": "curve", **({"targets": targets} if targets else {}),
-            **({"destroy_data": list(destroy_data)} if destroy_data else {}), "prepare": curve.sweep.prepare,
-            **kept, "workloads": [workload]}
+            **({"destroy_data": list(destroy_data)} if destroy_data else {}), **plan_entries(values, RUN_PARAMS),
+            **curve.sweep.kept(reuse_data=curve.sweep.reuse_data or swept_here), "workloads": [workload]}
     text = (f"# iofleet curve: latency against load at fixed rates up to the most IOPS, {max_iops:,.0f}\n"
             f"# (jobs {jobs} × iodepth {iodepth} per host); {rule}.\n" + yaml.safe_dump(data, sort_keys=False))
     return data, text
@@ -154,7 +152,7 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
             raise IofleetError(f"the sweep for the maximum (run {max_run}) measured no IO; no curve was run "
                                f"(see `iofleet results show {max_run}`)")
         jobs, iodepth, max_iops, io = peak.jobs, peak.iodepth, peak.iops, {
-            "bs": sweep.bs, "read_pct": sweep.read_pct, "random_pct": sweep.random_pct}
+            name: getattr(sweep, name) for name in IO_PARAMS}
         source = f"saturate run {max_run}"
     try:
         loads = curve.load_list()

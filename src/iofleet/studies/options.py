@@ -1,15 +1,19 @@
-"""The settings of the saturate and Easy Run studies given as text (the
-command line's options), parsed by the parameter table. What is not given
-(None) keeps the study's own default, so each default is written once: in
-the parameter table or in the study's dataclass."""
+"""The settings of the saturate, curve and Easy Run studies given as text
+(the command line's options), parsed by the parameter table's rows. What is
+not given (None) keeps the study's own default, so each default is written
+once: in the parameter table (a row's, or the study's there) or in the
+study's dataclass."""
 
 from typing import Any
 
+from ..analysis.curve import DEFAULT_POINTS
 from ..analysis.saturation import parse_slo
 from ..errors import IofleetError
 from ..plan.easy import Durations
-from ..plan.params import PARAMS, RUN_PARAMS, STEADY_WINDOW_ROUNDS, Param
+from ..plan.params import CURVE, EASY_RUN, PARAMS, SATURATE, STEADY_WINDOW_ROUNDS, UNTIL, Param
+from ..plan.settings import offered, option_name
 from ..plan.units import format_duration
+from .curve import Curve, parse_loads
 from .saturate import Sweep
 
 
@@ -21,15 +25,18 @@ def parse_option(option: str, param: Param, value: Any) -> Any:
         raise IofleetError(f"{option} {value}: {exc}") from None
 
 
-# Sweep field: its option and the table row that parses it (the axes' bounds are jobs' and iodepth's).
-SWEEP_OPTIONS = {
-    "bs": ("--bs", PARAMS["bs"]), "read_pct": ("--read-pct", PARAMS["read_pct"]),
-    "random_pct": ("--random-pct", PARAMS["random_pct"]), "size": ("--size", PARAMS["size"]),
-    "round": ("--round", PARAMS["round"]), "max_runtime": ("--max-runtime", PARAMS["max_runtime"]),
-    "runtime": ("--runtime", PARAMS["runtime"]), "ramp": ("--ramp", PARAMS["ramp"]),
-    "engine": ("--engine", PARAMS["engine"]), "prepare": ("--prepare", RUN_PARAMS["prepare"]),
-    "max_jobs": ("--max-jobs", PARAMS["jobs"]), "max_iodepth": ("--max-iodepth", PARAMS["iodepth"]),
-}
+def parse_given(study: str, given: dict) -> dict:
+    """The options `study` offers that were given (not None), parsed by their rows."""
+    rows = offered(study)
+    unknown = set(given) - set(rows)
+    if unknown:
+        raise TypeError(f"not a {study} setting: {', '.join(sorted(unknown))}")  # a caller's bug
+    return {name: parse_option(option_name(name), rows[name], value)
+            for name, value in given.items() if value is not None}
+
+
+# The sweep's axes' upper bounds: the row that bounds each (its own knobs).
+SWEEP_AXES = {"max_jobs": PARAMS["jobs"], "max_iodepth": PARAMS["iodepth"]}
 # The sweep's own knobs (no plan parameter): their option, bounds and what to give instead.
 SWEEP_LIMITS = {
     "min_gain_pct": ("--min-gain", lambda v: 0 < v < 1000, "give a share above 0, e.g. 10 (%)"),
@@ -41,12 +48,12 @@ SWEEP_LIMITS = {
 
 def sweep_from_options(slo: str | None = None, **given: Any) -> Sweep:
     """The Sweep of the given settings (Sweep field names; None: the sweep's
-    default), each checked, in the order the options are listed."""
-    unknown = set(given) - set(SWEEP_OPTIONS) - set(SWEEP_LIMITS)
-    if unknown:
-        raise TypeError(f"not a sweep setting: {', '.join(sorted(unknown))}")  # a caller's bug
-    values = {name: parse_option(option, param, given[name])
-              for name, (option, param) in SWEEP_OPTIONS.items() if given.get(name) is not None}
+    default), each checked: the table's rows the saturate study offers, its
+    axes' bounds and its own knobs."""
+    knobs = set(SWEEP_AXES) | set(SWEEP_LIMITS)
+    values = parse_given(SATURATE, {name: value for name, value in given.items() if name not in knobs})
+    values |= {name: parse_option(option_name(name), row, given[name])
+               for name, row in SWEEP_AXES.items() if given.get(name) is not None}
     if slo is not None:
         values["slo"] = parse_slo(slo)
     for name, (option, ok, why) in SWEEP_LIMITS.items():
@@ -56,19 +63,27 @@ def sweep_from_options(slo: str | None = None, **given: Any) -> Sweep:
             values[name] = given[name]
     sweep = Sweep(**values)
     if sweep.runtime is None and sweep.max_runtime < STEADY_WINDOW_ROUNDS * sweep.round:
-        shown = {name: given.get(name) or format_duration(getattr(sweep, name)) for name in ("max_runtime", "round")}
+        shown = {name: given.get(name) or format_duration(getattr(sweep, name)) for name in UNTIL["steady"]}
         raise IofleetError(f"--max-runtime {shown['max_runtime']}: shorter than the steady-state window (5 rounds "
                            f"of --round {shown['round']}); raise --max-runtime or shorten --round")
     return sweep
 
 
-def easy_run_options(runtime: str | None = None, max_runtime: str | None = None, ramp: str | None = None,
-                     round: str | None = None, size: str | None = None) -> tuple[Durations, int | None]:
+def curve_from_options(points: int = DEFAULT_POINTS, loads: str | None = None, from_run: int | None = None,
+                       max_jobs: int | None = None, max_iodepth: int | None = None, **given: Any) -> Curve:
+    """The Curve of the given settings: the options the curve offers set its
+    sweep (each a Sweep field), and the curve's own where it has them (a
+    point's runtime and ramp: given, each sweep cell's too)."""
+    parse_given(CURVE, given)  # each checked, named as the curve's option
+    sweep = sweep_from_options(max_jobs=max_jobs, max_iodepth=max_iodepth,
+                               **{name: value for name, value in given.items() if name in Sweep.rows})
+    own = parse_given(CURVE, {name: value for name, value in given.items() if name in Curve.rows})
+    return Curve(points=points, loads=parse_loads(loads), from_run=from_run, sweep=sweep, **own)
+
+
+def easy_run_options(**given: str | None) -> tuple[Durations, int | None]:
     """Easy Run's durations and working set per host (None: Easy Run's own
     defaults, and a working set sized from the hosts' free space)."""
-    durations = Durations()
-    for name, value in (("runtime", runtime), ("max_runtime", max_runtime), ("ramp", ramp), ("round", round)):
-        if value is not None:
-            setattr(durations, name, parse_option(f"--{name.replace('_', '-')}", PARAMS[name], value))
-    working_set = parse_option("--size", PARAMS["size"], size) if size is not None else None
-    return durations, working_set
+    values = parse_given(EASY_RUN, given)
+    durations = Durations(**{name: value for name, value in values.items() if name in Durations.rows})
+    return durations, values.get("size")  # --size: the working set per host

@@ -25,6 +25,7 @@ from ..fleet.workdir import reclaim, work_dir
 from ..plan.expand import MixedStep, TestSpec
 from ..plan.load import parse_plan_text, with_destroy_data, with_targets
 from ..plan.model import Plan
+from ..plan.params import RUN_PARAMS
 from ..results.aggregate import aggregate
 from ..results.model import TestRecord
 from ..results.store import FINISHED_TEST_STATUSES, Store
@@ -113,8 +114,7 @@ class RunSession:
             for line in setup_warnings(host_facts() | self.place.describe()):
                 self.observer.warning(line)
             self._caches = self.place.cache_sizes(plan.cache_size)
-            method = {"prepare": None, "clear_cache": plan.clear_cache, "measure": plan.measure,
-                      "percentile": plan.percentile}
+            method = {"prepare": None, **{name: getattr(plan, name) for name, p in RUN_PARAMS.items() if p.recorded}}
             if plan.prepare != "none" and self.specs:
                 with work_dir("iofleet-prepare-") as tmp:
                     prepared = self.place.prepare_data(self.specs + self.prepare_for, plan.prepare,

@@ -23,8 +23,8 @@ from ..analysis.saturation import (
 from ..errors import IofleetError
 from ..plan import parse_plan
 from ..plan.expand import expand, with_load
-from ..plan.params import PARAMS, RUN_PARAMS
-from ..plan.units import format_duration, format_size
+from ..plan.params import IO_PARAMS, RUN_PARAMS, SATURATE
+from ..plan.settings import ending, plan_entries, settings_fields, study_params
 from ..units import format_value
 
 if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Sweep's defaults without them
@@ -41,27 +41,13 @@ FAST_GAIN = 0.40
 
 
 @dataclass
-class Sweep:
+class Sweep(settings_fields("SweepParams", SATURATE, study_params(SATURATE))):
     """What to sweep: the IO (block size, read and random share), the cells'
-    durations and file size, the axes' upper bounds, when to stop and how
-    sure a decision must be."""
+    durations and file size (the table's saturate rows, with the sweep's
+    defaults: a cell measures until steady, 5 rounds of `round`, at most
+    `max_runtime`, or a fixed `runtime`), the axes' upper bounds, when to
+    stop and how sure a decision must be."""
 
-    bs: int = PARAMS["bs"].default
-    read_pct: int = PARAMS["read_pct"].default
-    random_pct: int = PARAMS["random_pct"].default
-    size: int = PARAMS["size"].default  # each job's file
-    # A cell measures until its IOPS are steady (SNIA, 5 rounds of `round`
-    # seconds), at most `max_runtime`; with `runtime` set, that fixed time.
-    # Short on purpose, unlike a plan's tests: a sweep runs dozens of cells.
-    ramp: int = 1
-    round: int = 1
-    max_runtime: int = 10
-    runtime: int | None = None
-    # Not io_uring: fio 3.33's io_uring engine inflates latency at iodepths
-    # that are not powers of two, which bisection measures (docs/saturate.md).
-    engine: str = "libaio"
-    direct: bool = PARAMS["direct"].default
-    prepare: str = RUN_PARAMS["prepare"].default
     max_jobs: int | None = None  # default: CPUs of the (smallest) host
     max_iodepth: int = 256
     min_gain_pct: float = 10.0  # a doubling that gains less has stopped growing
@@ -71,16 +57,19 @@ class Sweep:
     noise_pct: float = NOISE_PCT  # a single run's IOPS are taken as ± half this
     # The plan's keep_files and reuse_data (fleet/kept.py), for the sweep
     # and, in a curve, its fixed-rate tests.
-    keep_files: bool = False
-    reuse_data: bool = True
+    keep_files: bool = RUN_PARAMS["keep_files"].default
+    reuse_data: bool = RUN_PARAMS["reuse_data"].default
 
     def to_dict(self) -> dict:
-        return {"bs": self.bs, "read_pct": self.read_pct, "random_pct": self.random_pct,
+        return {**{name: getattr(self, name) for name in IO_PARAMS},
                 "min_gain_pct": self.min_gain_pct, "slo": self.slo.text if self.slo else None,
                 "bisect": self.bisect, "repeats": self.repeats, "noise_pct": self.noise_pct,
-                "cell": ({"until": "time", "runtime": self.runtime, "ramp": self.ramp} if self.runtime else
-                         {"until": "steady", "round": self.round, "max_runtime": self.max_runtime,
-                          "ramp": self.ramp})}
+                "cell": {**ending(self.table_values()), "ramp": self.ramp}}
+
+    def kept(self, reuse_data: bool | None = None) -> dict:
+        """The plan's keep_files and reuse_data where not a plan's default."""
+        reuse = self.reuse_data if reuse_data is None else reuse_data
+        return {**({"keep_files": True} if self.keep_files else {}), **({"reuse_data": False} if not reuse else {})}
 
 
 @dataclass
@@ -159,18 +148,11 @@ def _max_jobs(sweep: Sweep, hosts: list[Host] | None) -> int:
 def sweep_plan(sweep: Sweep, jobs: list[int], iodepths: list[int], targets: list[str],
                destroy_data: list[str] = ()) -> tuple[dict, str]:
     """The sweep as a plan (the whole grid; the study runs part of it)."""
-    cell = ({"runtime": format_duration(sweep.runtime)} if sweep.runtime else
-            {"until": "steady", "round": format_duration(sweep.round),
-             "max_runtime": format_duration(sweep.max_runtime)})
-    workload = {"name": "saturate", "bs": format_size(sweep.bs), "read_pct": sweep.read_pct,
-                "random_pct": sweep.random_pct, "size": format_size(sweep.size), **cell,
-                "ramp": format_duration(sweep.ramp), "engine": sweep.engine, "direct": sweep.direct,
-                "matrix": {"jobs": jobs, "iodepth": iodepths}}
-    kept = {**({"keep_files": True} if sweep.keep_files else {}),
-            **({"reuse_data": False} if not sweep.reuse_data else {})}
+    values = sweep.table_values()
+    workload = {"name": "saturate", **plan_entries(values), "matrix": {"jobs": jobs, "iodepth": iodepths}}
     data = {"name": "saturate", **({"targets": targets} if targets else {}),
-            **({"destroy_data": [str(d) for d in destroy_data]} if destroy_data else {}), "prepare": sweep.prepare,
-            **kept, "workloads": [workload]}
+            **({"destroy_data": [str(d) for d in destroy_data]} if destroy_data else {}),
+            **plan_entries(values, RUN_PARAMS), **sweep.kept(), "workloads": [workload]}
     target = f", target {sweep.slo.text}" if sweep.slo else ""
     text = (f"# iofleet saturate: an adaptive sweep of this grid. Each jobs row raises iodepth until IOPS\n"
             f"# gain < {sweep.min_gain_pct:g}% per doubling{target}; rows stop when more jobs do not help;\n"
