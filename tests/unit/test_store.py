@@ -13,6 +13,7 @@ from iofleet.results.store import schema as store_mod
 from iofleet.fio.records import DirectionStats, DiskUtil, JobResult, Series
 from iofleet.fleet.metrics import HostCpu
 from iofleet.results.model import Aggregate
+from iofleet.results.model import TestInfo
 from iofleet.results.store import SCHEMA_VERSION, RunFilter, Store, default_data_dir
 
 PLAN = "name: demo\nworkloads:\n  - name: oltp\n    bs: 4k\n"
@@ -60,13 +61,13 @@ def spec(test_id, repeat=1, **params) -> dict:
          "size": 1024**3, "working_set_pct": 100, "runtime": 60, "ramp": 10,
          "engine": "io_uring", "direct": True}
     p.update(params)
-    return {"id": test_id, "workload": "oltp", "repeat": repeat, "params": p}
+    return TestInfo(id=test_id, workload="oltp", repeat=repeat, params=p)
 
 
 def save(st, run_id, seq, *, status="ok", jobs=None, **kw):
     jobs = [job("h1", 0), job("h2", 0), job("h2", 1)] if jobs is None else jobs
     args = dict(
-        seq=seq, spec=spec("4k-r70-rand-j2-qd8", repeat=seq + 1), status=status, error=None,
+        seq=seq, test=spec("4k-r70-rand-j2-qd8", repeat=seq + 1), status=status, error=None,
         started_at="2024-05-01T10:00:00Z", ended_at="2024-05-01T10:01:10Z", jobs=jobs,
         aggregate=aggregate(jobs) if jobs else None, host_cpu=HostCpu(70, 41.25, 97.5),
         disks=[DiskUtil("h1", "nvme0n1", 99.87, 1000, 400)], series=[], artifacts={},
@@ -450,9 +451,10 @@ def test_crash_before_commit_leaves_no_row(tmp_path):
     code = textwrap.dedent(f"""
         import os
         from iofleet.results.store import Store, artifacts
+        from iofleet.results.model import TestInfo
         artifacts.fsync_dir = lambda d: os._exit(9)  # die after the files, before COMMIT
         st = Store.open({str(tmp_path)!r})
-        st.save_test({run_id}, seq=0, spec={{"id": "4k-r70-rand-j2-qd8", "workload": "w", "repeat": 1, "params": {{}}}},
+        st.save_test({run_id}, seq=0, test=TestInfo("4k-r70-rand-j2-qd8", "w", 1, {{}}),
                      status="ok", error=None, started_at=None, ended_at=None, jobs=[],
                      aggregate=None, artifacts={{"fio.json": b"{{}}"}})
     """)

@@ -14,6 +14,8 @@ from iofleet.report.html import run_report_context, run_report_md, tables_of_run
 from iofleet.report.summary import (SUMMARY_CAPTION, repeat_rows, row_style, summary_caption, summary_notes,
                                     summary_rows, summary_table)
 from iofleet.results.aggregate import aggregate
+from iofleet.results.methodology import FleetRecord
+from iofleet.results.model import TestInfo
 from iofleet.results.store import Store
 
 from .test_summary_window import method, window
@@ -43,8 +45,8 @@ def store_run(tmp_path, tests: list[tuple], methodology: list[dict] | None = Non
                                host_facts={"hostname": "vm"}, tests_planned=len(tests))
         for seq, (test_id, repeat, status, jobs, cpu) in enumerate(tests):
             hosts = list(dict.fromkeys(j.host for j in jobs))
-            fleet = {"hosts": hosts, "skew": None, "groups": {}} if len(hosts) > 1 else None
-            st.save_test(run_id, seq=seq, spec={"id": test_id, "workload": "w", "repeat": repeat, "params": PARAMS},
+            fleet = FleetRecord.from_dict({"hosts": hosts, "skew": None, "groups": {}}) if len(hosts) > 1 else None
+            st.save_test(run_id, seq=seq, test=TestInfo(test_id, "w", repeat, PARAMS),
                          status=status, error=None if status == "ok" else "fio exited with 1",
                          started_at="2026-11-24T00:00:00Z", ended_at="2026-11-24T00:00:40Z", jobs=jobs,
                          aggregate=aggregate(jobs), host_cpu=HostCpu(30, cpu, cpu + 20), fleet=fleet,

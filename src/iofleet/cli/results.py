@@ -251,7 +251,7 @@ def results_export(
 
     CSV has one row per test; JSON every figure; the zip the report, tables,
     raw fio outputs, job files and logs."""
-    from ..results.export import run_to_csv
+    from ..results.model import run_to_csv
     from ..results.store import Store, default_data_dir
     if fmt not in ("csv", "json", "zip"):
         raise IofleetError(f"--format {fmt!r}: use csv, json or zip")

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 from ..errors import IofleetError, StoreDamagedError, StoreError
 from ..report.bundle import run_bundle
 from ..report.html import run_report_context, run_report_html
-from ..results.export import run_to_csv
+from ..results.model import run_to_csv
 from ..results.model import ListedRun, Run
 from ..results.store import RUN_STATUSES, RunFilter, Store
 from ..units import to_ms
