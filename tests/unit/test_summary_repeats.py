@@ -14,7 +14,7 @@ from iofleet.report.html import run_report_context, run_report_md, tables_of_run
 from iofleet.report.summary import (SUMMARY_CAPTION, repeat_rows, row_style, summary_caption, summary_notes,
                                     summary_rows, summary_table)
 from iofleet.results.aggregate import aggregate
-from iofleet.results.methodology import FleetRecord
+from iofleet.results.methodology import FleetRecord, TestMethodology
 from iofleet.results.model import TestInfo
 from iofleet.results.store import Store
 
@@ -50,7 +50,7 @@ def store_run(tmp_path, tests: list[tuple], methodology: list[dict] | None = Non
                          status=status, error=None if status == "ok" else "fio exited with 1",
                          started_at="2026-11-24T00:00:00Z", ended_at="2026-11-24T00:00:40Z", jobs=jobs,
                          aggregate=aggregate(jobs), host_cpu=HostCpu(30, cpu, cpu + 20), fleet=fleet,
-                         methodology=methodology[seq] if methodology else None)
+                         methodology=TestMethodology.from_dict(methodology[seq]) if methodology else None)
         st.finish_run(run_id, "complete")
         return st.get_run(run_id)
 

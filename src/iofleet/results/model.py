@@ -70,10 +70,14 @@ class TestRecord:
         groups = (self.fleet.groups if self.fleet else None) or {}
         return {g: [j for j in self.jobs if j.host in info.hosts] for g, info in groups.items()}
 
-    def hosts_figures(self, include_bins: bool) -> dict:
+    def host_aggregates(self) -> dict[str, Aggregate]:
+        """Each host's figures, in the order hosts first appear in the jobs."""
         if self.exported_hosts is not None and not self.jobs:
-            return {host: aggregate_figures(agg, include_bins) for host, agg in self.exported_hosts.items()}
-        return {host: aggregate_figures(host_agg, include_bins) for host, host_agg in by_host(self.jobs).items()}
+            return self.exported_hosts
+        return by_host(self.jobs)
+
+    def hosts_figures(self, include_bins: bool) -> dict:
+        return {host: aggregate_figures(agg, include_bins) for host, agg in self.host_aggregates().items()}
 
     def groups_figures(self, include_bins: bool) -> dict:
         if self.exported_groups is not None and not self.jobs:
