@@ -217,6 +217,15 @@ class ListedRun(RunInfo):
         """'running' but held by no process: that process crashed or was killed."""
         return self.status == "running" and self.held_by is None
 
+    def to_dict(self) -> dict:
+        """A listed run as JSON, the one shape of `results list --format json`
+        and GET /api/results (docs/report.md): `tests` counts the tests saved."""
+        return {"id": self.id, "plan": self.plan_name, "label": self.label, "source": self.source,
+                "status": self.status, "stale": self.stale, "created_at": self.created_at,
+                "ended_at": self.ended_at, "fio_version": self.fio_version, "tests": self.tests_saved,
+                "tests_planned": self.tests_planned, "tests_ok": self.tests_by_status.get("ok", 0),
+                "tests_by_status": dict(self.tests_by_status), "note": self.note}
+
 
 def _cell(value):
     if value is None:
