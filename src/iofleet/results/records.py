@@ -20,9 +20,11 @@ class Record:
     # belong to one study only).
     OPTIONAL: ClassVar[tuple[str, ...]] = ()
 
-    # Read from stored JSON: its keys in their order, and those unknown here.
+    # Read from stored JSON: its keys in their order, those unknown here,
+    # and what the keys it lacked held as read (left out unless set since).
     stored_keys: tuple[str, ...] | None = field(default=None, kw_only=True, repr=False, compare=False)
     unknown: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False, compare=False)
+    lacked: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False, compare=False)
 
     def _dict(self) -> dict:
         raise NotImplementedError
@@ -31,7 +33,7 @@ class Record:
     def _from(cls, d: dict) -> dict:
         """The constructor's arguments from a stored dict; by default each
         known key as it is (plain JSON values)."""
-        names = {f.name for f in fields(cls)} - {"stored_keys", "unknown"}
+        names = set(cls._known())
         return {k: v for k, v in d.items() if k in names}
 
     def to_dict(self) -> dict:
@@ -40,17 +42,18 @@ class Record:
             return {k: v for k, v in full.items() if not (v is None and k in self.OPTIONAL)}
         out = {k: full[k] if k in full else self.unknown[k] for k in self.stored_keys}
         # Set since it was read (a resume's entry): at the end, as a dict update puts it.
-        return out | {k: v for k, v in full.items() if k not in out and v is not None}
+        return out | {k: v for k, v in full.items() if k not in out and v != self.lacked.get(k)}
 
     @classmethod
     def from_dict(cls, d: dict) -> Self:
         known = set(cls._known())
-        return cls(**cls._from(d), stored_keys=tuple(d),
-                   unknown={k: v for k, v in d.items() if k not in known})
+        record = cls(**cls._from(d), stored_keys=tuple(d), unknown={k: v for k, v in d.items() if k not in known})
+        record.lacked = {k: v for k, v in record._dict().items() if k not in d}
+        return record
 
     @classmethod
     def _known(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls) if f.name not in ("stored_keys", "unknown"))
+        return tuple(f.name for f in fields(cls) if f.name not in ("stored_keys", "unknown", "lacked"))
 
 
 def from_optional(cls, d: dict | None):
