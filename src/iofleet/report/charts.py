@@ -333,7 +333,7 @@ def latency_rounds_chart(test: TestRecord, name: str | None = None) -> go.Figure
 def host_chart(test: TestRecord, name: str | None = None) -> go.Figure | None:
     """IOPS per host of a fleet test; hosts below the straggler share of the
     median host are drawn hatched in another colour."""
-    hosts = {h: agg.all.iops for h, agg in test.host_aggregates().items() if agg.all.iops is not None}
+    hosts = {h: agg.all.iops for h, agg in test.host_aggregates().items() if agg is not None}
     if len(hosts) < 2:
         return None
     median = statistics.median(hosts.values())

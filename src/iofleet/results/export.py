@@ -210,32 +210,33 @@ def _ns(us):
 
 def direction_of_figures(f: dict) -> DirectionStats:
     """The DirectionStats behind a direction's export fields (their IO count
-    `lat_n` is not exported: 0)."""
+    `lat_n` is not exported: 0); a field missing reads as nothing measured."""
     bins = f.get(BINS_FIELD)
     return DirectionStats(
-        ios=f["ios"], io_bytes=f["io_bytes"], runtime_ms=f["runtime_ms"], iops=f["iops"],
-        bw_bytes_s=f["bw_bytes_s"], lat_mean_ns=_ns(f["lat_mean_us"]), lat_stddev_ns=_ns(f["lat_stddev_us"]),
-        lat_min_ns=_ns(f["lat_min_us"]), lat_max_ns=_ns(f["lat_max_us"]),
+        ios=f.get("ios") or 0, io_bytes=f.get("io_bytes") or 0, runtime_ms=f.get("runtime_ms") or 0,
+        iops=f.get("iops") or 0.0, bw_bytes_s=f.get("bw_bytes_s") or 0.0, lat_mean_ns=_ns(f.get("lat_mean_us")),
+        lat_stddev_ns=_ns(f.get("lat_stddev_us")), lat_min_ns=_ns(f.get("lat_min_us")),
+        lat_max_ns=_ns(f.get("lat_max_us")),
         percentiles_ns={pct_key(p): _ns(f.get(f"lat_{pct_key(p).replace('.', '_')}_us")) for p in PERCENTILES},
         bins=None if bins is None else {int(k): v for k, v in bins.items()},
-        percentile_basis=f["percentile_basis"])
+        percentile_basis=f.get("percentile_basis") or "lat")
 
 
 def aggregate_of_figures(f: dict) -> Aggregate | None:
     """The Aggregate behind aggregate_figures (None: nothing was measured)."""
-    if f["fio_jobs"] is None:
+    if f.get("fio_jobs") is None:
         return None
-    return Aggregate(jobs=f["fio_jobs"], read=direction_of_figures(f["read"]),
-                     write=direction_of_figures(f["write"]), all=direction_of_figures(f["all"]),
-                     usr_cpu_pct=f["fio_usr_cpu_pct"], sys_cpu_pct=f["fio_sys_cpu_pct"])
+    return Aggregate(jobs=f["fio_jobs"], read=direction_of_figures(f.get("read") or {}),
+                     write=direction_of_figures(f.get("write") or {}), all=direction_of_figures(f.get("all") or {}),
+                     usr_cpu_pct=f.get("fio_usr_cpu_pct"), sys_cpu_pct=f.get("fio_sys_cpu_pct"))
 
 
 def host_metrics_of_figures(host: str, f: dict) -> HostMetrics:
     """The HostMetrics behind host_metrics_figures (its series are not exported)."""
-    cpu = HostCpu(samples=f["samples"], avg_pct=f["cpu_avg_pct"], max_pct=f["cpu_max_pct"],
+    cpu = HostCpu(samples=f.get("samples") or 0, avg_pct=f.get("cpu_avg_pct"), max_pct=f.get("cpu_max_pct"),
                   fio_avg_pct=f.get("cpu_fio_avg_pct"), storage_avg_pct=f.get("cpu_storage_avg_pct"),
                   other_avg_pct=f.get("cpu_other_avg_pct"), storage_by_name=f.get("cpu_storage_by_name"))
-    return HostMetrics(host=host, source=f["source"], samples=f["samples"], cpu=cpu,
-                       disk_busy_avg_pct=f["disk_busy_avg_pct"], disk_busy_max_pct=f["disk_busy_max_pct"],
-                       disk_iops_avg=f["disk_iops_avg"], net_rx_avg_bytes_s=f["net_rx_avg_bytes_s"],
-                       net_tx_avg_bytes_s=f["net_tx_avg_bytes_s"], series=[], error=f.get("error"))
+    return HostMetrics(host=host, source=f.get("source") or "none", samples=f.get("samples") or 0, cpu=cpu,
+                       disk_busy_avg_pct=f.get("disk_busy_avg_pct"), disk_busy_max_pct=f.get("disk_busy_max_pct"),
+                       disk_iops_avg=f.get("disk_iops_avg"), net_rx_avg_bytes_s=f.get("net_rx_avg_bytes_s"),
+                       net_tx_avg_bytes_s=f.get("net_tx_avg_bytes_s"), series=[], error=f.get("error"))

@@ -58,7 +58,7 @@ class TestRecord:
     artifacts: list[str]
     # Read from an export (from_dict), whose jobs are not in it: the hosts'
     # and host groups' figures as exported.
-    exported_hosts: dict[str, Aggregate] | None = None
+    exported_hosts: dict[str, Aggregate | None] | None = None
     exported_groups: dict[str, Aggregate | None] | None = None
 
     @property
@@ -70,7 +70,7 @@ class TestRecord:
         groups = (self.fleet.groups if self.fleet else None) or {}
         return {g: [j for j in self.jobs if j.host in info.hosts] for g, info in groups.items()}
 
-    def host_aggregates(self) -> dict[str, Aggregate]:
+    def host_aggregates(self) -> dict[str, Aggregate | None]:
         """Each host's figures, in the order hosts first appear in the jobs."""
         if self.exported_hosts is not None and not self.jobs:
             return self.exported_hosts
@@ -133,16 +133,17 @@ class TestRecord:
         jobs, series or files (pk and artifact_dir are None)."""
         cpu = None
         if t.get("host_cpu_samples") is not None:
-            cpu = HostCpu(samples=t["host_cpu_samples"], avg_pct=t["host_cpu_avg_pct"],
-                          max_pct=t["host_cpu_max_pct"], fio_avg_pct=t.get("host_cpu_fio_avg_pct"),
+            cpu = HostCpu(samples=t["host_cpu_samples"], avg_pct=t.get("host_cpu_avg_pct"),
+                          max_pct=t.get("host_cpu_max_pct"), fio_avg_pct=t.get("host_cpu_fio_avg_pct"),
                           storage_avg_pct=t.get("host_cpu_storage_avg_pct"),
                           other_avg_pct=t.get("host_cpu_other_avg_pct"),
                           storage_by_name=t.get("host_cpu_storage_by_name"))
         controller = t.get("controller_metrics")
         return cls(
-            pk=None, seq=t["seq"], id=t["id"], workload=t["workload"], repeat=t["repeat"], params=t["params"],
-            status=t["status"], error=t.get("error"), started_at=t.get("started_at"), ended_at=t.get("ended_at"),
-            host_cpu=cpu, host_metrics=[host_metrics_of_figures(h, f) for h, f in (t.get("host_metrics") or {}).items()],
+            pk=None, seq=t.get("seq", 0), id=t.get("id", ""), workload=t.get("workload", ""),
+            repeat=t.get("repeat", 1), params=t.get("params") or {}, status=t.get("status", "ok"),
+            error=t.get("error"), started_at=t.get("started_at"), ended_at=t.get("ended_at"), host_cpu=cpu,
+            host_metrics=[host_metrics_of_figures(h, f) for h, f in (t.get("host_metrics") or {}).items()],
             controller=host_metrics_of_figures("controller", controller) if controller else None,
             fleet=from_optional(FleetRecord, t.get("fleet")),
             methodology=from_optional(TestMethodology, t.get("methodology")),
@@ -196,8 +197,9 @@ class Run(RunInfo):
         API client's. What the export leaves out (what `run --resume`
         needs, the tests' jobs and series) is not in it."""
         return cls(
-            id=doc["id"], label=doc.get("label"), plan_name=doc["plan_name"], plan_text=doc.get("plan_text"),
-            source=doc["source"], status=doc["status"], created_at=doc["created_at"], ended_at=doc.get("ended_at"),
+            id=doc.get("id", 0), label=doc.get("label"), plan_name=doc.get("plan_name", ""),
+            plan_text=doc.get("plan_text"), source=doc.get("source", "run"), status=doc.get("status", "complete"),
+            created_at=doc.get("created_at", ""), ended_at=doc.get("ended_at"),
             fio_version=doc.get("fio_version"), host_facts=doc.get("host_facts") or {},
             tests_planned=doc.get("tests_planned", len(doc.get("tests") or [])), note=doc.get("note"),
             methodology=from_optional(RunMethodology, doc.get("methodology")), resume=None,
