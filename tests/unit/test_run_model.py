@@ -74,3 +74,34 @@ def test_a_new_records_json_leaves_out_what_its_study_did_not_record():
     assert list(RunMethodology(percentile="p99").to_dict()) == ["prepare", "clear_cache", "measure", "percentile"]
     assert FleetRecord(hosts=["h1", "h2"]).to_dict() == {"hosts": ["h1", "h2"], "skew": None}
     assert "fio_steady" not in TestMethodology().to_dict()
+
+
+def test_the_results_modules_import_in_one_direction():
+    """No circle inside results/ (export ↔ model was one): every import,
+    TYPE_CHECKING ones included, follows one order."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2] / "src" / "iofleet" / "results"
+    imports: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        name = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        package = name.rsplit(".", 1)[0] if "." in name and not path.name == "__init__.py" else \
+            (name if path.name == "__init__.py" else "")
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".") if package else []
+                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                found |= {target} if node.module else {".".join([*base, a.name]) for a in node.names}
+        imports[name] = found
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in imports.get(start, ()):
+            if nxt == goal or (nxt not in seen and (seen.add(nxt) or reaches(nxt, goal, seen))):
+                return True
+        return False
+
+    circles = [m for m in imports if reaches(m, m, set())]
+    assert "model" in imports and "export" in imports["model"]
+    assert circles == []
