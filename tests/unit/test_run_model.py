@@ -105,3 +105,8 @@ def test_the_results_modules_import_in_one_direction():
     circles = [m for m in imports if reaches(m, m, set())]
     assert "model" in imports and "export" in imports["model"]
     assert circles == []
+
+
+def test_a_record_stored_empty_is_nothing_recorded_as_its_dict_was():
+    assert not RunMethodology.from_dict({}) and not TestMethodology.from_dict({})
+    assert RunMethodology.from_dict({"percentile": "p99"}) and RunMethodology() and TestMethodology()

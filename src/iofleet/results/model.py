@@ -61,10 +61,6 @@ class TestRecord:
     exported_hosts: dict[str, Aggregate | None] | None = None
     exported_groups: dict[str, Aggregate | None] | None = None
 
-    @property
-    def info(self) -> TestInfo:
-        return TestInfo(id=self.id, workload=self.workload, repeat=self.repeat, params=self.params)
-
     def jobs_by_group(self) -> dict[str, list[JobResult]]:
         """A mixed test's jobs by host group (workload); empty for other tests."""
         groups = (self.fleet.groups if self.fleet else None) or {}

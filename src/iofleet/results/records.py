@@ -36,6 +36,10 @@ class Record:
         names = set(cls._known())
         return {k: v for k, v in d.items() if k in names}
 
+    def __bool__(self) -> bool:
+        # As its JSON's dict is: a record stored as {} is nothing recorded.
+        return self.stored_keys != () or bool(self.to_dict())
+
     def to_dict(self) -> dict:
         full = self._dict()
         if self.stored_keys is None:
