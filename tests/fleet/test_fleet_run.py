@@ -113,10 +113,10 @@ def test_host_metrics_and_skew_are_stored_per_host(tmp_path, make_fleet, data_di
     # The test's CPU covers the hosts with metrics only.
     assert t.host_cpu.avg_pct == pytest.approx((metrics["h1"].cpu.avg_pct + metrics["h2"].cpu.avg_pct) / 2)
 
-    skew = t.fleet["skew"]
+    skew = t.fleet.skew
     assert set(skew["windows_ms"]) == {"h1", "h2", "h3"}
     # Windows are on the series' time axis, which starts with the warm-up.
-    assert min(w[0] for w in skew["windows_ms"].values()) == t.methodology["measured_from_ms"] > 0
+    assert min(w[0] for w in skew["windows_ms"].values()) == t.methodology.measured_from_ms > 0
     for start, end in skew["windows_ms"].values():
         assert 2500 <= end - start <= 4500  # 3 s measured, not the 1 s warm-up
     assert skew["start_spread_ms"] < 1000 and skew["overlap_pct"] > 60

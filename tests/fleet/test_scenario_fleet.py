@@ -70,7 +70,7 @@ def test_link_slow_is_undone_and_a_lost_host_keeps_its_data_up_to_the_fault(tmp_
         run = store.get_run(1)
     (test,) = run.tests
     assert run.status == "partial" and test.status == "partial" and "lost host h2" in test.error
-    sc = run.methodology["scenario"]
+    sc = run.methodology.scenario.to_dict()
     assert sc["lost"] == ["h2"] == sc["downed"]
     slow, down, disk = sc["events"]
     # h1's fio server and its jobs were throttled by blkio on the target's disk, then let go.

@@ -63,7 +63,7 @@ def test_device_slow_throttles_the_load_and_every_fault_is_undone_on_ctrl_c(tmp_
     with Store.open(data_dir) as store:
         run = store.get_run(1)
     assert run.status == "interrupted"
-    sc = run.methodology["scenario"]
+    sc = run.methodology.scenario.to_dict()
     first, second = sc["events"]
     assert first["detail"]["device"].startswith("7:") and first["undone_s"] - first["applied_s"] >= 1.5
     assert second["applied_s"] >= 6.5 and second["undone_s"] is not None and not second["error"]

@@ -47,9 +47,9 @@ def test_easy_runs_profiles_extend_the_probes_data_on_every_host(tmp_path, make_
                            load=dataclasses.replace(probed.load, jobs=1), observer=AtFirstTest())
         assert outcome.status == "complete"
         assert len(held) == 2 and seen[0] == {f: (8 * MiB, digest) for f, (_, digest) in held.items()}
-        prepared = store.get_run(outcome.run_id).methodology["prepare"]
+        prepared = store.get_run(outcome.run_id).methodology.prepare.to_dict()
         assert prepared["extended"] == {"h1": probed.run_id, "h2": probed.run_id} and "reused" not in prepared
         assert prepared["written_per_host"] == {"h1": 2 * 4 * MiB, "h2": 2 * 4 * MiB}  # 2 passes of the missing half
-        assert all(t.methodology["prepared"] for t in store.get_run(outcome.run_id).tests)
+        assert all(t.methodology.prepared for t in store.get_run(outcome.run_id).tests)
     assert not data_files(fleet)  # the profiles' run removed the probe's files on every host
     assert json.loads((data_dir / KEPT_NAME).read_text())["entries"] == {}

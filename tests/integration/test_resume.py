@@ -91,7 +91,7 @@ def test_kill_9_mid_plan_then_resume_runs_only_the_rest(tmp_path, disk_dir, data
         run = store.get_run(1)
         assert run.status == "complete" and run.ended_at
         assert all(t.aggregate.all.iops > 0 for t in run.tests)
-        assert run.methodology["resumes"][0]["tests"] == ids[2:]
+        assert run.methodology.resumes[0].tests == ids[2:]
         assert run.to_dict()["tests"][3]["all"]["iops"] > 0
     # The killed run's data files were reused, then removed with its directory.
     assert not (disk_dir / "iofleet").exists()

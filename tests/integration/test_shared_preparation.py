@@ -64,10 +64,10 @@ def test_easy_runs_profiles_use_the_probes_data_as_it_is(disk_dir, data_dir):
         assert outcome.status == "complete"
         assert first.seen == after_probe  # nothing wrote the data between the probe's end and the first profile
         run = store.get_run(outcome.run_id)
-        prepared = run.methodology["prepare"]
+        prepared = run.methodology.prepare.to_dict()
         assert prepared["reused"] == {"local": probed.run_id} and prepared["written_per_host"] == {}
         assert prepared["working_set_per_host"] == {"local": 16 * MiB}
-        assert all(t.methodology["prepared"] for t in run.tests)
+        assert all(t.methodology.prepared for t in run.tests)
         assert any(line.startswith(f"Preparation: data prepared by run {probed.run_id} and kept")
                    and "not written again" in line for line, _ in summary_notes(run))
         assert "random data the probe prepared and kept for the profiles" in run.plan_text
@@ -107,7 +107,7 @@ def test_profiles_with_fewer_jobs_than_the_probes_widest_row_extend_its_files(di
         assert outcome.status == "complete"
         assert first.seen == (16 * MiB, before)  # the probe's 8 MiB kept as written, the other 8 MiB added
         run = store.get_run(outcome.run_id)
-        prepared = run.methodology["prepare"]
+        prepared = run.methodology.prepare.to_dict()
         assert prepared["extended"] == {"local": probed.run_id} and "reused" not in prepared
         assert prepared["written_per_host"] == {"local": 2 * 8 * MiB}  # 2 passes of file 0's missing 8 MiB
         assert prepared["working_set_per_host"] == {"local": 16 * MiB}
@@ -166,8 +166,8 @@ def test_a_curves_fixed_rate_tests_use_its_sweeps_data(disk_dir, data_dir):
         sweep, points = store.get_run(out.max_run_id), store.get_run(out.run.run_id)
         # The sweep prepared the files of its widest row (2 jobs); the points run on its best jobs × iodepth,
         # and their preparation, the same, found the data kept.
-        assert sweep.methodology["prepare"]["working_set_per_host"] == {"local": 2 * 8 * MiB}
-        prepared = points.methodology["prepare"]
+        assert sweep.methodology.prepare.working_set_per_host == {"local": 2 * 8 * MiB}
+        prepared = points.methodology.prepare.to_dict()
         assert prepared["reused"] == {"local": out.max_run_id} and prepared["written_per_host"] == {}
         assert watch.before and watch.seen == watch.before  # not written between the sweep and the first point
     assert not (disk_dir / "iofleet").exists() and kept_entries(data_dir) == {}
@@ -186,7 +186,7 @@ def test_a_run_with_fewer_jobs_than_the_sweep_finds_its_data_by_covering_the_swe
         swept.data.adopt_into(place)
         with RunSession(plan, "", store, specs=specs, place=place, prepare_for=swept.data.covers) as session:
             session.run(specs[0])
-        prepared = store.get_run(session.run_id).methodology["prepare"]
+        prepared = store.get_run(session.run_id).methodology.prepare.to_dict()
         assert prepared["reused"] == {"local": swept.run_id} and prepared["written_per_host"] == {}
         assert prepared["working_set_per_host"] == {"local": 2 * 8 * MiB}  # the sweep's 2 files, kept
     assert not (disk_dir / "iofleet").exists() and kept_entries(data_dir) == {}
@@ -202,7 +202,7 @@ def test_a_scenario_keeps_its_data_when_asked_and_uses_data_kept_before(disk_dir
         assert kept.run.status == "complete" and files_state([disk_dir])
         assert [e["run"] for e in kept_entries(data_dir).values()] == [kept.run.run_id]
         again = run_scenario(scenario, "", "s.yaml", store, [], targets=[disk_dir])
-        prepared = store.get_run(again.run.run_id).methodology["prepare"]
+        prepared = store.get_run(again.run.run_id).methodology.prepare.to_dict()
         assert prepared["reused"] == {"local": kept.run.run_id} and prepared["written_per_host"] == {}
     # The second one removed the files (iofleet's directory stays, empty, made by a run that kept its data).
     assert list((disk_dir / "iofleet").iterdir()) == [] and kept_entries(data_dir) == {}

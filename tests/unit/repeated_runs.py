@@ -3,6 +3,8 @@
 from iofleet.fio.records import DirectionStats, JobResult
 from iofleet.fleet.metrics import HostCpu
 from iofleet.results.aggregate import aggregate
+from iofleet.results.methodology import FleetRecord, TestMethodology
+from iofleet.results.model import TestInfo
 from iofleet.results.store import Store
 
 PARAMS = {"bs": 4096, "read_pct": 100, "random_pct": 100, "iodepth": 8, "jobs": 1, "size": 2**26,
@@ -30,12 +32,12 @@ def store_run(tmp_path, tests: list[tuple], methodology: list[dict] | None = Non
                                host_facts={"hostname": "vm"}, tests_planned=len(tests))
         for seq, (test_id, repeat, status, jobs, cpu) in enumerate(tests):
             hosts = list(dict.fromkeys(j.host for j in jobs))
-            fleet = {"hosts": hosts, "skew": None, "groups": {}} if len(hosts) > 1 else None
-            st.save_test(run_id, seq=seq, spec={"id": test_id, "workload": "w", "repeat": repeat, "params": PARAMS},
+            fleet = FleetRecord.from_dict({"hosts": hosts, "skew": None, "groups": {}}) if len(hosts) > 1 else None
+            st.save_test(run_id, seq=seq, test=TestInfo(test_id, "w", repeat, PARAMS),
                          status=status, error=None if status == "ok" else "fio exited with 1",
                          started_at="2026-11-24T00:00:00Z", ended_at="2026-11-24T00:00:40Z", jobs=jobs,
                          aggregate=aggregate(jobs), host_cpu=HostCpu(30, cpu, cpu + 20), fleet=fleet,
-                         methodology=methodology[seq] if methodology else None)
+                         methodology=TestMethodology.from_dict(methodology[seq]) if methodology else None)
         st.finish_run(run_id, "complete")
         return st.get_run(run_id)
 

@@ -4,6 +4,8 @@ results, with the window figures as the run study stores them (issue 17)."""
 from iofleet.fio.records import DirectionStats, JobResult
 from iofleet.fleet.metrics import HostCpu
 from iofleet.results.aggregate import aggregate
+from iofleet.results.methodology import FleetRecord, RunMethodology, TestMethodology
+from iofleet.results.model import TestInfo
 from iofleet.results.store import Store
 
 PARAMS = {"bs": 4096, "read_pct": 100, "random_pct": 100, "iodepth": 8, "jobs": 1, "size": 2**26,
@@ -69,13 +71,13 @@ def store_run(tmp_path, tests: list[tuple[str, dict | None, list[JobResult]]], p
     with Store.open(tmp_path) as st:
         run_id = st.create_run(plan_name="window", plan_text="name: window\n", label=None, fio_version="fio-3.33",
                                host_facts={"hostname": "vm"}, tests_planned=len(tests))
-        st.set_run_methodology(run_id, {"percentile": percentile})
+        st.set_run_methodology(run_id, RunMethodology.from_dict({"percentile": percentile}))
         for seq, (test_id, methodology, jobs) in enumerate(tests):
             hosts = list(dict.fromkeys(j.host for j in jobs))
-            fleet = {"hosts": hosts, "skew": None, "groups": {}} if len(hosts) > 1 else None
-            st.save_test(run_id, seq=seq, spec={"id": test_id, "workload": "w", "repeat": 1, "params": PARAMS},
+            fleet = FleetRecord.from_dict({"hosts": hosts, "skew": None, "groups": {}}) if len(hosts) > 1 else None
+            st.save_test(run_id, seq=seq, test=TestInfo(test_id, "w", 1, PARAMS),
                          status="ok", started_at="2026-11-24T00:00:00Z", ended_at="2026-11-24T00:00:40Z",
                          jobs=jobs, aggregate=aggregate(jobs), host_cpu=HostCpu(30, 50.0, 70.0), fleet=fleet,
-                         methodology=methodology)
+                         methodology=methodology and TestMethodology.from_dict(methodology))
         st.finish_run(run_id, "complete")
         return st.get_run(run_id)

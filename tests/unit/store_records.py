@@ -3,7 +3,7 @@ awkward figures, so that inexact storage would show."""
 
 from iofleet.fio.records import DirectionStats, DiskUtil, JobResult
 from iofleet.fleet.metrics import HostCpu
-from iofleet.results.model import Aggregate
+from iofleet.results.model import Aggregate, TestInfo
 
 PLAN = "name: demo\nworkloads:\n  - name: oltp\n    bs: 4k\n"
 
@@ -45,18 +45,18 @@ def aggregate(jobs) -> Aggregate:
                      all=stats(n, basis="clat"), usr_cpu_pct=1 / 3, sys_cpu_pct=2 / 3)
 
 
-def spec(test_id, repeat=1, **params) -> dict:
+def spec(test_id, repeat=1, **params) -> TestInfo:
     p = {"bs": 4096, "read_pct": 70, "random_pct": 100, "iodepth": 8, "jobs": 2,
          "size": 1024**3, "working_set_pct": 100, "runtime": 60, "ramp": 10,
          "engine": "io_uring", "direct": True}
     p.update(params)
-    return {"id": test_id, "workload": "oltp", "repeat": repeat, "params": p}
+    return TestInfo(id=test_id, workload="oltp", repeat=repeat, params=p)
 
 
 def save(st, run_id, seq, *, status="ok", jobs=None, **kw):
     jobs = [job("h1", 0), job("h2", 0), job("h2", 1)] if jobs is None else jobs
     args = dict(
-        seq=seq, spec=spec("4k-r70-rand-j2-qd8", repeat=seq + 1), status=status, error=None,
+        seq=seq, test=spec("4k-r70-rand-j2-qd8", repeat=seq + 1), status=status, error=None,
         started_at="2024-05-01T10:00:00Z", ended_at="2024-05-01T10:01:10Z", jobs=jobs,
         aggregate=aggregate(jobs) if jobs else None, host_cpu=HostCpu(70, 41.25, 97.5),
         disks=[DiskUtil("h1", "nvme0n1", 99.87, 1000, 400)], series=[], artifacts={},

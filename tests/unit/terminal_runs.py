@@ -9,7 +9,9 @@ from pathlib import Path
 from iofleet.fio.records import DirectionStats, JobResult
 from iofleet.fleet.metrics import HostCpu
 from iofleet.results.aggregate import aggregate
+from iofleet.results.methodology import FleetRecord, RunMethodology, TestMethodology
 from iofleet.results.model import Run, TestRecord
+from iofleet.results.records import from_optional
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "runs"
 NS = 1000  # the export is in µs
@@ -39,8 +41,9 @@ def test_record(t: dict) -> TestRecord:
         if t["host_cpu_samples"] is not None else None
     return TestRecord(pk=t["seq"], seq=t["seq"], id=t["id"], workload=t["workload"], repeat=t["repeat"],
                       params=t["params"], status=t["status"], error=t["error"], started_at=t["started_at"],
-                      ended_at=t["ended_at"], host_cpu=cpu, host_metrics=[], controller=None, fleet=t["fleet"],
-                      methodology=t["methodology"], aggregate=agg, jobs=jobs, disks=[], artifact_dir=None,
+                      ended_at=t["ended_at"], host_cpu=cpu, host_metrics=[], controller=None,
+                      fleet=from_optional(FleetRecord, t["fleet"]),
+                      methodology=from_optional(TestMethodology, t["methodology"]), aggregate=agg, jobs=jobs, disks=[], artifact_dir=None,
                       artifacts=[])
 
 
@@ -48,6 +51,6 @@ def recorded_run(name: str) -> tuple[Run, dict]:
     """The run and its export."""
     doc = json.loads((RUNS / f"{name}.json").read_text())
     fields = ("id", "label", "plan_name", "plan_text", "source", "status", "created_at", "ended_at", "fio_version",
-              "host_facts", "tests_planned", "note", "methodology")
-    run = Run(**{k: doc[k] for k in fields}, resume=None, tests=[test_record(t) for t in doc["tests"]])
+              "host_facts", "tests_planned", "note")
+    run = Run(**{k: doc[k] for k in fields}, methodology=from_optional(RunMethodology, doc["methodology"]), resume=None, tests=[test_record(t) for t in doc["tests"]])
     return run, doc

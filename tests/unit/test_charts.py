@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from iofleet.report import charts
-from iofleet.report.saturation import sweep_of_run
+from iofleet.report.saturation import saturation_chart, sweep_of_run
+from iofleet.results.model import Run, TestRecord
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
@@ -19,7 +20,7 @@ def load(name: str) -> dict:
 
 def test_block_size_charts_have_one_chart_per_read_mix_and_one_series_per_load():
     doc = load("qd-sweep")  # one read mix, 16 loads (jobs × iodepth) of one block size
-    [fig] = charts.block_size_charts(doc)
+    [fig] = charts.block_size_charts(Run.from_dict(doc))
     assert fig.layout.title.text == "IOPS and MB/s by block size · 100% read, random"
     iops_bars = [tr for tr in fig.data if tr.xaxis == "x"]
     mb_bars = [tr for tr in fig.data if tr.xaxis == "x2"]
@@ -37,7 +38,7 @@ def test_block_size_charts_have_one_chart_per_read_mix_and_one_series_per_load()
 
 def test_read_mixes_of_one_bar_each_fold_into_one_overview_chart():
     doc = load("big-blocks")  # 1m random read and 1m random write: two read mixes of one bar each
-    [fig] = charts.block_size_charts(doc)
+    [fig] = charts.block_size_charts(Run.from_dict(doc))
     assert fig.layout.title.text == "IOPS and MB/s per test"
     iops, mb = fig.data
     assert list(iops.x) == list(mb.x) == [t["id"] for t in doc["tests"]]
@@ -49,7 +50,7 @@ def test_read_mixes_of_one_bar_each_fold_into_one_overview_chart():
 
 def test_tests_differing_beyond_block_size_mix_and_load_are_separate_bars_not_repeats():
     doc = load("buffered")  # four 4k random read tests at jobs 1, qd 1 of different sizes and runtimes
-    [fig] = charts.block_size_charts(doc)
+    [fig] = charts.block_size_charts(Run.from_dict(doc))
     names = [tr.name for tr in fig.data if tr.xaxis == "x"]
     assert names == ["1 job × qd 1 · sz128m rt6s ramp0s", "1 job × qd 1 · sz256m rt6s ramp0s",
                      "1 job × qd 1 · sz512m rt6s ramp0s", "1 job × qd 1 · sz16m rt2s ramp1s"]  # the run's order
@@ -58,7 +59,7 @@ def test_tests_differing_beyond_block_size_mix_and_load_are_separate_bars_not_re
 
 def test_a_repeated_test_is_one_bar_at_the_mean_with_its_lowest_and_highest_run():
     doc = json.loads((RUNS.parent / "compare" / "run10.json").read_text())  # three tests, each repeat: 3
-    [fig] = charts.block_size_charts(doc)
+    [fig] = charts.block_size_charts(Run.from_dict(doc))
     iops = fig.data[0]
     ids = list(dict.fromkeys(t["id"] for t in doc["tests"]))
     assert list(iops.x) == ids
@@ -71,7 +72,7 @@ def test_a_repeated_test_is_one_bar_at_the_mean_with_its_lowest_and_highest_run(
     assert iops.customdata[0] == "57,620 IOPS: mean of 3 runs, bar from 52,669 to 62,069 (lowest to highest)"
     assert fig.layout.yaxis.title.text == "IOPS · mean; bar: min–max of the runs"
     # The latency chart too: one group per test, not one bar per run.
-    latency = charts.latency_chart(doc)
+    latency = charts.latency_chart(Run.from_dict(doc))
     read_mean = next(tr for tr in latency.data if tr.name == "read mean")
     assert list(read_mean.x) == ids
     means = [statistics.fmean(t["read"]["lat_mean_us"] / 1000 for t in doc["tests"] if t["id"] == i) for i in ids
@@ -88,7 +89,7 @@ def test_ten_saturation_rows_have_ten_distinct_looks():
     doc["tests"] = [dict(t, id=f"{t['id']}-{jobs}", params=dict(t["params"], jobs=jobs))
                     for jobs in range(1, 11) for t in one_job]
     sat, _ = sweep_of_run(doc)
-    fig = charts.saturation_chart(sat)
+    fig = saturation_chart(sat)
     rows = [tr for tr in fig.data if tr.xaxis == "x" and tr.name.endswith(("job", "jobs"))]
     assert len(rows) == 10
     assert len({tr.line.color for tr in rows}) == 10  # more than Okabe-Ito's eight
@@ -99,7 +100,7 @@ def test_ten_saturation_rows_have_ten_distinct_looks():
 def test_latency_chart_shows_the_runs_tail_percentile_in_ms():
     doc = load("qd-sweep")
     doc["methodology"]["percentile"] = "p99.9"
-    fig = charts.latency_chart(doc)
+    fig = charts.latency_chart(Run.from_dict(doc))
     names = [tr.name for tr in fig.data]
     assert names == ["read mean", "read p95", "read p99.9"]  # a read-only run: no write bars
     first = doc["tests"][0]
@@ -112,7 +113,7 @@ def test_latency_chart_shows_the_runs_tail_percentile_in_ms():
 def test_host_chart_marks_the_straggler_of_an_uneven_fleet():
     doc = load("fleet-uneven")
     test = next(t for t in doc["tests"] if len(t["hosts"]) > 1)
-    fig = charts.host_chart(test)
+    fig = charts.host_chart(TestRecord.from_dict(test))
     bars = fig.data[0]
     iops = dict(zip(bars.x, bars.y))
     median = statistics.median(iops.values())
@@ -120,7 +121,7 @@ def test_host_chart_marks_the_straggler_of_an_uneven_fleet():
     assert slow, "the recorded fleet has a straggler (h4 on disk beside tmpfs hosts)"
     marked = {h for h, text in zip(bars.x, bars.text) if text == "straggler"}
     assert marked == slow
-    assert charts.host_chart(load("qd-sweep")["tests"][0]) is None  # one host: no chart
+    assert charts.host_chart(TestRecord.from_dict(load("qd-sweep")["tests"][0])) is None  # one host: no chart
 
 
 def test_percentile_curve_follows_the_merged_bins():
@@ -143,7 +144,7 @@ def latency_rounds() -> dict:
                           "iops": [4500] * 7} for h, k in (("h2", 2), ("h1", 1))}}
 
 
-def steady_test(until: str = "steady", steady: bool = True, rounds: dict | None = None) -> dict:
+def steady_dict(until: str = "steady", steady: bool = True, rounds: dict | None = None) -> dict:
     test = load("qd-sweep")["tests"][0]
     verdict = test["methodology"]["steady"]["iops"]
     verdict.update(steady=steady, start_s=4 if steady else None, end_s=14 if steady else None)
@@ -153,6 +154,10 @@ def steady_test(until: str = "steady", steady: bool = True, rounds: dict | None 
     test["methodology"].update(until=until, window=window, latency_rounds=rounds or latency_rounds())
     test["fleet"] = {"hosts": ["h1", "h2"], "skew": None, "groups": {}}
     return test
+
+
+def steady_test(until: str = "steady", steady: bool = True, rounds: dict | None = None) -> TestRecord:
+    return TestRecord.from_dict(steady_dict(until, steady, rounds))
 
 
 def test_latency_rounds_chart_draws_each_rounds_percentiles_at_its_end():
@@ -189,7 +194,7 @@ def test_latency_rounds_chart_of_one_host_has_no_dropdown_and_old_results_have_n
     assert len(fig.data) == 3 and not fig.layout.updatemenus
     assert list(fig.data[0].x) == [2, 4, 6, 8, 10, 12, 14]
     old = load("qd-sweep")["tests"][0]
-    assert "latency_rounds" not in old["methodology"] and charts.latency_rounds_chart(old) is None
+    assert "latency_rounds" not in old["methodology"] and charts.latency_rounds_chart(TestRecord.from_dict(old)) is None
 
 
 def test_only_an_until_steady_test_has_its_last_five_rounds_marked():
@@ -202,17 +207,17 @@ def test_only_an_until_steady_test_has_its_last_five_rounds_marked():
 
 def test_overview_charts_show_a_steady_tests_window_figures_as_the_summary_does():
     doc = load("qd-sweep")
-    doc["tests"][0] = steady_test()
+    doc["tests"][0] = steady_dict()
     whole = doc["tests"][1]["all"]["iops"]
-    iops = [y for fig in charts.block_size_charts(doc) for tr in fig.data if tr.xaxis == "x" for y in tr.y]
+    iops = [y for fig in charts.block_size_charts(Run.from_dict(doc)) for tr in fig.data if tr.xaxis == "x" for y in tr.y]
     assert 9700.0 in iops and whole in iops
-    latency = charts.latency_chart(doc)
+    latency = charts.latency_chart(Run.from_dict(doc))
     tail = next(tr for tr in latency.data if tr.name == "read p99")
     assert tail.y[0] == 0.96 and tail.y[1] == doc["tests"][1]["read"]["lat_p99_us"] / 1000
     # A fixed-time test with a window keeps its whole-test figures.
-    doc["tests"][0] = steady_test(until="time")
-    assert charts.latency_chart(doc).data[2].y[0] == load("qd-sweep")["tests"][0]["read"]["lat_p99_us"] / 1000
+    doc["tests"][0] = steady_dict(until="time")
+    assert charts.latency_chart(Run.from_dict(doc)).data[2].y[0] == load("qd-sweep")["tests"][0]["read"]["lat_p99_us"] / 1000
     # The percentile curve is the whole test's (bins of the whole measured part): its title says so.
-    test = steady_test()
+    test = steady_dict()
     test["read"]["lat_bins_ns"] = {"100000": 90, "1000000": 10}
-    assert charts.percentile_chart(test, "t").layout.title.text == "Latency percentiles · t · whole measured part"
+    assert charts.percentile_chart(TestRecord.from_dict(test), "t").layout.title.text == "Latency percentiles · t · whole measured part"

@@ -16,8 +16,8 @@ from iofleet.results.export import (
     HOST_FIELDS,
     RUN_FIELDS,
     TEST_FIELDS,
-    run_to_csv,
 )
+from iofleet.results.model import TestInfo, run_to_csv
 from iofleet.fio.records import DirectionStats, DiskUtil, JobResult
 from iofleet.fleet.metrics import HostCpu
 from iofleet.results.store import Store
@@ -58,19 +58,16 @@ def run(tmp_path):
         jobs = [job("h1", 0, 1000, 400), job("h1", 1, 1000, 400), job("h2", 0, 1000, 400)]
         common = dict(started_at="2024-05-01T10:00:00Z", ended_at="2024-05-01T10:00:12Z",
                       series=[], artifacts={})
-        st.save_test(run_id, seq=0, spec={"id": "4k-r70-rand-j2-qd8", "workload": "oltp", "repeat": 1,
-                                          "params": params},
+        st.save_test(run_id, seq=0, test=TestInfo("4k-r70-rand-j2-qd8", "oltp", 1, params),
                      status="ok", error=None, jobs=jobs, aggregate=aggregate(jobs),
                      host_cpu=HostCpu(10, 35.5, 80.25), disks=[DiskUtil("h1", "nvme0n1", 97.5, 2000, 800)],
                      **common)
         # Plain json (no bins) from two jobs: percentiles cannot be known exactly.
         plain = [job("h1", 0, 500, 0, bins=False), job("h1", 1, 500, 0, bins=False)]
-        st.save_test(run_id, seq=1, spec={"id": "import-1", "workload": "imported", "repeat": 1,
-                                          "params": {"bs": 8192, "engine": "libaio"}},
+        st.save_test(run_id, seq=1, test=TestInfo("import-1", "imported", 1, {"bs": 8192, "engine": "libaio"}),
                      status="partial", error="host h2 lost", jobs=plain, aggregate=aggregate(plain),
                      host_cpu=None, disks=[], **common)
-        st.save_test(run_id, seq=2, spec={"id": "4k-r70-rand-j2-qd8", "workload": "oltp", "repeat": 2,
-                                          "params": params},
+        st.save_test(run_id, seq=2, test=TestInfo("4k-r70-rand-j2-qd8", "oltp", 2, params),
                      status="failed", error="fio: pid=12, err=28/file:io_u.c:1845, error=No space left",
                      jobs=[], aggregate=None, host_cpu=None, disks=[], **common)
         st.finish_run(run_id, "partial")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from iofleet.analysis.methodology import prepare_note
+from iofleet.results.methodology import PrepareRecord, ResumeRecord
 from iofleet.fleet.targets import Access, target_for
 from iofleet.fleet import execute
 from iofleet.fleet.execute import FleetPlace, LocalPlace
@@ -239,7 +240,7 @@ def test_fleet_hosts_extend_kept_files_when_the_next_run_wants_fewer_larger_ones
     assert "file_append" not in jobfiles["h2"] and "size=3145728" in jobfiles["h2"]
     place.record_data(kept, 5, keep=True)
     assert {v["run"] for v in kept.entries().values()} == {5}  # extended: the data is now run 5's preparation
-    assert prepare_note(prepared.to_dict()) == (
+    assert prepare_note(PrepareRecord.from_dict(prepared.to_dict())) == (
         "Preparation: random data written sequentially over 3.0 MiB per host (1 pass of 128.0 KiB writes) on 1 "
         "host in 0.5 s. Data prepared by run 4 and kept, in fewer or smaller files, is extended on 2 hosts: only "
         "each file's missing end is written (2.0 MiB per host, random data, 1 pass).")
@@ -248,14 +249,14 @@ def test_fleet_hosts_extend_kept_files_when_the_next_run_wants_fewer_larger_ones
 def test_the_preparation_note_says_which_hosts_used_kept_data():
     old = {"mode": "random", "passes": 2, "bs": 131072, "working_set_per_host": {"h1": 16 * MiB, "h2": 16 * MiB},
            "written_per_host": {"h1": 32 * MiB, "h2": 32 * MiB}, "seconds": 4.84}
-    assert prepare_note(old) == ("Preparation: random data written sequentially over 16.0 MiB per host (2 passes "
+    assert prepare_note(PrepareRecord.from_dict(old)) == ("Preparation: random data written sequentially over 16.0 MiB per host (2 passes "
                                  "of 128.0 KiB writes) on 2 hosts in 4.8 s.")  # as runs stored before reuse say
     every = old | {"written_per_host": {}, "seconds": 0.0, "reused": {"h1": 12, "h2": 12}}
-    assert prepare_note(every) == ("Preparation: data prepared by run 12 and kept (keep_files) is used as it is on "
+    assert prepare_note(PrepareRecord.from_dict(every)) == ("Preparation: data prepared by run 12 and kept (keep_files) is used as it is on "
                                    "2 hosts, as the last run's tests left it: not written again.")
     some = old | {"written_per_host": {"h2": 32 * MiB}, "seconds": 1.2, "reused": {"h1": 3, "h3": 5},
                   "working_set_per_host": {"h1": 16 * MiB, "h2": 8 * MiB, "h3": 16 * MiB}}
-    assert prepare_note(some) == (
+    assert prepare_note(PrepareRecord.from_dict(some)) == (
         "Preparation: random data written sequentially over 8.0 MiB per host (2 passes of 128.0 KiB writes) on 1 "
         "host in 1.2 s. Data prepared by runs 3 (1 host), 5 (1 host) and kept (keep_files) is used as it is on 2 "
         "hosts, as the last run's tests left it: not written again.")
@@ -286,6 +287,6 @@ def test_a_resume_that_used_kept_data_says_so_not_that_it_wrote_it():
     from iofleet.report.summary import resume_note
     r = {"at": "2026-11-24T13:00:00+00:00", "tests": ["t1"], "replaced": {}}
     reused = {"written_per_host": {}, "seconds": 0.0, "reused": {"local": 3}}
-    assert resume_note(r | {"prepare": reused}) == ("Resumed at 2026-11-24T13:00:00+00:00: ran t1. Data a run kept "
+    assert resume_note(ResumeRecord.from_dict(r | {"prepare": reused})) == ("Resumed at 2026-11-24T13:00:00+00:00: ran t1. Data a run kept "
                                                     "(keep_files) was used as it is, not written again.")
-    assert "written again first (0.4 s)" in resume_note(r | {"prepare": {"seconds": 0.4}})
+    assert "written again first (0.4 s)" in resume_note(ResumeRecord.from_dict(r | {"prepare": {"seconds": 0.4}}))

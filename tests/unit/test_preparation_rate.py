@@ -9,6 +9,7 @@ from iofleet.cli.progress import live_text, pipe_line
 from iofleet.plan import expand, parse_plan
 from iofleet.plan.easy import GiB, MiB, Durations, HostFacts, Load, easy_plan
 from iofleet.report.summary import prepare_line
+from iofleet.results.methodology import PrepareRecord
 from iofleet.studies.easy_run import shares_files
 from iofleet.studies.progress import RunProgress
 
@@ -36,15 +37,15 @@ def test_the_progress_while_preparing_says_the_rate_and_the_time_left():
 
 
 def test_the_summary_says_how_much_preparation_wrote_and_how_fast():
-    assert prepare_line(RECORD) == (
+    assert prepare_line(PrepareRecord.from_dict(RECORD)) == (
         "Preparation: random data written sequentially over 256.0 MiB per host (2 passes of 128.0 KiB writes) on 2 "
         "hosts in 74.0 s. Written: 1.0 GiB at 14.5 MB/s (7.3 MB/s per host).")
     one = RECORD | {"working_set_per_host": {"local": 256 * MiB}, "written_per_host": {"local": 512 * MiB},
                     "seconds": 1.1}
-    assert prepare_line(one).endswith(" on 1 host in 1.1 s. Written: 512.0 MiB at 488.1 MB/s.")
+    assert prepare_line(PrepareRecord.from_dict(one)).endswith(" on 1 host in 1.1 s. Written: 512.0 MiB at 488.1 MB/s.")
     # Data used as it was kept: nothing written, no rate; the run that prepared it is named.
     reused = RECORD | {"written_per_host": {}, "seconds": 0.0, "reused": {"h1": 7, "h2": 7}}
-    assert prepare_line(reused) == ("Preparation: data prepared by run 7 and kept (keep_files) is used as it is on 2 "
+    assert prepare_line(PrepareRecord.from_dict(reused)) == ("Preparation: data prepared by run 7 and kept (keep_files) is used as it is on 2 "
                                     "hosts, as the last run's tests left it: not written again.")
 
 

@@ -3,15 +3,17 @@ fleet run (tests/fleet/test_scenario_fleet.py's scenario: link-slow on h1,
 then host-down on h2)."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from iofleet.report.scenario import scenario_chart, scenario_lines, scenario_record
+from iofleet.results.methodology import RunMethodology, ScenarioRecord
 
 RECORD = json.loads((Path(__file__).parent.parent / "fixtures/scenario/fleet-faults.json").read_text())
 
 
 def test_the_summary_names_baseline_each_event_with_its_change_and_the_lost_host():
-    lines = scenario_lines(RECORD)
+    lines = scenario_lines(ScenarioRecord.from_dict(RECORD))
     assert lines[0] == "Scenario fleet-faults (times on fio's clock: its jobs began 1.7 s after iofleet's timeline):"
     assert lines[1] == "  baseline (first 1 s): 31,199 IOPS, p99 0.15 ms"
     assert lines[2].startswith("  link-slow h1 at 3s for 1s, measured 1.5–2.4 s: 33,703 IOPS (+8.0 %)")
@@ -24,14 +26,14 @@ def test_a_failed_event_says_why():
     record = json.loads(json.dumps(RECORD))
     record["events"][0]["error"] = "h1: link-slow could not be applied: no interface has the address 10.0.0.1"
     record["impact"]["events"] = record["impact"]["events"][1:]
-    lines = scenario_lines(record)
+    lines = scenario_lines(ScenarioRecord.from_dict(record))
     assert lines[2] == ("  link-slow h1 at 3s for 1s: not applied: h1: link-slow could not be applied: no interface "
                         "has the address 10.0.0.1")
     assert lines[3].startswith("  host-down h2 at 5s, measured 3.6–7.6 s")
 
 
 def test_the_chart_has_the_series_per_host_and_the_events_on_the_time_axis():
-    fig = scenario_chart(RECORD)
+    fig = scenario_chart(ScenarioRecord.from_dict(RECORD))
     names = [t.name for t in fig.data]
     assert names == ["IOPS (all hosts)", "IOPS h1", "IOPS h2", "p99 latency"]
     assert list(fig.data[0].y) == RECORD["impact"]["series"]["iops"]
@@ -41,8 +43,9 @@ def test_the_chart_has_the_series_per_host_and_the_events_on_the_time_axis():
     assert spans == [(0, 1.48), (1.48, 2.42)]  # baseline, then the link's slow second
     (line,) = [s for s in fig.layout.shapes if s.type == "line"]
     assert line.x0 == 3.62  # the host lost for good: a line, not a span
-    assert scenario_record({"scenario": RECORD}) is RECORD and scenario_record(None) is None
-    assert scenario_chart({"name": "x", "events": [], "impact": None}) is None
+    record = ScenarioRecord.from_dict(RECORD)
+    assert scenario_record(RunMethodology(scenario=record)) is record and scenario_record(None) is None
+    assert scenario_chart(ScenarioRecord.from_dict({"name": "x", "events": [], "impact": None})) is None
 
 
 def test_the_html_report_and_the_web_result_page_show_the_scenario():
@@ -55,11 +58,11 @@ def test_the_html_report_and_the_web_result_page_show_the_scenario():
     from .terminal_runs import recorded_run
 
     run, _ = recorded_run("buffered")
-    run.methodology = (run.methodology or {}) | {"scenario": RECORD}
+    run.methodology = replace(run.methodology or RunMethodology(), scenario=ScenarioRecord.from_dict(RECORD))
     html = run_report_html(run, {})
     section = html[html.index('<h2 id="scenario">'):html.index('<h2 id="charts">')]
     assert 'id="scenario-chart"' in section
-    assert all(str(escape(line)) in section for line in scenario_lines(RECORD))
+    assert all(str(escape(line)) in section for line in scenario_lines(ScenarioRecord.from_dict(RECORD)))
     assert section.count("<tr") == 1 + len(RECORD["events"]) and "link-slow" in section and "host-down" in section
     plain, _ = recorded_run("buffered")
     assert '<h2 id="scenario">' not in run_report_html(plain, {})

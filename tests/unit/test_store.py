@@ -105,7 +105,7 @@ def test_round_trip_two_tests_exactly(st):
     disks = [DiskUtil("h1", "nvme0n1", 99.87, 1000, 400), DiskUtil("h2", "sdb", 12.0, 0, 5)]
     pk0 = save(st, run_id, 0, jobs=jobs0, disks=disks)
     pk1 = save(st, run_id, 1, jobs=jobs1, status="partial", error="fio: host h2 lost",
-               host_cpu=HostCpu(0, None, None), spec=spec("8k-r0-seq-j1-qd1", bs=8192, direct=False))
+               host_cpu=HostCpu(0, None, None), test=spec("8k-r0-seq-j1-qd1", bs=8192, direct=False))
     st.finish_run(run_id, "partial", note="h2 lost")
 
     run = st.get_run(run_id)
@@ -118,7 +118,7 @@ def test_round_trip_two_tests_exactly(st):
     t0, t1 = run.tests
     assert (t0.pk, t0.seq, t1.pk, t1.seq) == (pk0, 0, pk1, 1)
     assert t0.id == "4k-r70-rand-j2-qd8" and t0.workload == "oltp" and t0.repeat == 1
-    assert t0.params == spec("x")["params"]
+    assert t0.params == spec("x").params
     assert t0.status == "ok" and t0.error is None
     assert t0.started_at == "2024-05-01T10:00:00Z" and t0.ended_at == "2024-05-01T10:01:10Z"
     assert t0.host_cpu == HostCpu(70, 41.25, 97.5)
@@ -360,7 +360,7 @@ def test_artifact_names_must_be_plain(st):
 
 def test_test_ids_with_odd_characters_make_safe_dirs(st):
     run_id = new_run(st)
-    pk = save(st, run_id, 0, spec=spec("my/wl.4k-r70"), artifacts={"a": b"1"})
+    pk = save(st, run_id, 0, test=spec("my/wl.4k-r70"), artifacts={"a": b"1"})
     assert st.get_run(run_id).tests[0].artifact_dir.endswith("0000-my_wl.4k-r70")
     assert st.read_artifact(pk, "a") == b"1"
 
@@ -385,9 +385,10 @@ def test_crash_before_commit_leaves_no_row(tmp_path):
     code = textwrap.dedent(f"""
         import os
         from iofleet.results.store import Store, artifacts
+        from iofleet.results.model import TestInfo
         artifacts.fsync_dir = lambda d: os._exit(9)  # die after the files, before COMMIT
         st = Store.open({str(tmp_path)!r})
-        st.save_test({run_id}, seq=0, spec={{"id": "4k-r70-rand-j2-qd8", "workload": "w", "repeat": 1, "params": {{}}}},
+        st.save_test({run_id}, seq=0, test=TestInfo("4k-r70-rand-j2-qd8", "w", 1, {{}}),
                      status="ok", error=None, started_at=None, ended_at=None, jobs=[],
                      aggregate=None, artifacts={{"fio.json": b"{{}}"}})
     """)

@@ -16,6 +16,7 @@ import pytest
 
 from iofleet.errors import StoreDamagedError, StoreError
 from iofleet.results.ingest import import_outputs
+from iofleet.results.model import TestInfo
 from iofleet.results.recover import check_store, recover_store
 from iofleet.results.store import DB_NAME, RUN_TABLES, SCHEMA_VERSION, Store
 
@@ -207,8 +208,7 @@ def test_a_huge_run_id_is_no_such_run(tmp_path, run_id):
     with Store.open(tmp_path) as store:
         for call in (lambda: store.get_run(run_id), lambda: store.update_run(run_id, label="x"),
                      lambda: store.finish_run(run_id, "complete"),
-                     lambda: store.save_test(run_id, seq=0, spec={"id": "t", "workload": "w", "repeat": 1,
-                                                                  "params": {}},
+                     lambda: store.save_test(run_id, seq=0, test=TestInfo("t", "w", 1, {}),
                                              status="ok", started_at=None, ended_at=None, jobs=[], aggregate=None)):
             with pytest.raises(StoreError, match=rf"^no run {run_id} in {tmp_path / DB_NAME}; see"):
                 call()

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from iofleet.cli.main import app
 
 from iofleet.report.fit import fit_table, middle_ellipsis, print_wide
+from iofleet.results.methodology import ResumeRecord
 from iofleet.report.summary import (NARROW_DROP, repeat_spread, repeat_spreads, resume_note, summary_rows,
                                     summary_table)
 from iofleet.units import format_value
@@ -167,8 +168,8 @@ def test_repeat_spread_gives_the_mean_and_the_spread_the_row_shows(tmp_path):
 
 
 def test_a_resume_note_says_what_happened_in_plain_sentences():
-    note = resume_note({"at": "2026-11-21T09:56:01+00:00", "tests": ["4k-qd4", "4k-qd8"],
-                        "replaced": {"4k-qd8": "interrupted"}, "prepare": {"seconds": 0.4}})
+    note = resume_note(ResumeRecord.from_dict({"at": "2026-11-21T09:56:01+00:00", "tests": ["4k-qd4", "4k-qd8"],
+                                               "replaced": {"4k-qd8": "interrupted"}, "prepare": {"seconds": 0.4}}))
     assert note == ("Resumed at 2026-11-21T09:56:01+00:00: ran 4k-qd4, 4k-qd8. 4k-qd8 was run again; its "
                     "interrupted result was replaced. The data files were written again first (0.4 s).")
 

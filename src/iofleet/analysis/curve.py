@@ -9,6 +9,7 @@ saturated system, not of the load asked for."""
 
 from dataclasses import dataclass, field
 
+from ..results.methodology import CurveRecord
 from .saturation import figures_of
 
 # A point reached its target when it achieved at least this share of it: fio
@@ -71,10 +72,10 @@ class CurveResult:
         return [p for p in self.points if not p.reached]
 
 
-def curve_record(curve: "CurveResult") -> dict:
+def curve_record(curve: "CurveResult") -> CurveRecord:
     """What a curve run stores in its methodology (`curve`), before its points."""
-    return {"max_iops": curve.max_iops, "jobs": curve.jobs, "iodepth": curve.iodepth, "source": curve.source,
-            "rule": curve.rule, "io": curve.io, "reached_share": REACHED_SHARE}
+    return CurveRecord(max_iops=curve.max_iops, jobs=curve.jobs, iodepth=curve.iodepth, source=curve.source,
+                       rule=curve.rule, io=curve.io, reached_share=REACHED_SHARE)
 
 
 def curve_of_run(run: dict) -> CurveResult | None:

@@ -14,6 +14,7 @@ from ..fio.merge import merge_bins, percentiles
 from ..fio.records import DirectionStats, Series
 from ..fio.status import Round, Totals
 from ..results.export import direction_figures
+from ..results.methodology import CacheVerdict, PrepareRecord
 from ..plan.params import STEADY_DATA_PCT, STEADY_SLOPE_PCT, STEADY_WINDOW_ROUNDS
 from ..plan.units import format_bytes
 from .steady import SteadyVerdict, rounds_of, steady_state
@@ -151,14 +152,14 @@ def window_figures(totals: dict[str, list], iops_verdict: SteadyVerdict) -> dict
     }
 
 
-def cache_verdict(working_set_bytes: int, cache_bytes: int | None, source: str) -> dict:
+def cache_verdict(working_set_bytes: int, cache_bytes: int | None, source: str) -> CacheVerdict:
     """Whether a host's working set fits in the cache in front of the
     storage: a cache test measures that cache, a capacity test the storage
     behind it."""
     if cache_bytes is None:
-        return {"kind": None, "working_set_bytes": working_set_bytes, "cache_bytes": None, "source": source}
+        return CacheVerdict(kind=None, working_set_bytes=working_set_bytes, cache_bytes=None, source=source)
     kind = "cache test" if working_set_bytes <= cache_bytes else "capacity test"
-    return {"kind": kind, "working_set_bytes": working_set_bytes, "cache_bytes": cache_bytes, "source": source}
+    return CacheVerdict(kind=kind, working_set_bytes=working_set_bytes, cache_bytes=cache_bytes, source=source)
 
 
 # ---- rounds from fio's status snapshots (fio/status.py) ---------------------
@@ -334,25 +335,25 @@ def _by_runs(runs: dict[str, int]) -> str:
         f"{r} ({_hosts(sum(v == r for v in runs.values()))})" for r in ids)
 
 
-def prepare_note(prepared: dict) -> str:
+def prepare_note(prepared: PrepareRecord) -> str:
     """A run's preparation (its methodology's `prepare`) in one sentence:
     what was written where, and which hosts used data an earlier run kept
     (fleet/kept.py) instead, as it was or extended."""
-    per_host, written = prepared["working_set_per_host"], prepared["written_per_host"]
-    reused, extended = prepared.get("reused") or {}, prepared.get("extended") or {}
+    per_host, written = prepared.working_set_per_host, prepared.written_per_host
+    reused, extended = prepared.reused or {}, prepared.extended or {}
     whole = [h for h in per_host if h not in reused and h not in extended]
     sizes = {format_bytes(per_host[h]) for h in whole}
     text = "Preparation:"
     if whole:  # (a run stored before reuse existed: every host written)
-        text += (f" {prepared['mode']} data written sequentially over {' / '.join(sorted(sizes))} per host "
-                 f"({_passes(prepared['passes'])} of {format_bytes(prepared['bs'])} writes) on "
-                 f"{_hosts(len(whole))} in {prepared['seconds']:.1f} s.")
+        text += (f" {prepared.mode} data written sequentially over {' / '.join(sorted(sizes))} per host "
+                 f"({_passes(prepared.passes)} of {format_bytes(prepared.bs)} writes) on "
+                 f"{_hosts(len(whole))} in {prepared.seconds:.1f} s.")
     if extended:
-        tails = " / ".join(sorted({format_bytes(written[h] // prepared["passes"]) for h in extended if h in written}))
-        took = "" if whole else f" in {prepared['seconds']:.1f} s"
+        tails = " / ".join(sorted({format_bytes(written[h] // prepared.passes) for h in extended if h in written}))
+        took = "" if whole else f" in {prepared.seconds:.1f} s"
         text += (f" {'D' if whole else 'd'}ata prepared by {_by_runs(extended)} and kept, in fewer or smaller "
                  f"files, is extended on {_hosts(len(extended))}: only each file's missing end is written "
-                 f"({tails} per host, {prepared['mode']} data, {_passes(prepared['passes'])}){took}.")
+                 f"({tails} per host, {prepared.mode} data, {_passes(prepared.passes)}){took}.")
     if reused:
         text += (f" {'D' if whole or extended else 'd'}ata prepared by {_by_runs(reused)} and kept "
                  f"(keep_files) is used as it is on {_hosts(len(reused))}, as the last run's tests left it: "

@@ -19,13 +19,17 @@ evaluated at the window's rounds x_first … x_last changes by
 implementations multiply by `window` instead, which is window/(window − 1)
 times stricter (25 % with 5 rounds) than the standard's wording.
 
-Pure logic: no imports from the rest of iofleet. See docs/steady-state.md.
+Pure logic; its verdict is a stored record (results.methodology). See
+docs/steady-state.md.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+
+from ..results.methodology import SteadyVerdict
+from ..results.methodology import count as _count
+from ..results.methodology import why_unjudged as _why_unjudged
 
 # Float round-off must not turn an excursion that is exactly at the limit in
 # decimal arithmetic (20 % of 100) into a failure; one part in 10^9 is far
@@ -75,59 +79,6 @@ def rounds_of(t_ms: list[int], values: list[float], round_s: int) -> list[float]
     while out and math.isnan(out[-1]):
         out.pop()
     return out
-
-
-@dataclass
-class SteadyVerdict:
-    """Steady state of one metric of one test.
-
-    `first_round`/`last_round` are 0-based indices into `rounds` of the steady
-    window, or of the last window judged when not steady; None when there was
-    not enough data to judge any window. `start_s`/`end_s` are the seconds
-    from the start of the measured part that window covers. Excursions are in
-    percent of the window's average. `rounds` holds None for a round with too
-    few samples (a gap)."""
-
-    metric: str
-    steady: bool
-    reason: str
-    round_s: int
-    window: int
-    rounds: list[float | None] = field(default_factory=list)
-    first_round: int | None = None
-    last_round: int | None = None
-    start_s: float | None = None
-    end_s: float | None = None
-    average: float | None = None
-    data_excursion_pct: float | None = None
-    slope_excursion_pct: float | None = None
-    data_pct: float = 20.0
-    slope_pct: float = 10.0
-
-    def to_dict(self) -> dict:
-        """Plain JSON-safe dict (no NaN: gaps are None)."""
-        d = asdict(self)
-        d["rounds"] = [v if _finite(v) else None for v in self.rounds]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> SteadyVerdict:
-        """Inverse of `to_dict`; unknown keys are ignored."""
-        names = cls.__dataclass_fields__.keys()
-        kwargs = {k: v for k, v in d.items() if k in names}
-        kwargs["rounds"] = [v if _finite(v) else None for v in d.get("rounds", [])]
-        return cls(**kwargs)
-
-    def short(self) -> str:
-        """A summary cell: "steady r4–r8" (1-based rounds), "not steady",
-        "n/a (3 rounds)", "n/a (no IO)" or "n/a (gaps)"."""
-        if self.steady:
-            return f"steady r{self.first_round + 1}–r{self.last_round + 1}"
-        if self.first_round is not None:
-            return "not steady"
-        if len(self.rounds) < self.window:
-            return f"n/a ({_count(len(self.rounds), 'round')})"
-        return "n/a (gaps)" if _why_unjudged(self.rounds, self.window) == "gaps" else "n/a (no IO)"
 
 
 def window_of(verdict: SteadyVerdict) -> tuple[int, int] | None:
@@ -217,15 +168,6 @@ def _within(value_pct: float, limit_pct: float) -> bool:
     return value_pct <= limit_pct * (1 + _REL_TOLERANCE) + 1e-12
 
 
-def _why_unjudged(rounds: list[float | None], window: int) -> str:
-    """Why no window could be judged: "gaps" when every window has a gap,
-    else "no IO" (the gap-free windows all average ≤ 0)."""
-    for i in range(len(rounds) - window + 1):
-        if all(_finite(v) for v in rounds[i:i + window]):
-            return "no IO"
-    return "gaps"
-
-
 def _pct(x: float, limit: float | None = None) -> str:
     """A percentage with no decimals, or as many (up to 3) as it takes not to
     read like the limit it is compared with (20.4 % vs 20 %)."""
@@ -235,6 +177,3 @@ def _pct(x: float, limit: float | None = None) -> str:
             return s
     return s
 
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

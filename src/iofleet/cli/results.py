@@ -66,7 +66,7 @@ def results_list(
         runs = store.list_runs(where)
         path = store.path
     if fmt == "json":  # an empty store or no match: []
-        sys.stdout.write(json.dumps([listed_run(r) for r in runs], indent=2) + "\n")
+        sys.stdout.write(json.dumps([r.to_dict() for r in runs], indent=2) + "\n")
         return
     if not runs and where != RunFilter():
         console.print(f"No run in {path} matches these filters; `iofleet results list` lists them all.")
@@ -96,13 +96,6 @@ def results_list(
 
 def _list_status(r) -> str:
     return "running (stale)" if r.stale else r.status
-
-
-def listed_run(r) -> dict:
-    """One run of `results list --format json` (docs/results-format.md)."""
-    return {"id": r.id, "plan": r.plan_name, "label": r.label, "source": r.source, "status": _list_status(r),
-            "created_at": r.created_at, "ended_at": r.ended_at, "tests_planned": r.tests_planned,
-            "tests_ok": r.tests_by_status.get("ok", 0), "tests_by_status": dict(r.tests_by_status)}
 
 
 @results_app.command("check")
@@ -251,7 +244,7 @@ def results_export(
 
     CSV has one row per test; JSON every figure; the zip the report, tables,
     raw fio outputs, job files and logs."""
-    from ..results.export import run_to_csv
+    from ..results.model import run_to_csv
     from ..results.store import Store, default_data_dir
     if fmt not in ("csv", "json", "zip"):
         raise IofleetError(f"--format {fmt!r}: use csv, json or zip")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..results.export import run_to_csv
+from ..results.model import run_to_csv
 from ..results.model import Run
 from ..results.store import Store
 from .html import run_report_html, run_report_md, tables_of_run

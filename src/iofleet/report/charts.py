@@ -1,8 +1,9 @@
 """Charts of a run as plotly figures: IOPS and MB/s by block size per read
 mix, latency per test, per-second series with the warm-up and the steady
 window marked, p50/p99/p99.9 per round (fleet and per host), per-host bars,
-and the latency percentile curve from the merged histogram bins. Every front
-end (HTML report, web UI) draws these. An `until: steady` test is drawn with
+and the latency percentile curve from the merged histogram bins: the
+report's overview and tests sections (sections.py). Every front end (HTML
+report, web UI) draws these. An `until: steady` test is drawn with
 the figures its summary row shows: those of its measurement window.
 
 Colours are the Okabe-Ito palette, which stays distinguishable with the
@@ -17,6 +18,7 @@ the lowest to the highest run (summary.spread, as the summary's "mean ± x %").
 
 import math
 import statistics
+from collections.abc import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
@@ -27,8 +29,10 @@ from ..analysis.stragglers import STRAGGLER_SHARE
 from ..fio.records import Series
 from ..plan.params import base_id
 from ..plan.units import format_size
+from ..results.export import direction_figures
+from ..results.model import Run, TestRecord
 from ..units import MISSING, format_value, shown_unit, to_ms
-from .summary import shown_window, spread
+from .summary import run_tail, shown_window, spread
 
 # Okabe & Ito (2008), "Color Universal Design", then wine, olive, indigo
 # and brown (Paul Tol's palettes): twelve colours before one comes back.
@@ -83,24 +87,23 @@ def _figure(title: str, secondary_y: bool = False) -> go.Figure:
     return make_subplots(specs=[[{"secondary_y": True}]], figure=fig) if secondary_y else fig
 
 
-def _ok(doc: dict) -> list[dict]:
-    return [t for t in doc["tests"] if t["status"] == "ok" and (t["all"]["ios"] or 0) > 0]
+def _ok(run: Run) -> list[TestRecord]:
+    return [t for t in run.tests if t.status == "ok" and t.aggregate is not None and t.aggregate.all.ios > 0]
 
 
-def _shown(t: dict, direction: str) -> dict:
-    """A test's figures of one direction as its summary row shows them: its
-    measurement window's for an `until: steady` test, else the whole test's."""
-    window = shown_window(t.get("methodology"))
-    return window[direction] if window else t[direction]
+def _shown(t: TestRecord, direction: str) -> dict:
+    """A test's figures of one direction (export fields: µs, MB/s) as its
+    summary row shows them: its measurement window's for an `until: steady`
+    test, else the whole test's."""
+    window = shown_window(t.methodology)
+    if window:
+        return window[direction]
+    return direction_figures(getattr(t.aggregate, direction) if t.aggregate else None)
 
 
 def _mix_name(read_pct: int, random_pct: int) -> str:
     pattern = "random" if random_pct == 100 else "sequential" if random_pct == 0 else f"{random_pct}% random"
     return f"{read_pct}% read, {pattern}"
-
-
-def _tail(doc: dict) -> str:
-    return (doc.get("methodology") or {}).get("percentile") or "p99"
 
 
 def _mean_bars(runs: list[list[float | None]], unit: str) -> dict:
@@ -147,27 +150,27 @@ def _two_panel(title: str, bars: list[tuple[str, list[str], list[list[dict]], di
     return fig
 
 
-def _rest_of_id(test: dict) -> str:
+def _rest_of_id(test: TestRecord) -> str:
     """What a test's id says beyond block size, read mix and load: its
     workload and the parameters its plan varies ("oltp sz64m")."""
-    before, _, after = test["id"].partition(base_id(test["params"]))
+    before, _, after = test.id.partition(base_id(test.params))
     return " ".join(x for x in (before.rstrip("."), after.strip("-").replace("-", " ")) if x)
 
 
 def _load_order(item: tuple) -> tuple:
     """Loads by jobs and iodepth, then as the run ran them."""
     (jobs, iodepth, _), by_bs = item
-    return jobs, iodepth, min(t["seq"] for runs in by_bs.values() for t in runs)
+    return jobs, iodepth, min(t.seq for runs in by_bs.values() for t in runs)
 
 
-def block_size_charts(doc: dict) -> list[go.Figure]:
+def block_size_charts(run: Run) -> list[go.Figure]:
     """One chart per read mix: IOPS (left) and MB/s (right) by block size,
     one colour per load (jobs × iodepth); a repeated test is one bar, the
     mean of its runs. Read mixes of one bar each are drawn together in one
     overview chart rather than as charts of one bar."""
-    mixes: dict[tuple, dict[tuple, dict[int, list[dict]]]] = {}
-    for t in _ok(doc):
-        p = t["params"]
+    mixes: dict[tuple, dict[tuple, dict[int, list[TestRecord]]]] = {}
+    for t in _ok(run):
+        p = t.params
         mix = (p["read_pct"], p["random_pct"])
         load = (p["jobs"], p["iodepth"], _rest_of_id(t))  # tests of other sizes, engines… are other bars
         mixes.setdefault(mix, {}).setdefault(load, {}).setdefault(p["bs"], []).append(t)
@@ -175,8 +178,8 @@ def block_size_charts(doc: dict) -> list[go.Figure]:
     figures = []
     if len(one_bar) > 1:
         runs = sorted((runs for m in one_bar for by_bs in mixes[m].values() for runs in by_bs.values()),
-                      key=lambda r: r[0]["seq"])  # in the run's order
-        x = [" + ".join(dict.fromkeys(t["id"] for t in r)) for r in runs]
+                      key=lambda r: r[0].seq)  # in the run's order
+        x = [" + ".join(dict.fromkeys(t.id for t in r)) for r in runs]
         figures.append(_two_panel("IOPS and MB/s per test", [("tests", x, runs, bar_style(0))], "test",
                                    legend=False))
     for (read_pct, random_pct), loads in sorted(mixes.items(), key=lambda kv: (-kv[0][0], -kv[0][1])):
@@ -193,26 +196,26 @@ def block_size_charts(doc: dict) -> list[go.Figure]:
     return figures
 
 
-def test_names(doc: dict) -> dict[int, str]:
+def test_names(run: Run) -> dict[int, str]:
     """seq → a test's name in the report's per-test detail and charts: its
     id, plus #repeat where repeated (as the summary's per-run rows)."""
     counts: dict[str, int] = {}
-    for t in doc["tests"]:
-        counts[t["id"]] = counts.get(t["id"], 0) + 1
-    return {t["seq"]: t["id"] if counts[t["id"]] == 1 else f"{t['id']} #{t['repeat']}" for t in doc["tests"]}
+    for t in run.tests:
+        counts[t.id] = counts.get(t.id, 0) + 1
+    return {t.seq: t.id if counts[t.id] == 1 else f"{t.id} #{t.repeat}" for t in run.tests}
 
 
-def latency_chart(doc: dict) -> go.Figure | None:
+def latency_chart(run: Run) -> go.Figure | None:
     """Mean, p95 and the run's tail percentile of reads and writes per test,
     in ms; a repeated test is one group of bars, the means of its runs."""
-    tests = _ok(doc)
+    tests = _ok(run)
     if not tests:
         return None
-    tail = _tail(doc)
+    tail = run_tail(run)
     key = f"lat_{tail.replace('.', '_')}_us"
-    by_id: dict[str, list[dict]] = {}
+    by_id: dict[str, list[TestRecord]] = {}
     for t in tests:
-        by_id.setdefault(t["id"], []).append(t)
+        by_id.setdefault(t.id, []).append(t)
     fig = _figure(f"Latency per test · mean, p95 and {tail}")
     repeated = False
     for direction, colour in (("read", READ), ("write", WRITE)):
@@ -231,7 +234,7 @@ def latency_chart(doc: dict) -> go.Figure | None:
     return fig
 
 
-def series_chart(test: dict, series: list[Series], name: str | None = None) -> go.Figure | None:
+def series_chart(test: TestRecord, series: list[Series], name: str | None = None) -> go.Figure | None:
     """IOPS (all hosts and jobs) and mean latency per second from the start
     of the warm-up; the warm-up and the steady-state (or measurement) window
     are shaded."""
@@ -244,7 +247,7 @@ def series_chart(test: dict, series: list[Series], name: str | None = None) -> g
     def seconds(totals):
         return [(totals["origin_ms"] - start + t) / 1000 for t in totals["t_ms"]]
 
-    fig = _figure(f"Per second · {name or test['id']}", secondary_y=True)
+    fig = _figure(f"Per second · {name or test.id}", secondary_y=True)
     for totals, phase in ((warmup, "warm-up"), (measured, "measured")):
         if not totals["t_ms"]:
             continue
@@ -267,16 +270,19 @@ def series_chart(test: dict, series: list[Series], name: str | None = None) -> g
     return fig
 
 
-def _mark_window(fig: go.Figure, test: dict, offset: float = 0.0) -> None:
+def _mark_window(fig: go.Figure, test: TestRecord, offset: float = 0.0) -> None:
     """Shade the steady window (SNIA) or, for an `until: steady` test that
     found none, the last 5 rounds its figures come from; `offset`: seconds
     from the chart's origin to the start of the measured part."""
-    method = test.get("methodology") or {}
-    verdict = (method.get("steady") or {}).get("iops") or {}
-    window = method.get("window")
-    if verdict.get("steady"):
-        span, label = (verdict["start_s"], verdict["end_s"]), "steady window (SNIA)"
-    elif window and method.get("until", "steady") == "steady":  # a fixed-time test's figures are the whole test
+    method = test.methodology
+    if method is None:
+        return
+    verdict = method.verdict("iops")
+    window = method.window
+    if verdict and verdict.steady:
+        span, label = (verdict.start_s, verdict.end_s), "steady window (SNIA)"
+    # A fixed-time test's figures are the whole test (a window stored before `until` was: steady).
+    elif window and (method.until or "steady") == "steady":
         span, label = (window["start_s"], window["end_s"]), "last 5 rounds (not steady)"
     else:
         return
@@ -289,20 +295,20 @@ def _mark_window(fig: go.Figure, test: dict, offset: float = 0.0) -> None:
 ROUND_PERCENTILES = (("p50", "solid"), ("p99", "dash"), ("p99.9", "dot"))
 
 
-def latency_rounds_chart(test: dict, name: str | None = None) -> go.Figure | None:
+def latency_rounds_chart(test: TestRecord, name: str | None = None) -> go.Figure | None:
     """p50, p99 and p99.9 of each whole round (from that round's merged
     histograms), fleet-wide and, in a dropdown, per host; the steady (or
     measurement) window shaded as on the per-second chart."""
-    rounds = (test.get("methodology") or {}).get("latency_rounds")
+    rounds = test.methodology.latency_rounds if test.methodology else None
     if not rounds or not rounds.get("start_s"):
         return None
     x = rounds.get("end_s") or [s + rounds["round_s"] for s in rounds["start_s"]]  # each round at its end
     hosts = rounds.get("hosts") or {}
-    order = (test.get("fleet") or {}).get("hosts") or sorted(hosts)  # the inventory's order
+    order = (test.fleet.hosts if test.fleet else None) or sorted(hosts)  # the inventory's order
     lines = [("fleet", rounds["fleet"])]
     if len(hosts) > 1:
         lines += [(h, hosts[h]) for h in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order))]
-    fig = _figure(f"Latency per {rounds['round_s']} s round · {name or test['id']}")
+    fig = _figure(f"Latency per {rounds['round_s']} s round · {name or test.id}")
     for i, (who, figures) in enumerate(lines):
         iops = figures.get("iops") or [None] * len(x)
         for (key, dash), colour in zip(ROUND_PERCENTILES, (READ, PALETTE[1], WRITE)):
@@ -324,17 +330,17 @@ def latency_rounds_chart(test: dict, name: str | None = None) -> go.Figure | Non
     return fig
 
 
-def host_chart(test: dict, name: str | None = None) -> go.Figure | None:
+def host_chart(test: TestRecord, name: str | None = None) -> go.Figure | None:
     """IOPS per host of a fleet test; hosts below the straggler share of the
     median host are drawn hatched in another colour."""
-    hosts = {h: f["all"]["iops"] for h, f in test["hosts"].items() if f["all"]["iops"] is not None}
+    hosts = {h: agg.all.iops for h, agg in test.host_aggregates().items() if agg is not None}
     if len(hosts) < 2:
         return None
     median = statistics.median(hosts.values())
     slow = {h for h, v in hosts.items() if v < STRAGGLER_SHARE * median}
-    order = (test.get("fleet") or {}).get("hosts") or sorted(hosts)  # the inventory's order
+    order = (test.fleet.hosts if test.fleet else None) or sorted(hosts)  # the inventory's order
     x = sorted(hosts, key=lambda h: order.index(h) if h in order else len(order))
-    fig = _figure(f"IOPS per host · {name or test['id']}")
+    fig = _figure(f"IOPS per host · {name or test.id}")
     fig.add_trace(go.Bar(
         x=x, y=[hosts[h] for h in x], name="IOPS",
         marker=dict(color=[WRITE if h in slow else READ for h in x],
@@ -387,14 +393,14 @@ def _packed(values: list) -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
 
 
-def percentile_chart(test: dict, name: str | None = None) -> go.Figure | None:
+def percentile_chart(test: TestRecord, name: str | None = None) -> go.Figure | None:
     """Latency by percentile from the test's merged histogram bins, reads and writes."""
     # The window has no bins of its own here: say that this curve is the whole test's.
-    span = " · whole measured part" if shown_window(test.get("methodology")) else ""
-    fig = _figure(f"Latency percentiles · {name or test['id']}{span}")
+    span = " · whole measured part" if shown_window(test.methodology) else ""
+    fig = _figure(f"Latency percentiles · {name or test.id}{span}")
     drawn = False
     for direction, colour, dash in (("read", READ, "solid"), ("write", WRITE, "dash")):
-        x, y = percentile_curve(test[direction].get("lat_bins_ns"))
+        x, y = percentile_curve(getattr(test.aggregate, direction).bins if test.aggregate else None)
         if x:
             fig.add_trace(go.Scatter(x=_packed(x), y=_packed(y), name=direction, mode="lines",
                                      line=dict(color=colour, dash=dash),
@@ -406,42 +412,6 @@ def percentile_chart(test: dict, name: str | None = None) -> go.Figure | None:
     fig.update_xaxes(title_text="percentile", tickvals=[_nines(p) for p in _NINES],
                      ticktext=[f"{100 * p:g}" for p in _NINES], range=[0, _nines(0.99999)])
     fig.update_yaxes(title_text="latency, ms (log)", type="log", dtick=1, tickformat="~g")  # 0.01, 0.1, 1, 10
-    return fig
-
-
-def saturation_chart(sat) -> go.Figure:
-    """A saturate sweep: IOPS (left) and p99 latency (right) by outstanding
-    IO, one line per jobs row; the knee, the best configuration and the most
-    IOPS under the latency target are marked."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
-    fig.update_layout(**_LAYOUT, title=dict(text="Saturation sweep · IOPS and p99 latency by outstanding IO",
-                                            x=0, xanchor="left", y=0.98))
-    rows = sorted({c.jobs for c in sat.cells})
-    for i, jobs in enumerate(rows):
-        cells = sorted((c for c in sat.cells if c.jobs == jobs), key=lambda c: c.outstanding)
-        name = f"{jobs} job{'s' if jobs > 1 else ''}"
-        look = series_style(i)
-        style, marker = dict(color=look["color"], dash=look["dash"]), dict(symbol=look["symbol"], size=8)
-        fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[c.iops for c in cells], name=name,
-                                 legendgroup=name, mode="lines+markers", line=style, marker=marker,
-                                 text=[f"{c.jobs} × qd {c.iodepth}" for c in cells]), row=1, col=1)
-        fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[to_ms(c.lat_p99_us, "us") for c in cells],
-                                 name=name, legendgroup=name, showlegend=False, mode="lines+markers", line=style,
-                                 marker=marker,
-                                 text=[f"{c.jobs} × qd {c.iodepth}" for c in cells]), row=1, col=2)
-    marks = [(sat.knee, "knee", "star"), (sat.best, "best configuration", "diamond-open"),
-             (sat.slo_best, "most IOPS under the target", "square-open")]
-    for cell, label, symbol in marks:
-        if cell is not None:
-            fig.add_trace(go.Scatter(x=[cell.outstanding], y=[cell.iops], name=label, mode="markers",
-                                     marker=dict(symbol=symbol, size=16, color="#000000", line=dict(width=2))),
-                          row=1, col=1)
-    if sat.slo is not None and sat.slo.metric == "p99":
-        fig.add_hline(y=to_ms(sat.slo.limit_us, "us"), line_dash="dot", line_color=WRITE,
-                      annotation_text=f"target {sat.slo.text}", row=1, col=2)
-    fig.update_xaxes(title_text="outstanding IO (fleet), log scale", type="log", dtick=math.log10(2))
-    fig.update_yaxes(title_text="IOPS", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="p99 latency, ms", rangemode="tozero", row=1, col=2)
     return fig
 
 
@@ -491,3 +461,27 @@ def compare_charts(cmp, metric) -> list[go.Figure]:
     change.update_xaxes(title_text="test", type="category")
     change.update_yaxes(title_text="% change against the baseline", zeroline=True)
     return [values, change] if len(cmp.configs) > 1 else [values]
+
+
+# ---- the report's sections of these charts (sections.py) -----------------
+
+def overview_section(run: Run, series: Mapping[int, list[Series]]) -> list[str]:
+    """The run's overview charts (as JSON): IOPS and MB/s by block size, latency per test."""
+    overview = [f.to_json() for f in block_size_charts(run)]
+    latency = latency_chart(run)
+    if latency:
+        overview.append(latency.to_json())
+    return overview
+
+
+def tests_section(run: Run, series: Mapping[int, list[Series]]) -> list[dict]:
+    """Each test's charts (as JSON), its series read only while its chart is drawn."""
+    names = test_names(run)
+    tests = []
+    for t in run.tests:
+        name = names[t.seq]
+        figures = [f.to_json() for f in (series_chart(t, series.get(t.seq, []), name),
+                                         latency_rounds_chart(t, name), host_chart(t, name),
+                                         percentile_chart(t, name)) if f]
+        tests.append({"name": name, "status": t.status, "error": t.error, "figures": figures})
+    return tests

@@ -6,9 +6,12 @@ with achieved/target: its latency is a saturated system's."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..analysis.curve import REACHED_SHARE, CurveResult, Point
+from ..analysis.curve import REACHED_SHARE, CurveResult, Point, curve_of_run
+from ..fio.records import Series
+from ..results.model import Run
 from ..plan.units import format_size
 from ..units import format_value, to_ms
 
@@ -103,3 +106,17 @@ def curve_chart(result: CurveResult) -> go.Figure | None:
     fig.update_xaxes(title_text="achieved IOPS (all hosts)", rangemode="tozero")
     fig.update_yaxes(title_text="latency, ms", rangemode="tozero")
     return fig
+
+
+def curve_section(run: Run, series: Mapping[int, list[Series]]) -> dict | None:
+    """The report's curve section: the hockey stick (as JSON), its points and
+    how they were chosen; None for a run that is not a curve run."""
+    if run.methodology is None or not run.methodology.curve:
+        return None
+    result = curve_of_run(run.to_dict())
+    if result is None:
+        return None
+    chart, columns = curve_chart(result), curve_columns(result)
+    return {"title": curve_title(result), "chart": chart.to_json() if chart else None,
+            "rows": [{c: row[c] for c in columns} for row in curve_rows(result)],
+            "lines": curve_lines(result, len(run.host_facts.get("hosts", [])) or 1)}

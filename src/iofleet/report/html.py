@@ -18,20 +18,15 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from plotly.offline import get_plotlyjs
 
 from .. import __version__
-from ..analysis.curve import curve_of_run
 from ..analysis.diagnostics import RULES, diagnose
 from ..analysis.host_facts import host_line
-from ..analysis.steady import SteadyVerdict
-from ..fio.records import DIRECTIONS, Series
+from ..fio.records import Series
 from ..plan.units import format_bytes
 from ..results.aggregate import shared_by_host
-from ..results.export import BINS_FIELD, aggregate_figures
 from ..results.model import Run
 from . import charts
-from .curve import curve_chart, curve_columns, curve_lines, curve_rows, curve_title
-from .scenario import scenario_chart, scenario_lines, scenario_record
 from .compare import comparison_tables, header_lines, metric_table, note_lines
-from .saturation import cell_rows, sweep_of_run, verdict_lines
+from .sections import SECTIONS
 from .summary import diagnostics_lines, repeat_rows, run_title, summary_caption, summary_notes, summary_rows
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -87,17 +82,17 @@ def environment_rows(run: Run) -> list[tuple[str, str]]:
     return rows
 
 
-def steady_rows(doc: dict, names: dict[int, str]) -> list[dict]:
+def steady_rows(run: Run, names: dict[int, str]) -> list[dict]:
     rows = []
-    for t in doc["tests"]:
-        steady = (t.get("methodology") or {}).get("steady") or {}
+    for t in run.tests:
+        steady = t.methodology.steady if t.methodology else {}
         if not steady:
             continue
-        row = {"test": names[t["seq"]]}
+        row = {"test": names[t.seq]}
         for key, label in (("iops", "IOPS"), ("lat", "latency")):
             v = steady.get(key)
-            row[label] = SteadyVerdict.from_dict(v).short() if v else "n/a"
-            row[f"{label} why"] = (v or {}).get("reason") or ""
+            row[label] = v.short() if v else "n/a"
+            row[f"{label} why"] = (v.reason if v else None) or ""
         rows.append(row)
     return rows
 
@@ -122,57 +117,13 @@ def run_report_context(run: Run, series: Mapping[int, list[Series]]) -> dict:
 def _run_report_context(run: Run, series: Mapping[int, list[Series]]) -> dict:
     """Each figure is kept as its JSON (plotly's objects of a 64-host run's
     ~100 charts take hundreds of MB), each test's series read only while
-    its chart is drawn, and only each test's own histograms added to the
-    document (its percentile curve; the hosts' are in no chart)."""
+    its chart is drawn. The sections with charts (sweep, curve, scenario,
+    overview, tests) come from the chart registry (sections.py)."""
     doc = run.to_dict()
-    for t, record in zip(doc["tests"], run.tests):
-        merged = aggregate_figures(record.aggregate, include_bins=True)
-        for direction in DIRECTIONS:
-            t[direction][BINS_FIELD] = merged[direction][BINS_FIELD]
-    names = charts.test_names(doc)
-    overview = [f.to_json() for f in charts.block_size_charts(doc)]
-    latency = charts.latency_chart(doc)
-    if latency:
-        overview.append(latency.to_json())
-    tests = []
-    for t in doc["tests"]:
-        name = names[t["seq"]]
-        figures = [f.to_json() for f in (charts.series_chart(t, series.get(t["seq"], []), name),
-                                         charts.latency_rounds_chart(t, name), charts.host_chart(t, name),
-                                         charts.percentile_chart(t, name)) if f]
-        tests.append({"name": name, "status": t["status"], "error": t["error"], "figures": figures})
-    sweep = sweep_of_run(doc)
-    if sweep is not None:
-        sat, hosts = sweep
-        sweep = {"chart": charts.saturation_chart(sat).to_json(), "rows": cell_rows(sat),
-                 "lines": verdict_lines(sat, hosts)}
     return dict(title=run_title(run), run=run, environment=environment_rows(run),
                 rows=summary_rows(run), caption=summary_caption(run), notes=summary_notes(run),
-                repeats=repeat_rows(run), sweep=sweep, scenario=_scenario_context(run), curve=_curve_context(doc, run),
-                overview=overview, tests=tests, steady=steady_rows(doc, names), findings=finding_rows(doc))
-
-
-def _curve_context(doc: dict, run: Run) -> dict | None:
-    """A latency-vs-load run's chart (the hockey stick), its points and how they were chosen."""
-    result = curve_of_run(doc)
-    if result is None:
-        return None
-    chart, columns = curve_chart(result), curve_columns(result)
-    return {"title": curve_title(result), "chart": chart.to_json() if chart else None,
-            "rows": [{c: row[c] for c in columns} for row in curve_rows(result)],
-            "lines": curve_lines(result, len(run.host_facts.get("hosts", [])) or 1)}
-
-
-def _scenario_context(run: Run) -> dict | None:
-    """A scenario run's chart (events on the time axis), its impact lines and its events."""
-    record = scenario_record(run.methodology)
-    if record is None:
-        return None
-    chart = scenario_chart(record)
-    events = [{"fault": e["fault"], "host": e["host"] or "local", "at s": e["at_s"], "for s": e["for_s"],
-               "applied at s": e["applied_s"], "undone at s": e["undone_s"], "command": e.get("command") or "",
-               "error": "; ".join(x for x in (e["error"], e.get("undo_error")) if x)} for e in record["events"]]
-    return {"chart": chart.to_json() if chart else None, "lines": scenario_lines(record), "events": events}
+                repeats=repeat_rows(run), **{s.name: s.build(run, series) for s in SECTIONS},
+                steady=steady_rows(run, charts.test_names(run)), findings=finding_rows(doc))
 
 
 def compare_page(cmp) -> str:
@@ -214,7 +165,7 @@ def run_report_md(run: Run) -> str:
     repeats = repeat_rows(run)
     if repeats:
         out += ["\n### Each run of the repeated tests\n", md_table(repeats)]
-    steady = steady_rows(doc, charts.test_names(doc))
+    steady = steady_rows(run, charts.test_names(run))
     if steady:
         out += ["\n## Steady state (SNIA PTS)\n", md_table([{k: v for k, v in r.items() if not k.endswith("why")}
                                                            for r in steady])]
@@ -227,7 +178,7 @@ def run_report_md(run: Run) -> str:
 def tables_of_run(run: Run) -> dict[str, list[dict]]:
     """The report's tables as plain rows (for the bundle's CSV/JSON files)."""
     doc = run.to_dict()
-    tables = {"summary": summary_rows(run), "steady": steady_rows(doc, charts.test_names(doc)),
+    tables = {"summary": summary_rows(run), "steady": steady_rows(run, charts.test_names(run)),
               "diagnostics": finding_rows(doc)}
     repeats = repeat_rows(run)
     return tables | {"repeats": repeats} if repeats else tables

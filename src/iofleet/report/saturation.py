@@ -3,6 +3,12 @@ mean and p99 latency, Little's law, the latency target), the IOPS grid by
 jobs and iodepth, the answer and what it cannot be told apart from, the
 knee, the best configuration and the answer to the target."""
 
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from rich import box
 from rich.console import Group
 from rich.table import Table
@@ -10,7 +16,12 @@ from rich.text import Text
 
 from ..analysis.little import LITTLE_TOLERANCE
 from ..analysis.saturation import BEST_SHARE, Cell, Saturation, saturation_of_run
-from ..units import MISSING, format_value
+from ..fio.records import Series
+from ..results.model import Run
+from ..units import MISSING, format_value, to_ms
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 
 def _config(c: Cell) -> str:
@@ -186,3 +197,56 @@ def sweep_of_run(doc: dict) -> tuple[Saturation, int] | None:
     if sat is None:
         return None
     return sat, max((len(t["hosts"]) for t in doc["tests"]), default=1) or 1
+
+
+def sweep_section(run: Run, series: Mapping[int, list[Series]]) -> dict | None:
+    """The report's sweep section: its chart (as JSON), the cells and the
+    verdicts; None for a run that is not a saturate sweep."""
+    if run.methodology is None or run.methodology.saturate is None:
+        return None
+    sweep = sweep_of_run(run.to_dict())
+    if sweep is None:
+        return None
+    sat, hosts = sweep
+    return {"chart": saturation_chart(sat).to_json(), "rows": cell_rows(sat), "lines": verdict_lines(sat, hosts)}
+
+
+def saturation_chart(sat: Saturation) -> go.Figure:
+    """A saturate sweep: IOPS (left) and p99 latency (right) by outstanding
+    IO, one line per jobs row; the knee, the best configuration and the most
+    IOPS under the latency target are marked."""
+    import plotly.graph_objects as go  # here: `iofleet saturate` starts without plotly
+    from plotly.subplots import make_subplots
+
+    from .charts import _LAYOUT, WRITE, series_style
+
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+    fig.update_layout(**_LAYOUT, title=dict(text="Saturation sweep · IOPS and p99 latency by outstanding IO",
+                                            x=0, xanchor="left", y=0.98))
+    rows = sorted({c.jobs for c in sat.cells})
+    for i, jobs in enumerate(rows):
+        cells = sorted((c for c in sat.cells if c.jobs == jobs), key=lambda c: c.outstanding)
+        name = f"{jobs} job{'s' if jobs > 1 else ''}"
+        look = series_style(i)
+        style, marker = dict(color=look["color"], dash=look["dash"]), dict(symbol=look["symbol"], size=8)
+        fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[c.iops for c in cells], name=name,
+                                 legendgroup=name, mode="lines+markers", line=style, marker=marker,
+                                 text=[f"{c.jobs} × qd {c.iodepth}" for c in cells]), row=1, col=1)
+        fig.add_trace(go.Scatter(x=[c.outstanding for c in cells], y=[to_ms(c.lat_p99_us, "us") for c in cells],
+                                 name=name, legendgroup=name, showlegend=False, mode="lines+markers", line=style,
+                                 marker=marker,
+                                 text=[f"{c.jobs} × qd {c.iodepth}" for c in cells]), row=1, col=2)
+    marks = [(sat.knee, "knee", "star"), (sat.best, "best configuration", "diamond-open"),
+             (sat.slo_best, "most IOPS under the target", "square-open")]
+    for cell, label, symbol in marks:
+        if cell is not None:
+            fig.add_trace(go.Scatter(x=[cell.outstanding], y=[cell.iops], name=label, mode="markers",
+                                     marker=dict(symbol=symbol, size=16, color="#000000", line=dict(width=2))),
+                          row=1, col=1)
+    if sat.slo is not None and sat.slo.metric == "p99":
+        fig.add_hline(y=to_ms(sat.slo.limit_us, "us"), line_dash="dot", line_color=WRITE,
+                      annotation_text=f"target {sat.slo.text}", row=1, col=2)
+    fig.update_xaxes(title_text="outstanding IO (fleet), log scale", type="log", dtick=math.log10(2))
+    fig.update_yaxes(title_text="IOPS", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="p99 latency, ms", rangemode="tozero", row=1, col=2)
+    return fig

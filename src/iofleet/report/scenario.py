@@ -6,16 +6,20 @@ scenario study stores in the run's methodology (`scenario`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import plotly.graph_objects as go
 
+from ..fio.records import Series
+from ..results.methodology import RunMethodology, ScenarioRecord
+from ..results.model import Run
 from ..units import MISSING
 from .charts import NEUTRAL, PALETTE, READ, WRITE, _figure
 
 
-def scenario_record(run_methodology: dict | None) -> dict | None:
+def scenario_record(run_methodology: RunMethodology | None) -> ScenarioRecord | None:
     """The scenario stored with a run, or None for another run."""
-    return (run_methodology or {}).get("scenario")
+    return run_methodology.scenario if run_methodology else None
 
 
 def _pct(value: float | None) -> str:
@@ -49,13 +53,13 @@ def _event_line(e: dict, hit: dict | None, band: str) -> str:
     return line
 
 
-def scenario_lines(record: dict) -> list[str]:
+def scenario_lines(record: ScenarioRecord) -> list[str]:
     """The scenario's summary in words, one line each."""
-    imp = record.get("impact") or {}
+    imp = record.impact or {}
     base = imp.get("baseline")
     band = f"±{imp.get('band_pct', 10):g} % of baseline IOPS for {imp.get('hold_s', 5)} s"
-    shift = record.get("clock_shift_s") or 0
-    out = [f"Scenario {record['name']}" + (f" (times on fio's clock: its jobs began {shift:.1f} s after iofleet's "
+    shift = record.clock_shift_s or 0
+    out = [f"Scenario {record.name}" + (f" (times on fio's clock: its jobs began {shift:.1f} s after iofleet's "
                                             f"timeline)" if shift else "") + ":"]
     if base:
         out.append(f"  baseline (first {base['seconds']} s): {_num(base['iops'], 'IOPS')}, "
@@ -63,25 +67,25 @@ def scenario_lines(record: dict) -> list[str]:
     else:
         out.append("  baseline: no second before the first event was measured")
     hits = imp.get("events") or []
-    ordered = sorted(record["events"], key=lambda e: e["at_s"])
+    ordered = sorted(record.events, key=lambda e: e["at_s"])
     applied = [e for e in ordered if not e["error"]]
     by_event = {id(e): hits[i] for i, e in enumerate(applied) if i < len(hits)}
     out += [_event_line(e, by_event.get(id(e)), band) for e in ordered]
-    if record.get("lost"):
-        out.append(f"  hosts lost: {', '.join(record['lost'])} (their data kept up to the loss)")
+    if record.lost:
+        out.append(f"  hosts lost: {', '.join(record.lost)} (their data kept up to the loss)")
     return out
 
 
-def scenario_chart(record: dict) -> go.Figure | None:
+def scenario_chart(record: ScenarioRecord) -> go.Figure | None:
     """Per-second IOPS (the fleet's, and each host's) and p99, with each
     event shaded from its start to its end (a line where it has none), and
     the baseline shaded."""
-    imp = record.get("impact") or {}
+    imp = record.impact or {}
     series = imp.get("series") or {}
     if not series.get("t_s"):
         return None
     x = series["t_s"]
-    fig = _figure(f"Scenario · {record['name']}", secondary_y=True)
+    fig = _figure(f"Scenario · {record.name}", secondary_y=True)
     fig.add_trace(go.Scatter(x=x, y=series["iops"], name="IOPS (all hosts)", mode="lines+markers",
                              line=dict(color=READ)), secondary_y=False)
     hosts = series.get("hosts") or {}
@@ -98,7 +102,7 @@ def scenario_chart(record: dict) -> go.Figure | None:
         fig.add_vrect(x0=0, x1=first, fillcolor=NEUTRAL, opacity=0.10, line_width=0,
                       annotation_text="baseline", annotation_position="top left")
     hits = iter(imp.get("events") or [])
-    for i, e in enumerate(sorted(record["events"], key=lambda e: e["at_s"])):
+    for i, e in enumerate(sorted(record.events, key=lambda e: e["at_s"])):
         if e["error"]:
             continue
         hit = next(hits, None)
@@ -115,3 +119,16 @@ def scenario_chart(record: dict) -> go.Figure | None:
     fig.update_yaxes(title_text="IOPS", secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text="p99 latency, ms", secondary_y=True, rangemode="tozero", showgrid=False)
     return fig
+
+
+def scenario_section(run: Run, series: Mapping[int, list[Series]]) -> dict | None:
+    """The report's scenario section: its chart (as JSON; events on the time
+    axis), its impact lines and its events; None for another run."""
+    record = scenario_record(run.methodology)
+    if record is None:
+        return None
+    chart = scenario_chart(record)
+    events = [{"fault": e["fault"], "host": e["host"] or "local", "at s": e["at_s"], "for s": e["for_s"],
+               "applied at s": e["applied_s"], "undone at s": e["undone_s"], "command": e.get("command") or "",
+               "error": "; ".join(x for x in (e["error"], e.get("undo_error")) if x)} for e in record.events]
+    return {"chart": chart.to_json() if chart else None, "lines": scenario_lines(record), "events": events}

@@ -14,12 +14,12 @@ from ..analysis.diagnostics import RULES, SEVERITIES, Finding, diagnose
 from ..analysis.host_facts import host_line, recorded_facts
 from ..analysis.methodology import prepare_note
 from ..analysis.skew import MIN_OVERLAP_PCT
-from ..analysis.steady import SteadyVerdict
 from ..analysis.stragglers import stragglers
 from ..fleet.control import NO_SSH
 from ..fleet.metrics import mean_cpu
 from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host
+from ..results.methodology import PrepareRecord, ResumeRecord, TestMethodology
 from ..results.model import Run, TestRecord
 from ..units import format_value, to_ms
 from .fit import fit_table, left_out_line
@@ -49,18 +49,20 @@ WHOLE = "whole test"  # the span of a row whose figures cover the whole measured
 
 
 def _steady(test: TestRecord) -> str:
-    verdict = ((test.methodology or {}).get("steady") or {}).get("iops")
-    return SteadyVerdict.from_dict(verdict).short() if verdict else MISSING
+    verdict = test.methodology.verdict("iops") if test.methodology else None
+    return verdict.short() if verdict else MISSING
 
 
-def shown_window(methodology: dict | None) -> dict | None:
-    """The measurement window whose figures a test's row shows: that of an
-    `until: steady` test, stored with its read/write/all figures. Results
-    stored before those figures existed hold the window's IOPS and MB/s
-    only (see `_figures`); fixed-time tests show the whole test."""
-    m = methodology or {}
-    window = m.get("window")
-    return window if window and "all" in window and m.get("until") == "steady" else None
+def run_tail(run: Run) -> str:
+    """The latency percentile the run's rows show: the plan's `percentile`."""
+    return run.methodology.tail if run.methodology else "p99"
+
+
+def shown_window(methodology: TestMethodology | None) -> dict | None:
+    """The measurement window whose figures a test's row shows
+    (TestMethodology.shown_window; results stored before the window's
+    figures existed hold its IOPS and MB/s only: see `_figures`)."""
+    return methodology.shown_window() if methodology else None
 
 
 def window_span(window: dict) -> str:
@@ -74,8 +76,8 @@ def _seconds(s: float) -> str:
 def _row_window(test: TestRecord) -> dict | None:
     """The window a test's row takes figures from: an `until: steady` test's
     (an old one's: IOPS and MB/s only); None for a fixed-time test."""
-    method = test.methodology or {}
-    window = method.get("window")
+    method = test.methodology
+    window = method.window if method else None
     return None if window and "all" in window and not shown_window(method) else window
 
 
@@ -142,7 +144,7 @@ def _row(name: str, status: str, figures: list[dict], tail: str, steady: str | N
 def uses_until(run: Run) -> bool:
     """Whether some test of the run measured until steady (else a steady
     column would only say "n/a (0 rounds)" on every row)."""
-    return any((t.methodology or {}).get("until") == "steady" or t.params.get("until") == "steady"
+    return any((t.methodology and t.methodology.until == "steady") or t.params.get("until") == "steady"
                for t in run.tests)
 
 
@@ -170,7 +172,7 @@ def repeat_spread(runs: list[TestRecord], tail: str = "p99") -> dict[str, dict |
 
 def repeat_spreads(run: Run) -> dict[str, dict[str, dict | None]]:
     """`repeat_spread` of every test of the run, by test id."""
-    tail = (run.methodology or {}).get("percentile") or "p99"
+    tail = run_tail(run)
     return {test_id: repeat_spread(runs, tail) for test_id, runs in _by_id(run).items()}
 
 
@@ -213,19 +215,19 @@ def _test_rows(runs: list[TestRecord], tail: str, windowed: bool, repeated: bool
     if windowed:
         row["span"] = "; ".join(dict.fromkeys(_span(_row_window(t)) for t in shown))
     rows = [row]
-    for group, info in (first.fleet or {}).get("groups", {}).items():
+    for group, info in ((first.fleet.groups if first.fleet else None) or {}).items():
         figures = []
         for t in shown:
             members = t.jobs_by_group().get(group)
             cpu = {m.host: m.cpu for m in t.host_metrics}
-            hosts = t.fleet["groups"][group]["hosts"]
+            hosts = t.fleet.groups[group].hosts
             figures.append(_figures(aggregate(members) if members else None,
                                     mean_cpu([cpu[h] for h in hosts if h in cpu]), tail=tail))
-        rows.append(_row(f"  {group}: {info['test']}", "group", figures, tail))
+        rows.append(_row(f"  {group}: {info.test}", "group", figures, tail))
     per_run = [(by_host(t.jobs), {m.host: m.cpu for m in t.host_metrics}) for t in shown]
     hosts = list(dict.fromkeys(h for jobs, _ in per_run for h in jobs))
     if first.fleet and 1 < len(hosts) <= MAX_HOST_ROWS:
-        order = first.fleet["hosts"]
+        order = first.fleet.hosts
         for host in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order)):
             figures = [_figures(jobs.get(host), cpu.get(host), tail=tail) for jobs, cpu in per_run if host in jobs]
             rows.append(_row(f"  {host}", "host", figures, tail))
@@ -240,7 +242,7 @@ def summary_rows(run: Run) -> list[dict]:
     When a test shows the figures of its measurement window, every row gets
     a `span` column saying which seconds its figures cover. The steady
     column is there when some test measured `until: steady`."""
-    tail = (run.methodology or {}).get("percentile") or "p99"  # the plan's `percentile`
+    tail = run_tail(run)  # the plan's `percentile`
     windowed = any(shown_window(t.methodology) for t in run.tests)
     tests = _by_id(run)
     repeated = any(len(runs) > 1 for runs in tests.values())
@@ -251,7 +253,7 @@ def summary_rows(run: Run) -> list[dict]:
 def repeat_rows(run: Run) -> list[dict]:
     """Each run of the repeated tests on a row of its own ("ID #2"), as the
     summary showed them before it showed their mean: the report's per-run detail."""
-    tail = (run.methodology or {}).get("percentile") or "p99"
+    tail = run_tail(run)
     windowed = any(shown_window(t.methodology) for t in run.tests)
     rows, steady = [], uses_until(run)
     for runs in _by_id(run).values():
@@ -264,11 +266,11 @@ def repeat_rows(run: Run) -> list[dict]:
     return rows
 
 
-def prepare_line(prepared: dict) -> str:
+def prepare_line(prepared: PrepareRecord) -> str:
     """The run's preparation in words (analysis.methodology.prepare_note),
     with what it wrote in all and how fast, from its stored record."""
     text = prepare_note(prepared)
-    written, seconds = prepared.get("written_per_host") or {}, prepared.get("seconds") or 0
+    written, seconds = prepared.written_per_host or {}, prepared.seconds or 0
     total = sum(written.values())
     if total and seconds > 0:
         rate = total / seconds / 1e6
@@ -277,18 +279,18 @@ def prepare_line(prepared: dict) -> str:
     return text
 
 
-def resume_note(r: dict) -> str:
+def resume_note(r: ResumeRecord) -> str:
     """What one `run --resume` did, in plain sentences."""
-    ran = ", ".join(r["tests"])
-    line = f"Resumed at {r['at']}: " + (f"ran {ran}." if ran else "no test was left to run.")
-    for test, status in r["replaced"].items():
+    ran = ", ".join(r.tests)
+    line = f"Resumed at {r.at}: " + (f"ran {ran}." if ran else "no test was left to run.")
+    for test, status in r.replaced.items():
         line += f" {test} was run again; its {status} result was replaced."
-    prepared = r.get("prepare") or {}
-    if prepared.get("extended"):
-        line += f" Data a run kept was extended first: only each file's missing end written ({prepared['seconds']:.1f} s)."
-    elif prepared and (prepared.get("written_per_host") or not prepared.get("reused")):
-        line += f" The data files were written again first ({prepared['seconds']:.1f} s)."
-    if prepared.get("reused"):
+    prepared = r.prepare
+    if prepared and prepared.extended:
+        line += f" Data a run kept was extended first: only each file's missing end written ({prepared.seconds:.1f} s)."
+    elif prepared and (prepared.written_per_host or not prepared.reused):
+        line += f" The data files were written again first ({prepared.seconds:.1f} s)."
+    if prepared and prepared.reused:
         line += " Data a run kept (keep_files) was used as it is, not written again."
     return line
 
@@ -310,18 +312,18 @@ def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
     """(line, style) pairs: preparation, caches, measurement windows and
     cache vs capacity tests, said once for the run where they agree."""
     notes: list[tuple[str, str | None]] = []
-    method = run.methodology or {}
+    method = run.methodology
     tests = [t for t in run.tests if t.methodology]
-    prepared = method.get("prepare")
+    prepared = method.prepare if method else None
     if prepared:
         notes.append((prepare_line(prepared), None))
     elif method:  # reads of the unwritten data are a diagnostics finding (unprepared_reads)
         notes.append(("Preparation: none (prepare: none); the data files were not written before the tests.", None))
-    for r in method.get("resumes") or []:  # `run --resume`: when, and what ran then
+    for r in (method.resumes if method else None) or []:  # `run --resume`: when, and what ran then
         notes.append((resume_note(r), None))
     caches: dict[str, set[str]] = {}
     for t in tests:
-        for host, text in (t.methodology.get("cache") or {}).items():
+        for host, text in (t.methodology.cache or {}).items():
             caches.setdefault(text, set()).add(host)
     for text, hosts in caches.items():
         notes.append((f"Caches before each test on {', '.join(sorted(hosts))}: {text}.", None))
@@ -333,15 +335,16 @@ def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
         notes.append((f"until: steady tests show every figure of their row (IOPS, MB/s, latency, percentiles"
                       f"{cpu}) from their measurement window of 5 rounds (column span); fixed-time tests and "
                       f"host rows cover the whole measured part.", None))
-    old = [t for t in tests if t.methodology.get("window") and "all" not in t.methodology["window"]]
+    old = [t for t in tests if t.methodology.window and "all" not in t.methodology.window]
     if old:  # stored before the windows had their own percentiles
         notes.append(("until: steady tests show IOPS and MB/s of their measurement window (5 rounds); their "
                       "latency, percentiles and CPU cover the whole measured part.", None))
     for t in tests:
-        window = t.methodology.get("window")
-        if t.methodology.get("until") == "steady" and not (window and window["steady"]):
-            reason = ((t.methodology.get("steady") or {}).get("iops") or {}).get("reason") or "too few rounds"
-            stopped = t.methodology.get("fio_steady") and all(t.methodology["fio_steady"].values())
+        window = t.methodology.window
+        if t.methodology.until == "steady" and not (window and window["steady"]):
+            verdict = t.methodology.verdict("iops")
+            reason = (verdict.reason if verdict else None) or "too few rounds"
+            stopped = t.methodology.fio_steady and all(t.methodology.fio_steady.values())
             when = "fio's slope check ended it, but" if stopped else "ran to max_runtime:"
             what = ("its figures cover the whole measured part (fewer than 5 whole rounds)" if not window else
                     f"its figures are from the last 5 rounds ({window_span(window).removeprefix('window ')})"
@@ -350,12 +353,12 @@ def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
                           "yellow"))
     kinds: dict[str, list[str]] = {}
     for t in tests:
-        verdicts = [v for v in t.methodology.get("working_set", {}).values() if v.get("kind")]
+        verdicts = [v for v in t.methodology.working_set.values() if v.kind]
         if not verdicts:
             continue
-        v = max(verdicts, key=lambda v: v["working_set_bytes"])
-        kinds.setdefault(v["kind"], []).append(
-            f"{t.id} ({format_bytes(v['working_set_bytes'])} in {format_bytes(v['cache_bytes'])} {v['source']})")
+        v = max(verdicts, key=lambda v: v.working_set_bytes)
+        kinds.setdefault(v.kind, []).append(
+            f"{t.id} ({format_bytes(v.working_set_bytes)} in {format_bytes(v.cache_bytes)} {v.source})")
     for kind, listed in kinds.items():
         what = "the working set fits in the cache" if kind == "cache test" else "the working set exceeds the cache"
         notes.append((f"{kind.capitalize()}s ({what}): {'; '.join(listed)}.", None))
@@ -401,7 +404,7 @@ def summary_notes(run: Run) -> list[tuple[str, str | None]]:
             notes.append((f"{test_id}: {ok} of {len(runs)} runs ok; its row shows the mean of the ok "
                           f"run{'s' if ok > 1 else ''} only.", "yellow"))
     for t in run.tests:
-        skew = (t.fleet or {}).get("skew")
+        skew = t.fleet.skew if t.fleet else None
         if skew and skew["overlap_pct"] < MIN_OVERLAP_PCT:
             notes.append((
                 f"{t.id}: hosts measured at different times: starts {skew['start_spread_ms'] / 1000:.1f} s "
@@ -468,7 +471,7 @@ def summary_table(run: Run, width: int | None = None):
         table.add_column(col, justify="left" if col in ("test", "status") else "right")
     for row in rows:
         table.add_row(*row.values(), style=row_style(row["status"]))
-    tail = (run.methodology or {}).get("percentile") or "p99"
+    tail = run_tail(run)
     dropped, shortened = fit_table(table, width, (*NARROW_KEEP, f"{tail} ms"), NARROW_DROP)
     left_out = left_out_line(dropped, shortened, width) if width else None
     notes = [Text(left_out, style="dim")] if left_out else []

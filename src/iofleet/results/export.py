@@ -1,5 +1,5 @@
 """The export format of a stored run: its JSON fields (built by
-results.model.Run.to_dict) and its CSV.
+results.model.Run.to_dict) and its CSV columns (results.model.run_to_csv).
 
 Units are in every field name (`_us` microseconds, `_mb_s` 10^6 bytes/s,
 `_bytes`, `_pct`, `_s`, `_ms`). A value that is unavailable is null (empty in
@@ -7,16 +7,12 @@ CSV), never 0. The fields are defined once in the tables below, which the
 tests check against docs/results-format.md.
 """
 
-import csv
-import io
-from typing import TYPE_CHECKING
+import math
 
 from ..fio.records import PERCENTILES, DirectionStats, pct_key
+from ..fleet.metrics import HostCpu, HostMetrics
 from ..plan.params import PARAMS
 from .aggregate import Aggregate
-
-if TYPE_CHECKING:  # model builds on this module
-    from .model import Run
 
 FORMAT = "iofleet-results"
 FORMAT_VERSION = 1
@@ -119,15 +115,15 @@ RUN_FIELDS: dict[str, str] = {
 
 # CSV parameter columns: (column, key in the test's params), in the parameter table's order.
 CSV_PARAMS: tuple[tuple[str, str], ...] = tuple((p.column, name) for name, p in PARAMS.items() if p.column)
-_CSV_TEST = ("run_id", "fio_version", "seq", "test_id", "workload", "repeat", "status", "error",
+CSV_TEST = ("run_id", "fio_version", "seq", "test_id", "workload", "repeat", "status", "error",
              "started_at", "ended_at")
-_CSV_CPU = ("host_cpu_samples", "host_cpu_avg_pct", "host_cpu_max_pct", "fio_usr_cpu_pct", "fio_sys_cpu_pct")
+CSV_CPU = ("host_cpu_samples", "host_cpu_avg_pct", "host_cpu_max_pct", "fio_usr_cpu_pct", "fio_sys_cpu_pct")
 CSV_COLUMNS: tuple[str, ...] = (
-    _CSV_TEST
+    CSV_TEST
     + tuple(col for col, _ in CSV_PARAMS)
     + ("fio_jobs",)
     + tuple(f"{d}_{f}" for d in ("all", "read", "write") for f in DIRECTION_FIELDS)
-    + _CSV_CPU
+    + CSV_CPU
 )
 
 # Every documented name, by where it appears (see docs/results-format.md).
@@ -185,7 +181,7 @@ def aggregate_figures(agg: Aggregate | None, include_bins: bool = False) -> dict
     }
 
 
-def host_metrics_figures(m) -> dict:
+def host_metrics_figures(m: HostMetrics) -> dict:
     """The export fields of one host's metrics (fleet.metrics.HostMetrics)."""
     return {"source": m.source, "samples": m.samples, "cpu_avg_pct": m.cpu.avg_pct, "cpu_max_pct": m.cpu.max_pct,
             "cpu_fio_avg_pct": m.cpu.fio_avg_pct, "cpu_storage_avg_pct": m.cpu.storage_avg_pct,
@@ -196,31 +192,51 @@ def host_metrics_figures(m) -> dict:
             "net_tx_avg_bytes_s": m.net_tx_avg_bytes_s, "error": m.error}
 
 
-def _cell(value):
-    if value is None:
-        return ""  # unavailable: empty, never 0
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value  # csv writes floats with repr: exact
+# ---- reading an export back (results.model.Run.from_dict) -----------------
+
+def _ns(us):
+    """The nanoseconds `_us` turned into these microseconds: us × 1000, or
+    the float next to it that divides back exactly (the export stays byte
+    for byte what it was)."""
+    if us is None:
+        return None
+    ns = us * 1000
+    for _ in range(8):
+        if ns / 1000 == us:
+            return ns
+        ns = math.nextafter(ns, math.inf if ns / 1000 < us else -math.inf)
+    return us * 1000
 
 
-def run_to_csv(run: "Run") -> str:
-    """One CSV row per test, with a header row; units are in the column names."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for test in run.tests:
-        t = test.to_dict()
-        row = {
-            "run_id": run.id,
-            "fio_version": run.fio_version,
-            "test_id": t["id"],
-            **{k: t[k] for k in ("seq", "workload", "repeat", "status", "error", "started_at", "ended_at")},
-            **{col: test.params.get(key) for col, key in CSV_PARAMS},
-            "fio_jobs": t["fio_jobs"],
-            **{f"{d}_{f}": t[d][f] for d in ("all", "read", "write") for f in DIRECTION_FIELDS},
-            **{k: t[k] for k in _CSV_CPU},
-        }
-        writer.writerow([_cell(row[c]) for c in CSV_COLUMNS])
-    return buf.getvalue()
+def direction_of_figures(f: dict) -> DirectionStats:
+    """The DirectionStats behind a direction's export fields (their IO count
+    `lat_n` is not exported: 0); a field missing reads as nothing measured."""
+    bins = f.get(BINS_FIELD)
+    return DirectionStats(
+        ios=f.get("ios") or 0, io_bytes=f.get("io_bytes") or 0, runtime_ms=f.get("runtime_ms") or 0,
+        iops=f.get("iops") or 0.0, bw_bytes_s=f.get("bw_bytes_s") or 0.0, lat_mean_ns=_ns(f.get("lat_mean_us")),
+        lat_stddev_ns=_ns(f.get("lat_stddev_us")), lat_min_ns=_ns(f.get("lat_min_us")),
+        lat_max_ns=_ns(f.get("lat_max_us")),
+        percentiles_ns={pct_key(p): _ns(f.get(f"lat_{pct_key(p).replace('.', '_')}_us")) for p in PERCENTILES},
+        bins=None if bins is None else {int(k): v for k, v in bins.items()},
+        percentile_basis=f.get("percentile_basis") or "lat")
 
+
+def aggregate_of_figures(f: dict) -> Aggregate | None:
+    """The Aggregate behind aggregate_figures (None: nothing was measured)."""
+    if f.get("fio_jobs") is None:
+        return None
+    return Aggregate(jobs=f["fio_jobs"], read=direction_of_figures(f.get("read") or {}),
+                     write=direction_of_figures(f.get("write") or {}), all=direction_of_figures(f.get("all") or {}),
+                     usr_cpu_pct=f.get("fio_usr_cpu_pct"), sys_cpu_pct=f.get("fio_sys_cpu_pct"))
+
+
+def host_metrics_of_figures(host: str, f: dict) -> HostMetrics:
+    """The HostMetrics behind host_metrics_figures (its series are not exported)."""
+    cpu = HostCpu(samples=f.get("samples") or 0, avg_pct=f.get("cpu_avg_pct"), max_pct=f.get("cpu_max_pct"),
+                  fio_avg_pct=f.get("cpu_fio_avg_pct"), storage_avg_pct=f.get("cpu_storage_avg_pct"),
+                  other_avg_pct=f.get("cpu_other_avg_pct"), storage_by_name=f.get("cpu_storage_by_name"))
+    return HostMetrics(host=host, source=f.get("source") or "none", samples=f.get("samples") or 0, cpu=cpu,
+                       disk_busy_avg_pct=f.get("disk_busy_avg_pct"), disk_busy_max_pct=f.get("disk_busy_max_pct"),
+                       disk_iops_avg=f.get("disk_iops_avg"), net_rx_avg_bytes_s=f.get("net_rx_avg_bytes_s"),
+                       net_tx_avg_bytes_s=f.get("net_tx_avg_bytes_s"), series=[], error=f.get("error"))

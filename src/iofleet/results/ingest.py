@@ -17,6 +17,7 @@ from ..inputs import MAX_FIO_OUTPUT_BYTES, read_input
 from ..plan.model import check_name
 from ..plan.params import params_from_fio
 from .aggregate import aggregate
+from .model import TestInfo
 from .store import MAX_INTEGER, Store
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -107,8 +108,7 @@ def import_outputs(store: Store, files: list[Path], label: str | None = None) ->
             errors = [j for j in jobs if j.error]
             store.save_test(
                 run_id, seq=seq,
-                spec={"id": test_id, "workload": name, "repeat": 1,
-                      "params": _known_params(_options(raw, name))},
+                test=TestInfo(id=test_id, workload=name, repeat=1, params=_known_params(_options(raw, name))),
                 status="failed" if errors else "ok",
                 error=f"fio reported error {errors[0].error} on {errors[0].host}" if errors else None,
                 started_at=None, ended_at=None, jobs=jobs, aggregate=aggregate(jobs),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from dataclasses import replace as copy_with
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -93,14 +94,14 @@ def stored_maximum(store: Store, run_id: int, curve: Curve, given: set[str]) -> 
                            f"(`iofleet results list`) or leave --from-run out to sweep first")
     if sat.peak is None:
         raise IofleetError(f"--from-run {run_id}: its sweep measured no IO; sweep again without --from-run")
-    swept = doc["methodology"]["saturate"]
+    swept = store.get_run(run_id).methodology.saturate
     for name in IO_PARAMS:
-        if name in given and getattr(curve.sweep, name) != swept[name]:
+        if name in given and getattr(curve.sweep, name) != getattr(swept, name):
             option = "--" + name.replace("_", "-")
             raise IofleetError(f"{option} {PARAMS[name].format(getattr(curve.sweep, name))}: run {run_id} swept "
-                               f"{PARAMS[name].format(swept[name])}; leave {option} out (the curve takes the "
+                               f"{PARAMS[name].format(getattr(swept, name))}; leave {option} out (the curve takes the "
                                f"sweep's) or sweep again without --from-run")
-    io = {name: swept[name] for name in IO_PARAMS}
+    io = {name: getattr(swept, name) for name in IO_PARAMS}
     return sat.peak.jobs, sat.peak.iodepth, sat.peak.iops, io
 
 
@@ -174,7 +175,7 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
         discard_quietly(shared, observer)  # the fixed-rate tests do not start: the sweep's data goes
         raise
     with session:
-        store.set_run_methodology(session.run_id, session.methodology | {"curve": record})
+        store.set_run_methodology(session.run_id, copy_with(session.methodology, curve=record))
         for spec in specs:
             if session.done or session.stop.is_set():
                 break

@@ -5,6 +5,7 @@ observer. Plain data in and out, so the CLI and the web UI share it."""
 import json
 import threading
 from dataclasses import dataclass
+from dataclasses import replace as copy_with
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -27,7 +28,9 @@ from ..plan.load import parse_plan_text, with_destroy_data, with_targets
 from ..plan.model import Plan
 from ..plan.params import RUN_PARAMS
 from ..results.aggregate import aggregate
-from ..results.model import TestRecord
+from ..results.methodology import (EarlyStop, FleetRecord, HostGroup, PrepareRecord, ResumeRecord, RunMethodology,
+                                    TestMethodology)
+from ..results.model import TestInfo, TestRecord
 from ..results.store import FINISHED_TEST_STATUSES, Store
 from .events import RunObserver, RunOutcome, TestOutcome, estimate_seconds
 from .live_state import Publisher
@@ -104,7 +107,7 @@ class RunSession:
         self._prepared = False
         self._data_whole = False  # preparation ended (not stopped): kept data can be recorded as prepared
         self.kept = KeptData(store.data_dir, reuse=plan.reuse_data)
-        self.methodology: dict = {}  # what was done before the tests (stored with the run)
+        self.methodology = RunMethodology()  # what was done before the tests (stored with the run)
 
     def __enter__(self) -> "RunSession":
         plan = self.plan
@@ -114,13 +117,14 @@ class RunSession:
             for line in setup_warnings(host_facts() | self.place.describe()):
                 self.observer.warning(line)
             self._caches = self.place.cache_sizes(plan.cache_size)
-            method = {"prepare": None, **{name: getattr(plan, name) for name, p in RUN_PARAMS.items() if p.recorded}}
+            method = RunMethodology(prepare=None, **{name: getattr(plan, name) for name, p in RUN_PARAMS.items()
+                                                     if p.recorded})
             if plan.prepare != "none" and self.specs:
                 with work_dir("iofleet-prepare-") as tmp:
                     prepared = self.place.prepare_data(self.specs + self.prepare_for, plan.prepare,
                                                        plan.prepare_passes, plan.prepare_bs, Path(tmp), self.stop,
                                                        self.observer.preparing, self.kept)
-                method["prepare"] = prepared.to_dict()
+                method.prepare = PrepareRecord.from_dict(prepared.to_dict())
                 self._prepared = True  # kept data used as it is counts as prepared too
                 self._data_whole = not self.stop.is_set()
             if self.resume is not None:
@@ -216,7 +220,7 @@ def run_plan(
     return session.outcome
 
 
-def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, caches: dict) -> dict:
+def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, caches: dict) -> TestMethodology:
     """Steady-state verdicts, the measurement window's figures, what was
     done to the caches and, per host, cache or capacity test. A test iofleet
     ran is judged on its status rounds (fio/status.py), with the rule that
@@ -236,26 +240,19 @@ def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, cach
         verdicts = judge_steady(totals, round_s)
         window = window_figures(totals, verdicts["iops"]) if "steady" in until else None
         per_round, source = None, "fio logs"
-    out = {
-        "steady": {k: v.to_dict() for k, v in verdicts.items()},
-        "rounds_source": source,
-        "until": "steady" if "steady" in until else "time",
-        "early_stop": {"stopped_at_s": m.ended_early_s, "rule": EARLY_STOP_RULE} if m.ended_early_s else None,
-        "window": window,
-        "latency_rounds": per_round,
-        "prepared": prepared,
-        "cache": m.cache,
-        "working_set": {},
-    }
+    out = TestMethodology(
+        steady=dict(verdicts), rounds_source=source, until="steady" if "steady" in until else "time",
+        early_stop=EarlyStop(stopped_at_s=m.ended_early_s, rule=EARLY_STOP_RULE) if m.ended_early_s else None,
+        window=window, latency_rounds=per_round, prepared=prepared, cache=m.cache)
     for host, s in by_host.items():
         stated, source, ram = caches.get(host, (None, "", None))
         if stated is None and not s.direct:
             stated, source = ram, "host RAM (buffered IO)"
-        out["working_set"][host] = cache_verdict(s.jobs * s.working_set, stated, source)
+        out.working_set[host] = cache_verdict(s.jobs * s.working_set, stated, source)
     # The first IOPS interval, as the skew windows count it (fio stamps its logs a ms apart at times).
     measured_from = [min(x.t_ms) - LOG_INTERVAL_MS for x in m.series
                      if x.phase == "measured" and x.metric == "iops" and x.t_ms]
-    out["measured_from_ms"] = min(measured_from) if measured_from else None
+    out.measured_from_ms = min(measured_from) if measured_from else None
     return out
 
 
@@ -296,21 +293,24 @@ def _save(index, spec, place: Place, store, run_id, m: Measured, started, artifa
     if m.status == "failed" and m.error and explain:
         m.error = explain(m.error)
     agg = aggregate(m.jobs) if m.jobs else None
-    fleet = place.hosts_record(spec)
-    if fleet is not None:  # hosts that ran together: how far apart they ended
-        fleet = {"hosts": fleet.pop("hosts"), "skew": _skew(m), **fleet}
+    hosts = place.hosts_record(spec)
+    fleet = None
+    if hosts is not None:  # hosts that ran together: how far apart they ended
+        groups = hosts.get("groups")
+        fleet = FleetRecord(hosts=hosts["hosts"], skew=_skew(m), groups=None if groups is None else {
+            g: HostGroup(hosts=info["hosts"], test=info["test"]) for g, info in groups.items()})
     method = _methodology(m, place.specs_by_host(spec), prepared, caches or {})
     test_pk = store.save_test(
         run_id, seq=index,
-        spec={"id": spec.id, "workload": spec.workload, "repeat": spec.repeat,
-              "params": spec.params() | {"engine_used": m.engine}},
+        test=TestInfo(id=spec.id, workload=spec.workload, repeat=spec.repeat,
+                      params=spec.params() | {"engine_used": m.engine}),
         status=m.status, error=m.error, started_at=started, ended_at=_now(),
         jobs=m.jobs, aggregate=agg, host_cpu=m.host_cpu, disks=m.disks,
         series=m.series, artifacts=artifacts,
         host_metrics=m.host_metrics, controller=m.controller, fleet=fleet, methodology=method, replace=replace,
     )
     return TestOutcome(spec=spec, status=m.status, error=m.error, aggregate=agg, test_pk=test_pk,
-                       lost=m.lost, window=method["window"] if method["until"] == "steady" else None,
+                       lost=m.lost, window=method.window if method.until == "steady" else None,
                        ended_early_s=m.ended_early_s)
 
 
@@ -331,7 +331,7 @@ class Resume:
     hosts: list[Host] | None
     place: Place
     record: dict
-    methodology: dict | None  # the run's, before this resume
+    methodology: RunMethodology | None  # the run's, before this resume
 
     def describe(self) -> str:
         """One line: what is kept and what runs now."""
@@ -344,13 +344,13 @@ class Resume:
         return (f"Resuming run {self.run_id} ({self.plan.name}): {len(self.kept)} of {n} tests kept ({counts}); "
                 f"running {len(self.todo)}: {todo}")
 
-    def methodology_with(self, method: dict, tests: list[str]) -> dict:
+    def methodology_with(self, method: RunMethodology, tests: list[str]) -> RunMethodology:
         """The run's methodology, with this resume added: when, which tests,
         what was replaced and what preparation wrote again."""
-        entry = {"at": _now(), "tests": tests, "prepare": method.get("prepare"),
-                 "replaced": {self.specs[i].id: status for i, status in self.again.items()}}
+        entry = ResumeRecord(at=_now(), tests=tests, prepare=method.prepare,
+                             replaced={self.specs[i].id: status for i, status in self.again.items()})
         base = self.methodology or method  # killed before its methodology was stored: this one
-        return base | {"resumes": [*base.get("resumes", []), entry]}
+        return copy_with(base, resumes=[*(base.resumes or []), entry])
 
 
 def _same_test(stored: TestRecord, spec) -> bool:

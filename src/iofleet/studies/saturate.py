@@ -25,6 +25,7 @@ from ..plan import parse_plan
 from ..plan.expand import expand, with_load
 from ..plan.params import IO_PARAMS, RUN_PARAMS, SATURATE
 from ..plan.settings import ending, plan_entries, settings_fields, study_params
+from ..results.methodology import SaturateRecord
 from ..units import format_value
 
 if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Sweep's defaults without them
@@ -60,11 +61,12 @@ class Sweep(settings_fields("SweepParams", SATURATE, study_params(SATURATE))):
     keep_files: bool = RUN_PARAMS["keep_files"].default
     reuse_data: bool = RUN_PARAMS["reuse_data"].default
 
-    def to_dict(self) -> dict:
-        return {**{name: getattr(self, name) for name in IO_PARAMS},
-                "min_gain_pct": self.min_gain_pct, "slo": self.slo.text if self.slo else None,
-                "bisect": self.bisect, "repeats": self.repeats, "noise_pct": self.noise_pct,
-                "cell": {**ending(self.table_values()), "ramp": self.ramp}}
+    def record(self) -> SaturateRecord:
+        """What the sweep's run stores of it (its methodology's `saturate`)."""
+        return SaturateRecord(
+            **{name: getattr(self, name) for name in IO_PARAMS}, min_gain_pct=self.min_gain_pct,
+            slo=self.slo.text if self.slo else None, bisect=self.bisect, repeats=self.repeats,
+            noise_pct=self.noise_pct, cell={**ending(self.table_values()), "ramp": self.ramp})
 
     def kept(self, reuse_data: bool | None = None) -> dict:
         """The plan's keep_files and reuse_data where not a plan's default."""
@@ -237,7 +239,7 @@ def run_saturate(
 
     with RunSession(plan, text, store, specs=grid, hosts=hosts,
                     label=label or "saturate", observer=observer, stop=stop, sweep=True) as session:
-        store.set_run_methodology(session.run_id, session.methodology | {"saturate": sweep.to_dict()})
+        store.set_run_methodology(session.run_id, replace(session.methodology, saturate=sweep.record()))
         tests: list[dict] = []  # every test stored, exported
         engine = None
 
@@ -277,12 +279,12 @@ def run_saturate(
         stopped = [*(ended_line(e, result, sweep) for e in ended), *failures]
         # Kept for the next run only now, with the answer found: anything
         # before (a stop, an error) leaves the plan's keep_files to decide.
-        if (result.peak is not None and not session.stop.is_set() and session.methodology.get("prepare")
+        if (result.peak is not None and not session.stop.is_set() and session.methodology.prepare
                 and (keep_for_next(result) if callable(keep_for_next) else keep_for_next)):
             kept = SweepData(session.run_id, grid, session.place, store.data_dir, keep_files=plan.keep_files)
             session.plan = plan.model_copy(update={"keep_files": True})
-        store.set_run_methodology(session.run_id, session.methodology | {
-            "saturate": sweep.to_dict() | {"stopped": stopped} | ({"kept_for_next_run": True} if kept else {})})
+        store.set_run_methodology(session.run_id, replace(session.methodology, saturate=replace(
+            sweep.record(), stopped=stopped, kept_for_next_run=True if kept else None)))
 
     if kept is not None and session.stop.is_set():
         kept = discard_quietly(kept, observer)  # stopped as the sweep ended: no next run

@@ -12,6 +12,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
+from dataclasses import replace as copy_with
 from pathlib import Path
 
 import yaml
@@ -22,6 +23,7 @@ from ..fleet.execute import place_for
 from ..fleet.faults import Fault, FaultError, plan_faults
 from ..fleet.inventory import Host
 from ..plan.scenario import Scenario
+from ..results.methodology import ScenarioRecord
 from ..results.store import Store
 from .events import RunObserver, RunOutcome
 from .run import RunSession
@@ -225,13 +227,13 @@ def run_scenario(scenario: Scenario, scenario_text: str, source: str, store: Sto
                 out.clock_shift_s = clock_shift(timeline.seconds_at(recorder.returned_at), specs[0].runtime)
             if rounds and any(rounds.values()):
                 out.impact = impact(rounds, _impact_events(out.events, out.clock_shift_s))
-            store.set_run_methodology(session.run_id, session.methodology | {"scenario": _record(
-                scenario, scenario_text, source, out)})
+            store.set_run_methodology(session.run_id, copy_with(session.methodology, scenario=_record(
+                scenario, scenario_text, source, out)))
     finally:
         timeline.finish()  # any exit: every fault undone
     return out
 
 
-def _record(scenario: Scenario, text: str, source: str, out: ScenarioOutcome) -> dict:
-    return {"name": scenario.name, "source": source, "file": text, "events": out.events,
-            "lost": out.lost, "downed": out.downed, "clock_shift_s": out.clock_shift_s, "impact": out.impact}
+def _record(scenario: Scenario, text: str, source: str, out: ScenarioOutcome) -> ScenarioRecord:
+    return ScenarioRecord(name=scenario.name, source=source, file=text, events=out.events, lost=out.lost,
+                          downed=out.downed, clock_shift_s=out.clock_shift_s, impact=out.impact)

@@ -15,21 +15,13 @@ from fastapi.responses import HTMLResponse, Response
 from ..errors import IofleetError, StoreDamagedError, StoreError
 from ..report.bundle import run_bundle
 from ..report.html import run_report_context, run_report_html
-from ..results.export import run_to_csv
-from ..results.model import ListedRun, Run
+from ..results.model import run_to_csv
+from ..results.model import Run
 from ..results.store import RUN_STATUSES, RunFilter, Store
 from ..units import to_ms
 from .render import NotFound, error_response, fragment, open_store, render
 
 router = APIRouter()
-
-
-def run_row(run: ListedRun) -> dict:
-    """One run of Store.list_runs as the list shows it."""
-    return {"id": run.id, "label": run.label, "plan": run.plan_name, "source": run.source,
-            "status": run.status, "stale": run.stale, "created_at": run.created_at, "ended_at": run.ended_at,
-            "fio_version": run.fio_version, "tests": run.tests_saved,
-            "tests_planned": run.tests_planned, "tests_by_status": run.tests_by_status, "note": run.note}
 
 
 HEADLINED = 100  # the newest this many runs of a list get their headline figures (each is read whole)
@@ -49,7 +41,7 @@ def headline(run: Run) -> dict | None:
 
 
 def filtered_runs(store: Store, f: RunFilter) -> list[dict]:
-    rows = [run_row(r) for r in store.list_runs(f)]
+    rows = [r.to_dict() for r in store.list_runs(f)]
     for row in rows[:HEADLINED]:
         row["best"] = headline(store.get_run(row["id"])) if row["tests_by_status"].get("ok") else None
     return rows

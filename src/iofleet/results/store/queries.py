@@ -26,7 +26,8 @@ from pathlib import Path
 from ...errors import StoreError
 from ...fio.records import DIRECTIONS, DiskUtil, JobResult, Series
 from ...fleet.metrics import HostCpu, HostMetrics, HostSample
-from ..model import Aggregate, ListedRun, Run, TestRecord
+from ..methodology import FleetRecord, RunMethodology, TestMethodology
+from ..model import Aggregate, ListedRun, Run, TestInfo, TestRecord
 from . import artifacts as files
 from .failures import cannot_write, guarded
 from .listing import RunFilter
@@ -159,10 +160,11 @@ class Store:
             self._conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", (run_id,))
 
     @guarded
-    def set_run_methodology(self, run_id: int, methodology: dict) -> None:
-        """What was done before the tests: preparation and cache policy."""
+    def set_run_methodology(self, run_id: int, methodology: RunMethodology) -> None:
+        """What was done before the tests: preparation and cache policy (and the study's record)."""
         with self._writing(), self._conn:
-            self._conn.execute("UPDATE runs SET methodology = ? WHERE id = ?", (dumps(methodology), run_id))
+            self._conn.execute("UPDATE runs SET methodology = ? WHERE id = ?",
+                               (dumps(methodology.to_dict()), run_id))
 
     @guarded
     def finish_run(self, run_id: int, status: str, note: str | None = None) -> None:
@@ -246,7 +248,7 @@ class Store:
         run_id: int,
         *,
         seq: int,
-        spec: dict,
+        test: TestInfo,
         status: str,
         error: str | None = None,
         started_at: str | None,
@@ -259,8 +261,8 @@ class Store:
         artifacts: "dict[str, bytes] | files.TestFiles | None" = None,
         host_metrics: list[HostMetrics] = (),
         controller: HostMetrics | None = None,
-        fleet: dict | None = None,
-        methodology: dict | None = None,
+        fleet: FleetRecord | None = None,
+        methodology: TestMethodology | None = None,
         replace: bool = False,
     ) -> int:
         """Save one test and everything measured in it; returns the test's row id.
@@ -281,12 +283,13 @@ class Store:
         else:
             artifacts = artifacts or {}
             files.check_names(artifacts)
-            test_files = files.TestFiles(self.data_dir, run_id, seq, spec["id"])
-        row = (spec["id"], spec["workload"], spec["repeat"], dumps(spec["params"]), status, error, iso(started_at),
+            test_files = files.TestFiles(self.data_dir, run_id, seq, test.id)
+        row = (test.id, test.workload, test.repeat, dumps(test.params), status, error, iso(started_at),
                iso(ended_at), aggregate.jobs if aggregate else None, aggregate.usr_cpu_pct if aggregate else None,
                aggregate.sys_cpu_pct if aggregate else None, host_cpu.samples if host_cpu else None,
                *cpu_values(host_cpu), test_files.rel_dir if artifacts else None,
-               dumps(fleet) if fleet is not None else None, dumps(methodology) if methodology is not None else None)
+               dumps(fleet.to_dict()) if fleet is not None else None,
+               dumps(methodology.to_dict()) if methodology is not None else None)
         conn = self._conn
         # IMMEDIATE: take the write lock now rather than fail half-way on a busy DB.
         with self._writing():

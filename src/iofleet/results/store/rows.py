@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 
 from ...fio.records import PERCENTILES, DirectionStats, DiskUtil, JobResult, pct_key
 from ...fleet.metrics import HostCpu, HostMetrics
+from ..methodology import FleetRecord, RunMethodology, TestMethodology
 from ..model import Aggregate, TestRecord
 from .failures import Damage
 
@@ -98,7 +99,7 @@ def run_fields(row: sqlite3.Row) -> dict:
     """The RunInfo fields of a runs row, JSON columns decoded."""
     out = {c: row[c] for c in RUN_COLS}
     out["host_facts"] = loads(out["host_facts"])
-    out["methodology"] = loads(out["methodology"]) if out["methodology"] else None
+    out["methodology"] = RunMethodology.from_dict(loads(out["methodology"])) if out["methodology"] else None
     out["resume"] = loads(out["resume"]) if out["resume"] else None
     return out
 
@@ -218,8 +219,8 @@ class TestParts:
             params=loads(t["params"]), status=t["status"], error=t["error"],
             started_at=t["started_at"], ended_at=t["ended_at"], host_cpu=host_cpu,
             host_metrics=metrics.get("host", []), controller=(metrics.get("controller") or [None])[0],
-            fleet=loads(t["fleet"]) if t["fleet"] else None,
-            methodology=loads(t["methodology"]) if t["methodology"] else None,
+            fleet=FleetRecord.from_dict(loads(t["fleet"])) if t["fleet"] else None,
+            methodology=TestMethodology.from_dict(loads(t["methodology"])) if t["methodology"] else None,
             aggregate=aggregate, jobs=self.jobs.get(pk, []), disks=self.disks.get(pk, []),
             artifact_dir=artifact_dir, artifacts=self.artifacts.get(pk, []),
         )
