@@ -253,7 +253,7 @@ data kept from an earlier run (spread {min(start):.2f}–{max(start):.2f} s over
 fio client for all {a.hosts} hosts right after each run (their data laid out by an untimed 1-s
 round first), timed the same way until every host runs a job: median {med['alone_s']:.2f} s, against
 {med['from_client_s']:.2f} s for iofleet's test round from its fio client, which goes through
-iofleet's relay (fleet/relay.py: the way to end one lost host without losing the others' results).
+iofleet's relay (fleet/fio_link/relay.py: the way to end one lost host without losing the others' results).
 Before the test round come python's start and the host check (median
 {statistics.median(_span(r, 'check') for r in runs):.1f} s, one fio client for every host).
 

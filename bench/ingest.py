@@ -24,7 +24,7 @@ logs, parse_output, read_series, rebase_series, aggregate, measure_skew,
 test_totals/judge_steady, Store.save_test). Only four things are replaced:
 fio itself (its output and logs, pre-generated, are hard-linked into the
 test's work directory as fio's client would write them), the relay's
-sockets (fleet/relay.py: no servers), the engine probe and hosts check (no
+sockets (fleet/fio_link/relay.py: no servers), the engine probe and hosts check (no
 servers either), and the metrics sampler
 (600 pre-made samples of the controller, and of every host with
 --node-exporter, instead of reading /proc and scraping).
@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.common import machine, profile_table, result_line, spread, write_section  # noqa: E402
-from iofleet.fleet.relay import loopback_address  # noqa: E402
+from iofleet.fleet.fio_link.relay import loopback_address  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "fio"
 SECTION = "## Ingest at scale"
@@ -161,7 +161,7 @@ def _direction(template: dict, bins: dict[int, int], bs: int, runtime_ms: int) -
 def generate(out: Path, hosts: list[dict], specs, samples: int, seed: int = 1) -> None:
     """For each test: <test id>/fio-output.json (the json+ document of the
     fio client that iofleet runs for every host, each host named by its
-    relay's loopback address: fleet/relay.py), and the logs as fio's client
+    relay's loopback address: fleet/fio_link/relay.py), and the logs as fio's client
     writes them: series_{iops,bw,lat}.<job>.log.<relay address>."""
     t = _templates()
     rng = random.Random(seed)
@@ -243,11 +243,11 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
     pre-generated outputs; return the seconds and the stored run's id."""
     import threading
 
-    import iofleet.fleet.execute as execute
-    import iofleet.fleet.remote as remote
+    import iofleet.fleet.places.fleet as fleet_place
+    import iofleet.fleet.fio_link.remote as remote
     from iofleet.fleet.inventory import Host
     from iofleet.fleet.metrics import HostSample, MetricsSampler
-    from iofleet.fleet.runner import FioRun
+    from iofleet.fleet.fio_link.runner import FioRun
     from iofleet.plan.expand import expand
     from iofleet.plan.load import parse_plan_text
     from iofleet.results.store import Store
@@ -312,7 +312,7 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
         def __exit__(self, *exc):
             self._pool.shutdown(wait=False)
 
-    class Place(execute.FleetPlace):
+    class Place(fleet_place.FleetPlace):
         def prepare(self, facts=None):  # hosts check and target locks: no servers to ask
             pass
 
@@ -324,7 +324,7 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
 
     remote.run_fio = fake_fio
     remote.Relay = NoRelay
-    execute.MetricsSampler = Sampler
+    fleet_place.MetricsSampler = Sampler
     text = plan_text(samples)
     plan = parse_plan_text(text)
     hosts = [Host(**h) for h in inventory(hosts_n)]
@@ -402,10 +402,10 @@ report of its run 15.4 s. The hot spots and what was done (src/, results unchang
   sum for all five percentiles. `merge_bins` copies the first histogram at C speed.
 - fio/parse.py `_bins`: a histogram's keys and counts are checked in bulk (the loop remains for
   the error message).
-- fleet/remote.py: the inventory name of each fio-reported host was searched per job (128 jobs ×
+- fleet/fio_link/remote.py: the inventory name of each fio-reported host was searched per job (128 jobs ×
   64 hosts, each parsing addresses, 5.5 s); now one lookup table per run (`_host_names`).
-- fleet/runner.py `read_series`: six globs per host over a directory of ~400 logs (3.9 s); now
-  one listing per test, which fleet/execute.py passes to each host's call.
+- fleet/fio_link/runner.py `read_series`: six globs per host over a directory of ~400 logs (3.9 s); now
+  one listing per test, which fleet/places/ passes to each host's call.
 - analysis/methodology.py `test_totals`: a Python loop over every sample, used by the run study
   (steady state) and by every per-second chart of the report (6.5 s of the ingest, 9.6 s of the
   report profile); now numpy, adding series by series in the same order (np.bincount), so every

@@ -13,7 +13,7 @@ from .testhost import TestHost
 
 SSHD = "/usr/sbin/sshd"
 SSH_PORT = 22
-DEPLOY_ROOT = Path("/var/tmp/iofleet")  # where `iofleet hosts deploy` keeps a host's pid files (fleet/deploy.py)
+DEPLOY_ROOT = Path("/var/tmp/iofleet")  # where `iofleet hosts deploy` keeps a host's pid files (fleet/control/deploy.py)
 # `ip netns exec` mounts a fresh /sys for the namespace, without the cgroup
 # mounts: sshd (and so a scenario's device-slow fault) sees the machine's
 # blkio (v1) hierarchy again at /sys/fs/cgroup/blkio, as on a real host.

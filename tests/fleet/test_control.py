@@ -5,7 +5,7 @@ import time
 
 import yaml
 
-from iofleet.fleet.control import drop_caches
+from iofleet.fleet.control.host import drop_caches
 from iofleet.fleet.facts import fleet_facts, local_facts
 from iofleet.fleet.inventory import load_inventory
 

@@ -6,7 +6,7 @@ as left behind, found by `hosts check` and removed once it is back."""
 import json
 import time
 
-from iofleet.fleet.remote import LATE_HOST_S
+from iofleet.fleet.fio_link.remote import LATE_HOST_S
 
 from iofleet.results.store import Store
 

@@ -1,6 +1,6 @@
 """Data kept on fleet hosts (keep_files) is not prepared again: a later run
 with the same preparation writes only the hosts whose files are gone
-(fleet/kept.py, docs/fleet.md)."""
+(fleet/targets/kept.py, docs/fleet.md)."""
 
 from ..cli import iofleet, show_json, write_plan
 from .helpers import SHORT, host_files

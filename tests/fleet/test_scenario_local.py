@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from iofleet.fleet.faults import BLKIO_ROOT
+from iofleet.fleet.control.faults import BLKIO_ROOT
 from iofleet.results.store import Store
 
 from ..cli import wait_for

@@ -1,6 +1,6 @@
 """Easy Run on a fleet writes its working set once: the probe keeps its
 data on every host for the profiles, whose run finds it kept on each host
-(fleet/kept.py) — here extended, the profiles running fewer jobs than the
+(fleet/targets/kept.py) — here extended, the profiles running fewer jobs than the
 probe's widest row — and removes it at its end."""
 
 import dataclasses
@@ -8,7 +8,7 @@ import hashlib
 import json
 
 from iofleet.fleet.inventory import load_inventory
-from iofleet.fleet.kept import KEPT_NAME
+from iofleet.fleet.targets.kept import KEPT_NAME
 from iofleet.plan.easy import MiB, Durations
 from iofleet.results.store import Store
 from iofleet.studies.easy_run import easy_run, probe

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from iofleet.fleet.procs import fio_using
+from iofleet.fleet.fio_link.procs import fio_using
 from iofleet.results.ingest import import_outputs
 from iofleet.results.store import Store
 

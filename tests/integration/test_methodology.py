@@ -77,7 +77,7 @@ def test_preparation_writes_the_whole_working_set_with_random_data(tmp_path, dis
     assert prepared["mode"] == "random" and prepared["working_set_per_host"] == {"local": 20 * MiB}
     assert prepared["written_per_host"] == {"local": (2 * 8 + 12) * MiB}  # file 0 is in both tiers
 
-    # The same plan again: the kept data is used as it is, not written again (fleet/kept.py).
+    # The same plan again: the kept data is used as it is, not written again (fleet/targets/kept.py).
     mtimes = [f.stat().st_mtime_ns for f in files]
     said = " ".join(iofleet("run", plan, "--target", disk_dir, data_dir=data_dir).stdout.split())
     assert ("Preparation: data prepared by run 1 and kept (keep_files) is used as it is on 1 host, as the last "

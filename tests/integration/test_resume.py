@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 
 from iofleet.errors import IofleetError
-from iofleet.fleet.procs import fio_using
+from iofleet.fleet.fio_link.procs import fio_using
 from iofleet.plan import expand
 from iofleet.plan.load import load_plan
 from iofleet.results.store import Store

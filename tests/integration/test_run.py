@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from iofleet.fio.merge import percentile_from_bins
-from iofleet.fleet.procs import fio_using
+from iofleet.fleet.fio_link.procs import fio_using
 from iofleet.results.store import Store
 
 from ..cli import iofleet, show_json, write_plan

@@ -1,7 +1,7 @@
 """One prepared working set for a study's two runs, with real fio: Easy
 Run's probe keeps its data files for the profiles (as they are, or
 extended when the profiles' files are fewer and larger), and a curve's sweep for its fixed-rate tests; the second run finds
-them kept (fleet/kept.py) and does not write them again; whatever happens,
+them kept (fleet/targets/kept.py) and does not write them again; whatever happens,
 nothing is left on the target at the end. And a scenario keeps and uses
 kept data like any run."""
 
@@ -13,8 +13,8 @@ import threading
 import pytest
 
 from iofleet.errors import IofleetError
-from iofleet.fleet.execute import place_for
-from iofleet.fleet.kept import KEPT_NAME, files_state
+from iofleet.fleet.places import place_for
+from iofleet.fleet.targets.kept import KEPT_NAME, files_state
 from iofleet.plan import parse_plan
 from iofleet.plan.easy import MiB, Durations
 from iofleet.plan.scenario import parse_scenario

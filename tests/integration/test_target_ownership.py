@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from iofleet.fleet.procs import fio_using
+from iofleet.fleet.fio_link.procs import fio_using
 from iofleet.plan import expand
 from iofleet.plan.load import load_plan
 from iofleet.results.store import Store

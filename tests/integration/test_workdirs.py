@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from iofleet.fleet.procs import fio_using
-from iofleet.fleet.workdir import reclaim
+from iofleet.fleet.fio_link.procs import fio_using
+from iofleet.fleet.fio_link.workdir import reclaim
 
 from ..cli import iofleet, wait_for, write_plan
 
@@ -45,7 +45,7 @@ def test_kill_9_leaves_scratch_that_the_resume_reclaims(tmp_path, disk_dir, data
 
 def test_reclaim_spares_a_live_process_and_only_its_own_names(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    holder = subprocess.Popen([sys.executable, "-c", "from iofleet.fleet.workdir import work_dir\n"
+    holder = subprocess.Popen([sys.executable, "-c", "from iofleet.fleet.fio_link.workdir import work_dir\n"
                                "import sys, time\nwith work_dir('iofleet-test-') as d:\n"
                                "    print(d, flush=True)\n    time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
     try:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from iofleet.fleet.check import _lost_lines
-from iofleet.fleet.runner import FioRun
+from iofleet.fleet.fio_link.runner import FioRun
 
 CHECK = Path(__file__).parent.parent / "fixtures" / "fio" / "check"
 

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 from iofleet.analysis.diagnostics import diagnose
 from iofleet.analysis.host_facts import comparable, differences, host_line, how_hosts_differ, recorded_facts
-from iofleet.fleet.control import NO_SSH, _why_not, active_scheduler, facts_command, parse_facts
+from iofleet.fleet.control.host import NO_SSH, _why_not, active_scheduler, facts_command, parse_facts
 from iofleet.fleet.targets import Access, target_for
 from iofleet.fleet.facts import ssh_facts
 from iofleet.fleet.inventory import Host
-from iofleet.fleet.ssh import Reply
+from iofleet.fleet.control.ssh import Reply
 from iofleet.report.summary import host_facts_notes
 
 ROOT = Path(__file__).parents[2]

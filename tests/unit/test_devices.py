@@ -12,7 +12,7 @@ import pytest
 
 from iofleet.errors import DeviceError, FioError, PlanError
 from iofleet.fio.jobfile import device_where, render_device_check, render_prepare, render_probe, render_test
-from iofleet.fleet.devices import (Backing, BlockLayer, LocalDevice, RemoteDevice, exporter_mounts, fit_regions,
+from iofleet.fleet.targets.device_checks import (Backing, BlockLayer, LocalDevice, RemoteDevice, exporter_mounts, fit_regions,
                                    in_use, local_device, loop_backings, memory_backing, mounts_of, signature_of,
                                    spinning, swaps_of, write_locks)
 from iofleet.fleet.local import _mount_of, target_facts

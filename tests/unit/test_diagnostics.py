@@ -16,7 +16,7 @@ from iofleet.analysis.diagnostics.targets import setup_warnings
 from iofleet.analysis.little import outstanding_io
 from iofleet.analysis.stragglers import stragglers
 from iofleet.errors import IofleetError
-from iofleet.fleet.control import parse_facts
+from iofleet.fleet.control.host import parse_facts
 from iofleet.report.summary import diagnostics_lines
 
 ROOT = Path(__file__).parents[2]

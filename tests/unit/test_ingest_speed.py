@@ -7,7 +7,7 @@ import pytest
 
 from iofleet.errors import ImportFormatError
 from iofleet.fio.parse import parse_log
-from iofleet.fleet.runner import read_series
+from iofleet.fleet.fio_link.runner import read_series
 from iofleet.results.store import Store
 from tests.unit.store_records import new_run, save
 

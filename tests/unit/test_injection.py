@@ -25,12 +25,14 @@ from iofleet.errors import IofleetError, PlanError
 from iofleet.fio import jobfile
 from iofleet.fio.jobfile import (ALLOWED_OPTIONS, DATA_FILE_FORMAT, PROBE_FILE, device_where, directory_probe,
                                  directory_where, render_cleanup, render_layout, render_prepare, render_probe, render_target_check, render_test)
-from iofleet.fleet import execute, remote
+from iofleet.fleet.fio_link import remote
+from iofleet.fleet.places import fleet as fleet_place
+from iofleet.fleet.places import local as local_place
 from iofleet.fleet.check import host_targets
 from iofleet.fleet.targets import Access, target_for
-from iofleet.fleet.execute import FleetPlace, LocalPlace
+from iofleet.fleet.places import FleetPlace, LocalPlace
 from iofleet.fleet.inventory import InventoryError, load_inventory
-from iofleet.fleet.runner import FioRun
+from iofleet.fleet.fio_link.runner import FioRun
 from iofleet.importers import import_file, load_plan_source
 from iofleet.plan import expand, parse_plan
 from iofleet.plan.expand import expand_mixed, prepare_tiers
@@ -232,8 +234,8 @@ def test_targets_of_a_real_local_run(monkeypatch, tmp_path):
         ok = Path(cmd[-1]).name == "layout.fio"  # so that the test after it is rendered too
         return FioRun(0 if ok else 1, None, "", "fio: recorded, not run", False, False, 0.0)
 
-    monkeypatch.setattr(execute, "run_fio", fake_fio)
-    monkeypatch.setattr(execute, "resolve_engine", lambda target, engine, direct: "psync")
+    monkeypatch.setattr(local_place, "run_fio", fake_fio)
+    monkeypatch.setattr(local_place, "resolve_engine", lambda target, engine, direct: "psync")
     target = tmp_path / f"exec_prerun={MARK} x"
     plan = parse_plan(_set(BASE, "targets[]", str(target)) | {"targets": [str(target)]})
     place = LocalPlace(target_for(plan.targets))
@@ -330,7 +332,7 @@ def fleet_jobfiles(monkeypatch, tmp_path, hosts, plan) -> list[tuple[str, str, s
     stop = threading.Event()
     with pytest.raises(IofleetError, match="no IO engine works"):
         remote.resolve_fleet_engines(hosts, "auto", True, tmp_path, stop, host_targets(hosts))
-    monkeypatch.setattr(execute, "resolve_fleet_engines",
+    monkeypatch.setattr(fleet_place, "resolve_fleet_engines",
                         lambda todo, engine, direct, work, stop, targets: {h.name: "psync" for h in todo})
     place = FleetPlace(hosts)
     steps = place.fit(expand(plan), True)

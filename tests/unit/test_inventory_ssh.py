@@ -8,9 +8,9 @@ import asyncssh
 import yaml
 import pytest
 
-from iofleet.fleet import deploy
+from iofleet.fleet.control import deploy
 from iofleet.fleet.inventory import Inventory, InventoryError, SshConfig, load_inventory
-from iofleet.fleet.ssh import _as_root, _connect_error, _KnownHosts, run_on_all
+from iofleet.fleet.control.ssh import _as_root, _connect_error, _KnownHosts, run_on_all
 from iofleet.studies.hosts import deploy_fleet
 
 HOST = {"address": "10.0.0.1", "targets": ["/mnt/a"]}

@@ -1,4 +1,4 @@
-"""Kept data (fleet/kept.py): a run with keep_files records what its
+"""Kept data (fleet/targets/kept.py): a run with keep_files records what its
 targets hold and what prepared it; a later run with the same preparation
 uses the data as it is, on the hosts where it is still there, and the
 record goes with a clean-up, a failed or stopped preparation, or a new one."""
@@ -6,21 +6,21 @@ record goes with a clean-up, a failed or stopped preparation, or a new one."""
 import json
 import os
 import threading
-from pathlib import Path
 
 import pytest
 
 from iofleet.analysis.methodology import prepare_note
 from iofleet.results.methodology import PrepareRecord, ResumeRecord
 from iofleet.fleet.targets import Access, target_for
-from iofleet.fleet import execute
-from iofleet.fleet.execute import FleetPlace, LocalPlace
+from iofleet.fleet.places import fleet as fleet_place
+from iofleet.fleet.places import local as local_place
+from iofleet.fleet.places import FleetPlace, LocalPlace
 from iofleet.fleet.inventory import Host
-from iofleet.fleet.kept import (KEPT_NAME, KeptData, data_key, file_sizes, files_state, fingerprint, host_key,
+from iofleet.fleet.targets.kept import (KEPT_NAME, KeptData, data_key, file_sizes, files_state, fingerprint, host_key,
                                 kept_entry, tail_tiers)
 from iofleet.fleet.local import TargetDirs
-from iofleet.fleet.remote import FleetRun
-from iofleet.fleet.runner import FioRun
+from iofleet.fleet.fio_link.remote import FleetRun
+from iofleet.fleet.fio_link.runner import FioRun
 from iofleet.plan import expand, parse_plan
 
 MiB = 1024 * 1024
@@ -138,8 +138,8 @@ def test_local_data_is_reused_until_a_file_changes(tmp_path, monkeypatch):
             (tmp_path / "t" / "iofleet" / f"iofleet-data.{n}.0").write_bytes(b"x" * 4096)
         return FioRun(0, None, "", "", False, False, 0.1)
 
-    monkeypatch.setattr(execute, "run_fio", fake_fio)
-    monkeypatch.setattr(execute, "resolve_engine", lambda target, engine, direct: "psync")
+    monkeypatch.setattr(local_place, "run_fio", fake_fio)
+    monkeypatch.setattr(local_place, "resolve_engine", lambda target, engine, direct: "psync")
     kept = KeptData(tmp_path)
     place, prepared = _local(tmp_path, kept)
     assert len(fio_calls) == 1 and not prepared.reused and prepared.written_per_host == {"local": 2 * MiB}
@@ -166,8 +166,8 @@ def test_local_data_is_reused_until_a_file_changes(tmp_path, monkeypatch):
 
 
 def test_a_stopped_local_preparation_leaves_no_record(tmp_path, monkeypatch):
-    monkeypatch.setattr(execute, "run_fio", lambda *a, **kw: FioRun(-15, None, "", "", True, False, 0.1))
-    monkeypatch.setattr(execute, "resolve_engine", lambda target, engine, direct: "psync")
+    monkeypatch.setattr(local_place, "run_fio", lambda *a, **kw: FioRun(-15, None, "", "", True, False, 0.1))
+    monkeypatch.setattr(local_place, "resolve_engine", lambda target, engine, direct: "psync")
     kept = KeptData(tmp_path)
     key = data_key("local", [tmp_path / "t"])
     kept.update({key: {"fingerprint": "older", "run": 1}})
@@ -185,8 +185,8 @@ def _fleet(monkeypatch, tmp_path, leftovers):
         prepared_on.append(sorted(jobfiles))
         return FleetRun(fio=FioRun(0, None, "", "", False, False, 0.5))
 
-    monkeypatch.setattr(execute, "run_on_hosts", fake_run)
-    monkeypatch.setattr(execute, "resolve_fleet_engines",
+    monkeypatch.setattr(fleet_place, "run_on_hosts", fake_run)
+    monkeypatch.setattr(fleet_place, "resolve_fleet_engines",
                         lambda todo, engine, direct, work, stop, targets: {h.name: "psync" for h in todo})
     hosts = [Host(name=f"h{i}", address=f"10.0.0.{i}", targets=["/data"]) for i in (1, 2, 3)]
     place = FleetPlace(hosts)
@@ -227,7 +227,7 @@ def test_fleet_hosts_extend_kept_files_when_the_next_run_wants_fewer_larger_ones
     place.record_data(kept, 4, keep=True)  # 2 files of 1 MiB on each host
 
     jobfiles = {}
-    monkeypatch.setattr(execute, "run_on_hosts", lambda files, hosts, work, stop, **kw: (
+    monkeypatch.setattr(fleet_place, "run_on_hosts", lambda files, hosts, work, stop, **kw: (
         jobfiles.update(files), FleetRun(fio=FioRun(0, None, "", "", False, False, 0.5)))[1])
     place = FleetPlace(place.hosts)
     place._leftovers = {"h1": True, "h2": False, "h3": True}  # h2's files are gone

@@ -1,7 +1,7 @@
-"""When a fleet host that has not ended is declared lost (fleet/remote.py
+"""When a fleet host that has not ended is declared lost (fleet/fio_link/remote.py
 _overdue): the rule the docs state in docs/fleet.md "When a host fails"."""
 
-from iofleet.fleet.remote import LATE_HOST_S, PREPARE_SLOWDOWN, _overdue
+from iofleet.fleet.fio_link.remote import LATE_HOST_S, PREPARE_SLOWDOWN, _overdue
 
 
 def test_a_test_host_is_lost_late_host_s_after_its_planned_end_plus_the_others_delay():

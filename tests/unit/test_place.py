@@ -1,4 +1,4 @@
-"""The place protocol (fleet/place.py): both places answer every call a
+"""The place protocol (fleet/places/base.py): both places answer every call a
 study makes, the study never asks which place it has, and a test is judged
 and its files kept by one rule on this host and on a fleet."""
 
@@ -11,11 +11,11 @@ import pytest
 
 import iofleet
 from iofleet.fio.parse import parse_output
-from iofleet.fleet.execute import FleetPlace, LocalPlace
+from iofleet.fleet.places import FleetPlace, LocalPlace
 from iofleet.fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX
 from iofleet.fleet.targets import target_for
-from iofleet.fleet.place import Place, collect_artifacts, verdict
-from iofleet.fleet.runner import FioRun
+from iofleet.fleet.places.base import Place, collect_artifacts, verdict
+from iofleet.fleet.fio_link.runner import FioRun
 
 FIO = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 STUDIES = Path(iofleet.__file__).parent / "studies"

@@ -10,7 +10,7 @@ from rich.console import Console
 from iofleet.cli.progress import ClockColumn, TerminalProgress, live_text, result_line
 from iofleet.fio.records import DirectionStats
 from iofleet.fleet.metrics import HostSample
-from iofleet.fleet.runner import LiveFigures
+from iofleet.fleet.fio_link.runner import LiveFigures
 from iofleet.results.model import Aggregate
 from iofleet.studies.events import TestOutcome, estimate_seconds
 from iofleet.studies.live_state import Publisher

@@ -1,4 +1,4 @@
-"""The relay's reading of fio's frames (fleet/relay.py): what each server
+"""The relay's reading of fio's frames (fleet/fio_link/relay.py): what each server
 said, and when it ended, whatever the chunks the bytes arrive in. The
 frames are built as fio's server.h lays them out; the relay end to end,
 between a real fio client and real servers, is tested by tests/fleet
@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from iofleet.fleet.relay import _Frames, loopback_address
+from iofleet.fleet.fio_link.relay import _Frames, loopback_address
 
 HEADER = struct.Struct("<HHIQIHH")
 

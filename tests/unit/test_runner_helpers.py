@@ -9,7 +9,7 @@ import pytest
 from iofleet.errors import FioError
 from iofleet.fio.command import error_line, parse_version
 from iofleet.fio.parse import split_documents
-from iofleet.fleet.runner import LiveRates
+from iofleet.fleet.fio_link.runner import LiveRates
 
 STREAM = Path(__file__).resolve().parents[1] / "fixtures" / "fio" / "status-stream-json+.txt"
 

@@ -1,5 +1,5 @@
 """Scenario files (plan/scenario.py) and their faults checked before a run
-(fleet/faults.py): one-line errors naming the file and field, the scripts
+(fleet/control/faults.py): one-line errors naming the file and field, the scripts
 quoted, `run:` refused without --yes."""
 
 import shlex
@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from iofleet.errors import IofleetError, PlanError
-from iofleet.fleet.faults import (DEVICE_SLOW, DEVICE_UNDO, HOST_DOWN, HOST_UP, LINK_SLOW, LINK_UNDO, FaultError,
+from iofleet.fleet.control.faults import (DEVICE_SLOW, DEVICE_UNDO, HOST_DOWN, HOST_UP, LINK_SLOW, LINK_UNDO, FaultError,
                                   plan_faults, script, tbf_burst, throttles)
 from iofleet.fleet.inventory import Inventory
 from iofleet.plan.scenario import parse_scenario

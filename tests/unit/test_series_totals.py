@@ -7,7 +7,7 @@ import pytest
 
 from iofleet.analysis.methodology import test_totals as totals_of
 from iofleet.fio.parse import parse_log
-from iofleet.fleet.runner import read_series
+from iofleet.fleet.fio_link.runner import read_series
 
 # fio 3.33, 2 jobs × 5 s after a 2 s warm-up (job.fio beside the logs):
 # job 3 logged 4 IOPS samples, job 4 a fifth one a second after the rest.

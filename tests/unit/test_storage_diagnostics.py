@@ -11,7 +11,7 @@ from pathlib import Path
 
 from iofleet.analysis.diagnostics import Thresholds, diagnose
 from iofleet.analysis.diagnostics.context import JudgedRun
-from iofleet.fleet.control import parse_facts
+from iofleet.fleet.control.host import parse_facts
 from iofleet.fleet.local import network_client, target_facts
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "runs"
@@ -213,7 +213,7 @@ def test_check_space_says_why_when_a_targets_free_space_cannot_be_read(tmp_path,
 
     import pytest
 
-    from iofleet.fleet import space
+    from iofleet.fleet.targets import space
     from iofleet.plan.expand import expand
     from iofleet.plan.load import parse_plan
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from iofleet.errors import StoreError
-from iofleet.fleet.runner import FioRun, killed_reason
-from iofleet.fleet.space import data_bytes_per_target, explain_no_space
+from iofleet.fleet.fio_link.runner import FioRun, killed_reason
+from iofleet.fleet.targets.space import data_bytes_per_target, explain_no_space
 from iofleet.plan.expand import TestSpec
 from iofleet.results.store import artifacts as store_mod
 from iofleet.results.store import Store

@@ -8,10 +8,10 @@ import time
 import pytest
 
 from iofleet.errors import IofleetError
-from iofleet.fleet import targets_lock
+from iofleet.fleet.targets import lock as targets_lock
 from iofleet.fleet.local import RECORD_NAME, TargetDirs, data_file_name
-from iofleet.fleet.space import _held
-from iofleet.fleet.targets_lock import LOCK_NAME, TargetBusy, holder_facts, lock_at, lock_fleet_target
+from iofleet.fleet.targets.space import _held
+from iofleet.fleet.targets.lock import LOCK_NAME, TargetBusy, holder_facts, lock_at, lock_fleet_target
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from iofleet.cli.run import resume_command
 from iofleet.cli.progress import PIPE_PROGRESS_S, PROGRESS_EVERY_ENV, TerminalProgress, pipe_interval, pipe_line
 from iofleet.errors import IofleetError
 from iofleet.studies.live_state import Publisher
-from iofleet.fleet.runner import LiveFigures
+from iofleet.fleet.fio_link.runner import LiveFigures
 
 from .progress_clock import specs, started
 

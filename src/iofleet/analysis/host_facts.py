@@ -1,4 +1,4 @@
-"""A fleet run's host facts (read through SSH: fleet/control.py) in words:
+"""A fleet run's host facts (read through SSH: fleet/control/host.py) in words:
 one line per host, and what differs between the hosts of one run (a
 straggler on another kernel or device model is explained by it)."""
 

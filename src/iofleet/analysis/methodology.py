@@ -338,7 +338,7 @@ def _by_runs(runs: dict[str, int]) -> str:
 def prepare_note(prepared: PrepareRecord) -> str:
     """A run's preparation (its methodology's `prepare`) in one sentence:
     what was written where, and which hosts used data an earlier run kept
-    (fleet/kept.py) instead, as it was or extended."""
+    (fleet/targets/kept.py) instead, as it was or extended."""
     per_host, written = prepared.working_set_per_host, prepared.written_per_host
     reused, extended = prepared.reused or {}, prepared.extended or {}
     whole = [h for h in per_host if h not in reused and h not in extended]

@@ -13,7 +13,7 @@ from .common import EXIT_FAILED, console, err_console, user_errors
 from .server import DEFAULT_BIND, serve_fio
 
 if TYPE_CHECKING:  # annotations only
-    from ..fleet.deploy import HostOutcome
+    from ..fleet.control.deploy import HostOutcome
     from ..studies.hosts import FleetCheck
 
 # Each command imports its study, store and report when it runs: every `iofleet`

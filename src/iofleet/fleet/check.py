@@ -40,18 +40,18 @@ from ..errors import ImportFormatError, IofleetError
 from ..fio.command import NOT_A_DIR_RE, QUICK_CLOCK, SERVER_VERSION_RE, error_line, fio_binary, fio_version
 from ..fio.jobfile import render_leftover_check, render_probe, render_target_check
 from ..fio.parse import parse_output
-from .devices import RemoteDevice, exporter_mounts
+from .targets.device_checks import RemoteDevice, exporter_mounts
 from .inventory import Host
-from .control import free_space
-from .control import host_facts as ssh_host_facts
-from .kept import KeptData, host_key
+from .control.host import free_space
+from .control.host import host_facts as ssh_host_facts
+from .targets.kept import KeptData, host_key
 from .metrics import fetch_metrics, free_bytes
-from .remote import first_engine, remove_data_files
+from .fio_link.remote import first_engine, remove_data_files
 from .targets import Access, Target, target_for
 from .targets.directory import leftovers_seen
-from .runner import run_fio
-from .targets_lock import holder_facts, lock_fleet_target
-from .workdir import work_dir
+from .fio_link.runner import run_fio
+from .targets.lock import holder_facts, lock_fleet_target
+from .fio_link.workdir import work_dir
 
 CONNECT_TIMEOUT_S = 3.0
 PROBE_TIMEOUT_S = 60.0

@@ -4,7 +4,7 @@ saturate): CPUs, memory, free space under its targets, spinning or not."""
 from pathlib import Path
 
 from ..plan.easy import HostFacts
-from .control import host_facts as ssh_host_facts
+from .control.host import host_facts as ssh_host_facts
 from .inventory import Host
 from .local import host_facts
 from .metrics import exporter_facts, fetch_metrics, free_bytes

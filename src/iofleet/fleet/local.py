@@ -13,9 +13,9 @@ from ..errors import FioError, IofleetError
 from ..fio.command import error_line, fio_binary
 from ..fio.jobfile import DATA_DIR_NAME, DATA_FILE_FORMAT, PROBE_FILE, render_probe
 from ..plan.params import AUTO_ENGINES
-from .devices import memory_backing, spinning
-from .targets_lock import LOCK_NAME, TargetLock, holder_facts, lock_at
-from .workdir import work_dir
+from .targets.device_checks import memory_backing, spinning
+from .targets.lock import LOCK_NAME, TargetLock, holder_facts, lock_at
+from .fio_link.workdir import work_dir
 
 
 def host_facts() -> dict:
@@ -269,7 +269,7 @@ class _Dir:
 class TargetDirs:
     """iofleet's own directory under each target: refused when it is a
     symbolic link or not a directory, created when missing, locked for the
-    run (targets_lock), and on cleanup only the files iofleet recorded as
+    run (fleet/targets/lock.py), and on cleanup only the files iofleet recorded as
     its own are removed (truth rule 5)."""
 
     def __init__(self, targets: list[Path]):

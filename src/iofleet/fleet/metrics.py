@@ -244,7 +244,7 @@ def free_bytes(metrics_text: str, path: str) -> int | None:
     answers node_exporter's user with zeros, not an error). A mount the
     exporter leaves out (Debian's excludes /mnt, /media and /run) is not
     seen at all: the one around it answers; the SSH facts (statvfs through
-    df, fleet/control.py) say the target's own."""
+    df, fleet/control/host.py) say the target's own."""
     if not path.startswith("/"):
         return None  # a host's own path is absolute; a relative one names nothing
     path = posixpath.normpath(path)

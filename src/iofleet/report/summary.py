@@ -15,7 +15,7 @@ from ..analysis.host_facts import host_line, recorded_facts
 from ..analysis.methodology import prepare_note
 from ..analysis.skew import MIN_OVERLAP_PCT
 from ..analysis.stragglers import stragglers
-from ..fleet.control import NO_SSH
+from ..fleet.control.host import NO_SSH
 from ..fleet.metrics import mean_cpu
 from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host

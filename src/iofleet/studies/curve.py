@@ -5,7 +5,7 @@ at shares of it, on the sweep's best jobs × iodepth, as ONE stored run whose
 tests carry `params.rate_iops` (the test's total over hosts and jobs).
 
 A sweep run here keeps its data for the fixed-rate tests, whose
-preparation covers the same files and so finds them kept (fleet/kept.py):
+preparation covers the same files and so finds them kept (fleet/targets/kept.py):
 the data is written once, and removed at the curve's end (unless
 keep_files)."""
 
@@ -132,7 +132,7 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
     curve's fixed-rate tests as one stored run. `given`: the IO options the
     user set (checked against a stored sweep's); `on_maximum(line)`: says
     where the maximum is, before the curve runs."""
-    from ..fleet.execute import place_for
+    from ..fleet.places import place_for
     from .run import RunSession
     # A sweep run first checks the hosts itself.
     names = place_names(hosts, targets, "curve", checking="curve" if curve.from_run is not None else None)

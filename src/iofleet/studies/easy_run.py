@@ -2,7 +2,7 @@
 the most IOPS (a short saturate sweep), build the plan (plan.easy), run it.
 
 The probe keeps its data files when it has its answer (saturate's
-keep_for_next) and the profiles' run finds them kept (fleet/kept.py):
+keep_for_next) and the profiles' run finds them kept (fleet/targets/kept.py):
 as they are when the probe chose its widest row of jobs (the same working
 set split over as many files), else extended — the profiles' fewer,
 larger files are the probe's first ones with only their missing ends
@@ -19,10 +19,10 @@ import yaml
 
 from ..analysis.saturation import Saturation
 from ..errors import IofleetError
-from ..fleet.execute import place_for
+from ..fleet.places import place_for
 from ..fleet.facts import fleet_facts, local_facts
 from ..fleet.inventory import Host
-from ..fleet.kept import tail_tiers
+from ..fleet.targets.kept import tail_tiers
 from ..plan import parse_plan
 from ..plan.easy import Durations, HostFacts, Load, easy_plan, file_size, probe_max_jobs, rule_of_thumb, working_set_of
 from ..plan.expand import prepare_tiers
@@ -169,7 +169,7 @@ def probe(
 def shares_files(outcome: SaturateOutcome, load: Load, total: int) -> bool:
     """The profiles' data files (`load.jobs` files splitting the working
     set) are the probe's kept files, as they are or extended at their end
-    (fleet/kept.py's tail_tiers): the probe's first `load.jobs` files, each
+    (fleet/targets/kept.py's tail_tiers): the probe's first `load.jobs` files, each
     as large or larger."""
     return outcome.data is not None and tail_tiers(
         prepare_tiers(outcome.data.covers), [(load.jobs, file_size(total, load.jobs))]) is not None
@@ -198,7 +198,7 @@ def easy_run(
     or here when they cannot start. `on_plan(plan_text, reasons)` is called
     before the first test; `destroy_data` names devices whose data may be
     destroyed; `keep_files`: keep the data files after the run (a later
-    run with the same preparation uses them, fleet/kept.py)."""
+    run with the same preparation uses them, fleet/targets/kept.py)."""
     shared = load.data if load is not None else None
     try:
         facts, target_names = survey(targets, hosts)

@@ -5,7 +5,7 @@ study, its publisher and its progress model, which all import it."""
 
 from dataclasses import dataclass, field
 
-from ..fleet.runner import LiveFigures
+from ..fleet.fio_link.runner import LiveFigures
 from ..plan.expand import MixedStep, TestSpec
 from ..results.model import Aggregate
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..fio.command import fio_version
-from ..fleet import deploy
+from ..fleet.control import deploy
 from ..fleet.check import HostCheck, check_hosts, filesystem_problems, problem_lines
-from ..fleet.control import host_facts as ssh_host_facts
-from ..fleet.devices import REMOTE_UNSEEN
+from ..fleet.control.host import host_facts as ssh_host_facts
+from ..fleet.targets.device_checks import REMOTE_UNSEEN
 from ..fleet.inventory import Host, InventoryError
 
 

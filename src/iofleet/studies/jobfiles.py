@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import IofleetError
 from ..fio.jobfile import render_test
-from ..fleet.execute import plan_access
+from ..fleet.places import plan_access
 from ..fleet.local import engine_candidates
 from ..fleet.targets import target_for
 from ..plan.expand import expand, expand_mixed

@@ -9,9 +9,9 @@ from dataclasses import asdict, dataclass
 
 from ..errors import IofleetError
 from ..fio.command import fio_version
-from ..fleet.execute import place_for
+from ..fleet.places import place_for
 from ..fleet.inventory import Host
-from ..fleet.targets_lock import holder_facts
+from ..fleet.targets.lock import holder_facts
 from ..plan.model import Plan
 from ..plan.units import format_bytes, format_duration
 from .preview import preview_plan

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..fleet.metrics import HostSample
-from ..fleet.runner import LiveFigures
+from ..fleet.fio_link.runner import LiveFigures
 from ..units import to_ms
 from .events import RunObserver, TestOutcome, estimate_seconds
 

@@ -16,13 +16,13 @@ from ..analysis.skew import measure_skew
 from ..errors import FioError, IofleetError
 from ..fio.command import fio_version
 from ..fio.jobfile import LOG_INTERVAL_MS
-from ..fleet.execute import place_for
+from ..fleet.places import place_for
 from ..fleet.inventory import Host, load_inventory
-from ..fleet.kept import KeptData
+from ..fleet.targets.kept import KeptData
 from ..fleet.local import host_facts
-from ..fleet.place import Measured, Place
-from ..fleet.targets_lock import holder_facts
-from ..fleet.workdir import reclaim, work_dir
+from ..fleet.places.base import Measured, Place
+from ..fleet.targets.lock import holder_facts
+from ..fleet.fio_link.workdir import reclaim, work_dir
 from ..plan.expand import MixedStep, TestSpec
 from ..plan.load import parse_plan_text, with_destroy_data, with_targets
 from ..plan.model import Plan
@@ -59,7 +59,7 @@ class RunSession:
         most a sweep may run (its published progress says so);
         `prepare_for`: tests of a run before this one whose data files the
         preparation covers too (a sweep's, kept for this run: the same
-        preparation finds them kept, fleet/kept.py); `publisher`: the run's
+        preparation finds them kept, fleet/targets/kept.py); `publisher`: the run's
         live model, made by the front door that holds the run (the web's),
         else here."""
         self.plan, self.store = plan, store
@@ -77,7 +77,7 @@ class RunSession:
         self.resume = resume
         reclaim()  # scratch directories of iofleet processes that were killed (-9) before
         # The targets are this run's from here to the end of __exit__
-        # (targets_lock): locked before anything is written or checked.
+        # (fleet/targets/lock.py): locked before anything is written or checked.
         self.place.prepare(holder_facts(data_dir=str(store.data_dir), run=resume.run_id if resume else None))
         try:
             self.place.check_targets(specs + self.prepare_for)
@@ -174,7 +174,7 @@ class RunSession:
             self.observer.cleaning()
             outcome.cleaned = self.place.cleanup()
             outcome.not_cleaned = list(self.place.not_cleaned)
-        try:  # what the targets now hold, for the next run's preparation (fleet/kept.py)
+        try:  # what the targets now hold, for the next run's preparation (fleet/targets/kept.py)
             self.place.record_data(self.kept, self.run_id, keep=self.plan.keep_files and self._data_whole)
         except OSError as exc:
             self.observer.warning(f"cannot update {self.kept.path} ({exc.strerror}): fix its permissions, or "

@@ -30,7 +30,7 @@ from ..units import format_value
 
 if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Sweep's defaults without them
     from ..fleet.inventory import Host
-    from ..fleet.place import Place
+    from ..fleet.places.base import Place
     from ..results.store import Store
     from .run import RunObserver, RunOutcome
 
@@ -56,7 +56,7 @@ class Sweep(settings_fields("SweepParams", SATURATE, study_params(SATURATE))):
     bisect: int = 3  # most bisection steps
     repeats: int = 3  # most runs of a cell whose decision is within noise
     noise_pct: float = NOISE_PCT  # a single run's IOPS are taken as ± half this
-    # The plan's keep_files and reuse_data (fleet/kept.py), for the sweep
+    # The plan's keep_files and reuse_data (fleet/targets/kept.py), for the sweep
     # and, in a curve, its fixed-rate tests.
     keep_files: bool = RUN_PARAMS["keep_files"].default
     reuse_data: bool = RUN_PARAMS["reuse_data"].default
@@ -80,7 +80,7 @@ class SweepData:
     curve's fixed-rate tests, Easy Run's profiles): the run that prepared
     them, the tests its preparation covered and the place holding them.
     That run prepares for `covers` too (RunSession's prepare_for): the same
-    preparation, so it finds the data as kept (fleet/kept.py) and does not
+    preparation, so it finds the data as kept (fleet/targets/kept.py) and does not
     write it again; its clean-up removes it. `discard()` removes it when
     that run will not come (nothing when the user asked to keep it)."""
 
@@ -99,8 +99,8 @@ class SweepData:
     def discard(self) -> None:
         """Remove the data as the sweep's own clean-up would have (once),
         with the targets locked as a run locks them."""
-        from ..fleet.kept import KeptData
-        from ..fleet.targets_lock import holder_facts
+        from ..fleet.targets.kept import KeptData
+        from ..fleet.targets.lock import holder_facts
         if self.discarded or self.keep_files:
             return
         self.discarded = True
@@ -200,7 +200,7 @@ def discard_quietly(data: SweepData | None, observer: RunObserver | None = None)
 
 def files_can_be_kept(names: list[str], hosts: list[Host] | None) -> bool:
     """Every host's target holds data files that a later run can find as
-    kept (fleet/kept.py): directories, not a device's regions."""
+    kept (fleet/targets/kept.py): directories, not a device's regions."""
     from ..fleet.targets import target_for
     return all(target_for(list(h.targets)).holds_files for h in hosts) if hosts else target_for(names).holds_files
 

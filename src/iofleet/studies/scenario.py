@@ -1,5 +1,5 @@
 """The `scenario` study: one background load at a fixed rate for its whole
-runtime, and timed faults on hosts (fleet/faults.py), fired by a timeline
+runtime, and timed faults on hosts (fleet/control/faults.py), fired by a timeline
 thread next to the running test. Each fault is undone at its end and at
 any exit (the run's end, Ctrl-C, an error). The run is stored as a
 one-test run; its methodology holds the scenario: the file, each event
@@ -19,8 +19,8 @@ import yaml
 
 from ..analysis.impact import impact
 from ..errors import IofleetError
-from ..fleet.execute import place_for
-from ..fleet.faults import Fault, FaultError, plan_faults
+from ..fleet.places import place_for
+from ..fleet.control.faults import Fault, FaultError, plan_faults
 from ..fleet.inventory import Host
 from ..plan.scenario import Scenario
 from ..results.methodology import ScenarioRecord
@@ -30,7 +30,7 @@ from .run import RunSession
 
 # The longest start-up of fio (connect, fork, open files) believed: a longer one is not its start-up.
 MAX_SHIFT_S = 3.0
-# The phases a place reports just before fio starts the test (execute.py).
+# The phases a place reports just before fio starts the test (fleet/places/).
 _STARTING = ("warm-up", "measuring", "running on")
 
 
@@ -159,7 +159,7 @@ class _Observer(RunObserver):
 
 class _Recorder:
     """The place, keeping the test's measured record: its rounds, a lost
-    host's up to its loss (fleet/remote.py)."""
+    host's up to its loss (fleet/fio_link/remote.py)."""
 
     def __init__(self, place):
         self._place, self.measured, self.returned_at = place, None, None
@@ -205,7 +205,7 @@ def run_scenario(scenario: Scenario, scenario_text: str, source: str, store: Sto
                  on_event=None, keep_files: bool = False, reuse_data: bool = True) -> ScenarioOutcome:
     """Run the scenario's load with its faults (from check_scenario) and
     store it as a one-test run; `on_event(record)` as each fault is applied
-    or undone. `keep_files`, `reuse_data`: the plan settings (fleet/kept.py):
+    or undone. `keep_files`, `reuse_data`: the plan settings (fleet/targets/kept.py):
     keep the data files for a later run; use data an earlier run kept."""
     stop = stop or threading.Event()
     plan = scenario.plan(source, [str(t) for t in targets or []])

@@ -17,7 +17,7 @@ JUDGED = ("ok", "partial")  # failed and interrupted tests have no figures worth
 DIRECTIONS = ("read", "write")
 
 
-LOCAL_HOST = "local"  # a one-host run's host in host_metrics (fleet.execute.LocalPlace)
+LOCAL_HOST = "local"  # a one-host run's host in host_metrics (fleet.places.LocalPlace)
 RBD_CLIENT = "librbd"  # fio's rbd engine: an RBD image has no device on the host (fleet.local.RBD_CLIENT)
 
 Hit = namedtuple("Hit", "index test host evidence change")  # index: the test's place in the run, -1 run-wide

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...fleet.devices import memory_backing
+from ...fleet.targets.device_checks import memory_backing
 from ..host_facts import readable, recorded_facts
 from .context import Hit, JudgedRun
 from .thresholds import Thresholds

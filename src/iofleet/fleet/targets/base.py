@@ -1,6 +1,6 @@
 """The target protocol: one host's storage under test, as fio's ioengines
 each own their ops. A kind (directories, a block device, an RBD image) is
-one module with one class answering these calls; places (execute.py), the
+one module with one class answering these calls; places (fleet/places/), the
 host check and kept data call them and never ask which kind they hold.
 
 A target is what one host tests: one or more directories (fio spreads the
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...plan.expand import TestSpec
-from ..targets_lock import lock_fleet_target
+from .lock import lock_fleet_target
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class Target(ABC):
 
     # ---- kept data -------------------------------------------------------
     def fingerprint_where(self) -> list[tuple[str, object]] | None:
-        """What a preparation's fingerprint names of the target (fleet/kept.py);
+        """What a preparation's fingerprint names of the target (fleet/targets/kept.py);
         None: its data is never reused."""
         return None
 

@@ -11,10 +11,10 @@ from ...fio.jobfile import (DATA_DIR_NAME, directory_probe, directory_where, ren
                             render_target_check)
 from ...fio.parse import parse_output
 from ...plan.expand import TestSpec
-from ..kept import files_state
+from .kept import files_state
 from ..local import TargetDirs, network_client, target_facts, target_rotational
-from ..procs import fio_using
-from ..space import check_space, explain_no_space, free_bytes
+from ..fio_link.procs import fio_using
+from .space import check_space, explain_no_space, free_bytes
 from .base import Access, Target, any_spinning, kernel_note, paths
 
 # FUSE clients keep a cache of their own in their process, beside the

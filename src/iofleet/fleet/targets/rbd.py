@@ -25,9 +25,9 @@ from ...fio.jobfile import rbd_where, render_probe
 from ...fio.parse import parse_output
 from ...plan.model import RBD_RE
 from ...plan.units import format_bytes
-from ..devices import fit_regions, needed_bytes
+from .device_checks import fit_regions, needed_bytes
 from ..local import target_facts
-from ..targets_lock import lock_on_this_machine
+from .lock import lock_on_this_machine
 from .base import Access, Target
 
 IOFLEET_MARK = "iofleet.created"  # image metadata key: the image is iofleet's own

@@ -1,5 +1,5 @@
 """The place protocol: where a run's tests run. This host's targets
-(execute.LocalPlace) and fio servers at once (execute.FleetPlace) answer
+(places.LocalPlace) and fio servers at once (places.FleetPlace) answer
 the same calls, so a study holds a `Place` and never asks which it has.
 Both judge a test by one rule (`verdict`) and keep its files by one rule
 (`collect_artifacts`)."""
@@ -10,14 +10,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..fio.command import error_line
-from ..fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX
-from ..fio.records import DiskUtil, JobResult, Series
-from ..fio.status import Round
-from ..plan.expand import MixedStep, TestSpec
-from .metrics import HostCpu, HostMetrics
-from .runner import FioRun, killed_reason
-from .targets_lock import TargetLock
+from ...fio.command import error_line
+from ...fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX
+from ...fio.records import DiskUtil, JobResult, Series
+from ...fio.status import Round
+from ...plan.expand import MixedStep, TestSpec, prepare_tiers
+from ..metrics import HostCpu, HostMetrics
+from ..fio_link.runner import FioRun, killed_reason
+from ..targets.lock import TargetLock
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Prepared:
     working_set_per_host: dict[str, int]  # bytes of data files prepared
     written_per_host: dict[str, int]  # bytes written, all passes (hosts whose data was written)
     seconds: float
-    reused: dict[str, int] = field(default_factory=dict)  # host → run whose kept data it uses (fleet/kept.py)
+    reused: dict[str, int] = field(default_factory=dict)  # host → run whose kept data it uses (fleet/targets/kept.py)
     extended: dict[str, int] = field(default_factory=dict)  # host → run whose kept data it extended
 
     def to_dict(self) -> dict:
@@ -97,7 +97,7 @@ class Place(ABC):
                      stop: threading.Event, progress, kept=None) -> Prepared:
         """Write every data file's working set before the first test;
         `progress(done_bytes, total_bytes, elapsed_s, hosts)`. `kept`
-        (fleet/kept.py): a host whose kept data is the same is not written."""
+        (fleet/targets/kept.py): a host whose kept data is the same is not written."""
 
     @abstractmethod
     def record_data(self, kept, run_id: int, keep: bool) -> None:
@@ -146,7 +146,6 @@ class Place(ABC):
     def release(self) -> None:
         """The run is over: let go of the targets."""
 
-
 def _stopped_reason(fio: FioRun) -> str:
     return "stopped by the user" if not fio.killed else "stopped and killed (fio did not exit)"
 
@@ -192,3 +191,30 @@ def collect_artifacts(work: Path, jobfiles: dict[str, str], fio: FioRun, logs: s
         for f in sorted(work.glob(f"{prefix}_*{logs}")):
             out[f.name] = f.read_bytes()
     return out
+
+
+# fio needs a moment beyond ramp + runtime to lay out files and write its
+# results; past this margin a test is stopped as hung.
+TIMEOUT_MARGIN_S = 120
+# fio's status documents come this often (seconds): the live figures, and
+# the rounds of a local test (fio/status.py).
+STATUS_INTERVAL_S = 1
+# The machine running iofleet, in a fleet test's metrics (not a host name:
+# host names cannot hold parentheses).
+CONTROLLER = "(controller)"
+
+
+def prepare_sizes(specs: list[TestSpec], passes: int) -> tuple[int, int]:
+    """(bytes of data prepared, bytes written): a file in several tiers is
+    written once per tier."""
+    tiers = prepare_tiers(specs)
+    prepared = sum(size * (n - (tiers[i + 1][0] if i + 1 < len(tiers) else 0)) for i, (n, size) in enumerate(tiers))
+    return prepared, written_bytes(tiers, passes)
+
+
+def written_bytes(tiers: list[tuple[int, int]], passes: int) -> int:
+    return passes * sum(n * size for n, size in tiers)
+
+
+def test_timeout(spec: TestSpec | MixedStep) -> float:
+    return spec.ramp + spec.longest_s + TIMEOUT_MARGIN_S

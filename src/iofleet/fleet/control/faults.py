@@ -28,11 +28,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import IofleetError
-from ..fio.jobfile import DATA_DIR_NAME
-from ..plan.scenario import Event, Scenario
-from .inventory import Host
-from .procs import fio_using
+from ...errors import IofleetError
+from ...fio.jobfile import DATA_DIR_NAME
+from ...plan.scenario import Event, Scenario
+from ..inventory import Host
+from ..fio_link.procs import fio_using
 from .ssh import run_on_all
 
 BLKIO_ROOT = "/sys/fs/cgroup/blkio"

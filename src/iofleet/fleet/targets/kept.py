@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..fio.jobfile import DATA_DIR_NAME, render_prepare
-from .local import owned_data_files
+from ...fio.jobfile import DATA_DIR_NAME, render_prepare
+from ..local import owned_data_files
 
 KEPT_NAME = "kept-data.json"
 LOCAL = "local"

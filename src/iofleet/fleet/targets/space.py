@@ -10,11 +10,11 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import IofleetError
-from ..fio.jobfile import DATA_DIR_NAME
-from ..plan.expand import TestSpec
-from ..plan.units import format_bytes
-from .local import owned_data_files
+from ...errors import IofleetError
+from ...fio.jobfile import DATA_DIR_NAME
+from ...plan.expand import TestSpec
+from ...plan.units import format_bytes
+from ..local import owned_data_files
 
 
 class NoSpaceError(IofleetError):

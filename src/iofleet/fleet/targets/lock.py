@@ -22,7 +22,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import IofleetError
+from ...errors import IofleetError
 
 LOCK_NAME = ".iofleet-lock"
 # Machine-wide locks: /run/lock is the system's (tmpfs, cleared at boot);

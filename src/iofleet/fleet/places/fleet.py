@@ -1,7 +1,5 @@
-"""Where a test runs: on this host (`LocalPlace`) or on fio servers at once
-(`FleetPlace`), the two places of the place protocol (place.py): both judge
-a test by its one verdict and keep its files by one rule (place.py), and
-return a `Measured` record the run study stores."""
+"""fio servers as the place of a run: every host at once through one fio
+client and iofleet's relay, each host with its own targets."""
 
 import collections
 import os
@@ -10,264 +8,23 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
-from ..errors import FioError, ImportFormatError, IofleetError
-from ..fio.command import error_line, run_command
-from ..fio.jobfile import render_prepare, render_test
-from ..fio.parse import parse_output
-from ..fio.status import Rounds, snapshot
-from ..plan.expand import MixedStep, TestSpec, expand, expand_mixed, prepare_tiers
-from ..plan.model import Plan
-from .check import HostCheckError, filesystem_problems, problem_line, require_ready
-from .control import NO_SSH, drop_caches
-from .control import host_facts as ssh_host_facts
-from .inventory import Host, host_groups
-from .kept import LOCAL, KeptData, data_key, host_key, kept_entry, prepared_state
-from .metrics import MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
-from .local import drop_kernel_caches, host_facts, resolve_engine
-from .place import Measured, Place, Prepared, collect_artifacts, verdict
-from .remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts
-from .runner import FioRun, LiveHosts, killed_reason, read_series, rebase_series, run_fio
-from .targets import Access, Target, target_for
-from .targets_lock import TargetLock, holder_facts
-from .workdir import work_dir
-
-# fio needs a moment beyond ramp + runtime to lay out files and write its
-# results; past this margin a test is stopped as hung.
-TIMEOUT_MARGIN_S = 120
-# fio's status documents come this often (seconds): the live figures, and
-# the rounds of a local test (fio/status.py).
-STATUS_INTERVAL_S = 1
-# The machine running iofleet, in a fleet test's metrics (not a host name:
-# host names cannot hold parentheses).
-CONTROLLER = "(controller)"
-
-
-def _prepare_sizes(specs: list[TestSpec], passes: int) -> tuple[int, int]:
-    """(bytes of data prepared, bytes written): a file in several tiers is
-    written once per tier."""
-    tiers = prepare_tiers(specs)
-    prepared = sum(size * (n - (tiers[i + 1][0] if i + 1 < len(tiers) else 0)) for i, (n, size) in enumerate(tiers))
-    return prepared, _written(tiers, passes)
-
-
-def _written(tiers: list[tuple[int, int]], passes: int) -> int:
-    return passes * sum(n * size for n, size in tiers)
-
-
-def _timeout(spec: TestSpec | MixedStep) -> float:
-    return spec.ramp + spec.longest_s + TIMEOUT_MARGIN_S
-
-
-def plan_access(plan: Plan) -> Access:
-    """How the plan's targets in a cluster are reached (its `ceph:`)."""
-    return Access(plan.ceph.conf, plan.ceph.client, plan.ceph.shared_image)
-
-
-def place_for(plan: Plan, hosts: list[Host] | None) -> tuple[Place, list]:
-    """Where the plan runs (on `hosts`, fio servers, or on the plan's
-    targets here), and its tests in run order."""
-    access = plan_access(plan)
-    if plan.mixed:
-        if not hosts:
-            raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
-                               f"run it on a fleet with --hosts INVENTORY")
-        groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads})
-        place, specs = FleetPlace(hosts, groups, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data,
-                                  access=access), expand_mixed(plan)
-    elif hosts:
-        place, specs = FleetPlace(hosts, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data,
-                                  access=access), expand(plan)
-    elif not plan.targets:
-        raise IofleetError(
-            f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
-    else:
-        place, specs = LocalPlace(target_for(plan.targets, access), clear_cache=plan.clear_cache,
-                                  destroy_data=plan.destroy_data), expand(plan)
-    # On a device or image each job gets its own region (sized to the
-    # device when the plan gives no size): the tests as they will run.
-    return place, place.fit(specs, plan.sets("size"))
-
-
-class LocalPlace(Place):
-    """The local host and its target (fleet/targets/: directories, a device
-    or an RBD image)."""
-
-    def __init__(self, target: Target, clear_cache: bool = True, destroy_data: list[str] = ()):
-        self.target = target
-        self.clear_cache = clear_cache
-        self.destroy_data = list(destroy_data)
-        self.locks: list[TargetLock] = []  # held from prepare() to release()
-        self._engines: dict[tuple[str, bool], str] = {}
-        self.data_state: dict = {}  # what prepare_data wrote whole, or found kept (fleet/kept.py)
-
-    def describe(self) -> dict:
-        return {"targets": self.target.names} | self.target.describe()  # what it is (diagnostics)
-
-    def fit(self, steps: list[TestSpec], size_given: bool) -> list[TestSpec]:
-        """The run's tests as they will run here (a device's or image's
-        regions: the target's fit)."""
-        return self.target.fit(steps, size_given, local=True)
-
-    def cache_sizes(self, plan_cache: int | None) -> dict[str, tuple[int | None, str, int | None]]:
-        """host → (stated cache bytes, where it was stated, RAM bytes)."""
-        return {"local": (plan_cache, "plan cache_size", host_facts().get("memory_bytes"))}
-
-    def prepare(self, facts: dict | None = None) -> None:
-        """Lock the target for this run (`facts` say who holds it), then
-        check it, before anything is written."""
-        self.target.prepare(facts or holder_facts(), self.destroy_data)
-        self.locks = list(self.target.locks)
-
-    def check_targets(self, steps: list[TestSpec]) -> None:
-        """No fio is still using the target (the fio of a killed run, or of
-        a run of an older iofleet), and the data fits."""
-        self.target.check_busy(steps)
-
-    def explain(self, error: str, steps: list[TestSpec]) -> str:
-        """Which target ran out of space, when one did."""
-        return self.target.explain(error, steps)
-
-    def specs_by_host(self, step: TestSpec) -> dict[str, TestSpec]:
-        return {"local": step}
-
-    def hosts_record(self, step: TestSpec) -> None:
-        return None  # one host
-
-    def drop(self, names: list[str]) -> int:
-        return 1  # this host is never lost: only a fleet's hosts are
-
-    def resume_record(self, inventory: Path | None) -> dict:
-        return {"targets": self.target.names} | self.target.resume_record()
-
-    def adopt(self, record: dict) -> None:
-        """What the run created on its target is removed at its end, by the
-        resume that ends it too."""
-        self.target.adopt(record)
-
-    def cleanup(self) -> int:
-        return self.target.cleanup()
-
-    def release(self) -> None:
-        """The run is over: let go of the target."""
-        self.target.release()
-        self.locks = []
-
-    def engine_for(self, spec: TestSpec) -> str:
-        key = (spec.engine, spec.direct)
-        if key not in self._engines:
-            self._engines[key] = resolve_engine(self.target, spec.engine, spec.direct)
-        return self._engines[key]
-
-    def prepare_data(self, steps: list[TestSpec], mode: str, passes: int, bs: int, work: Path,
-                     stop: threading.Event, progress, kept: KeptData | None = None) -> Prepared:
-        """Write every data file's working set sequentially before the first
-        test, unless `kept` records the same preparation of these very
-        files; `progress(done_bytes, total_bytes, elapsed_s, hosts)`."""
-        prepared, total = _prepare_sizes(steps, passes)
-        self.target.claim(max(s.jobs for s in steps))
-        tiers = prepare_tiers(steps)
-        state = prepared_state(tiers, self.target, mode, passes, bs)
-        key = data_key(LOCAL, self.target.names)
-        found = kept.find(key, state.get("fingerprint"), self.target.files_state(), state.get("layout"),
-                          tiers) if kept and state else None
-        if found and not found.tails:
-            self.data_state = state | {"run": found.entry["run"], "prepared_at": found.entry["prepared_at"]}
-            return Prepared(mode, passes, bs, {LOCAL: prepared}, {}, 0.0, reused={LOCAL: found.entry["run"]})
-        if kept:
-            kept.update(forget=[key])  # written again from here: the record no longer holds
-        if found:
-            tiers, total = found.tails, _written(found.tails, passes)
-        job = render_prepare(tiers, self.target.fio_where(), self.engine_for(steps[0]), steps[0].direct, mode,
-                             passes, bs, append=bool(found))
-        (work / "prepare.fio").write_text(job)
-        done = last = 0.0
-
-        def on_live(live):
-            nonlocal done, last
-            done += live.bw_bytes_s * (live.elapsed_s - last)
-            last = live.elapsed_s
-            progress(min(done, total), total, live.elapsed_s, None)
-
-        fio = run_fio(run_command(str(work / "prepare.fio")), work, stop, on_live, env=self.target.fio_env())
-        if fio.returncode != 0 and not fio.stopped:
-            raise FioError(f"preparing the data failed: {error_line(fio.stderr, fio.stdout)}")
-        if not fio.stopped and state:
-            self.data_state = state
-        return Prepared(mode, passes, bs, {LOCAL: prepared}, {LOCAL: total}, fio.wall_s,
-                        extended={LOCAL: found.entry["run"]} if found else {})
-
-    def record_data(self, kept: KeptData, run_id: int, keep: bool) -> None:
-        key = data_key(LOCAL, self.target.names)
-        if keep and self.data_state:
-            kept.update({key: kept_entry(self.data_state, run_id, self.target.files_state())})
-        else:
-            kept.update(forget=[key])
-
-    def run_test(self, step: TestSpec, work: Path, stop: threading.Event, phase, on_live,
-                 steady_now=None) -> Measured:
-        """`steady_now(host → rounds)`: the steady-state rule; an until:
-        steady test ends (its results whole) at the first round it holds."""
-        self.target.claim(step.jobs)  # recorded as iofleet's before fio makes them
-        phase("checking the IO engine")
-        engine = self.engine_for(step)
-        env = self.target.fio_env()
-        layout_job = self.target.layout_job(step)
-        if layout_job:
-            phase("laying out data files")
-            (work / "layout.fio").write_text(layout_job)
-            layout = run_fio(run_command(str(work / "layout.fio"), None), work, stop, env=env)
-            if layout.returncode != 0 and not layout.stopped:
-                return Measured("failed", error_line(layout.stderr, layout.stdout), engine=engine)
-        drop_why = None
-        if self.clear_cache:
-            phase("clearing caches")
-            drop_why = drop_kernel_caches()
-        self.target.before_test(step)
-        jobfile = render_test(step, self.target.fio_where(), engine, self.clear_cache)
-        (work / "job.fio").write_text(jobfile)
-        phase("warm-up" if step.ramp else "measuring")
-        rounds, finish, steady_at = Rounds(step.round, STATUS_INTERVAL_S * 1000), threading.Event(), []
-
-        def on_status(doc: dict) -> None:
-            try:
-                closed = rounds.add(snapshot(doc.get("jobs") or []))
-            except ImportFormatError:
-                return  # a document without the figures: no round (fio's final one is parsed again below)
-            if closed and step.until == "steady" and steady_now and not finish.is_set() \
-                    and steady_now({"local": rounds.rounds}):
-                steady_at.append(rounds.rounds[-1].end_ms / 1000)
-                phase(f"steady at {steady_at[0]:.0f} s: ending the test")
-                finish.set()
-
-        with MetricsSampler({}, local="local") as sampler:
-            fio = run_fio(run_command(str(work / "job.fio"), STATUS_INTERVAL_S), work, stop, on_live,
-                          timeout_s=_timeout(step), on_status=on_status, finish=finish, env=env)
-        m = self._judge(fio)
-        m.rounds = {"local": rounds.rounds}
-        m.ended_early_s = steady_at[0] if fio.ended_early and steady_at else None
-        m.engine = engine
-        m.cache = {"local": self.target.cache_note(self.clear_cache, drop_why)}
-        m.host_metrics = [sampler.summary(skip_s=step.ramp, until_s=fio.wall_s)["local"]]
-        m.host_cpu = m.host_metrics[0].cpu
-        m.artifacts = collect_artifacts(work, {"": jobfile}, fio, ".log")
-        if m.jobs:
-            m.series = read_series(work, "local", files=m.artifacts)  # the logs as just read, not again
-            rebase_series(m.series)
-        return m
-
-    @staticmethod
-    def _judge(fio: FioRun) -> Measured:
-        parsed = None
-        # A killed fio's last status is no result: nothing of it is kept.
-        if fio.final_output and not killed_reason(fio):
-            try:
-                parsed = parse_output(fio.final_output)
-            except ImportFormatError as exc:
-                return verdict(fio, [], [], [], parse_error=str(exc))
-        if parsed is None:
-            return verdict(fio, [], [], [], output=False)
-        errors = [j for j in parsed.jobs + parsed.warmup_jobs if j.error]
-        return verdict(fio, parsed.jobs, parsed.disks, errors)
+from ...errors import FioError
+from ...fio.command import error_line
+from ...fio.jobfile import render_prepare, render_test
+from ...plan.expand import MixedStep, TestSpec, prepare_tiers
+from ..check import HostCheckError, filesystem_problems, problem_line, require_ready
+from ..control.host import NO_SSH, drop_caches
+from ..control.host import host_facts as ssh_host_facts
+from ..inventory import Host
+from ..targets.kept import KeptData, host_key, kept_entry, prepared_state
+from ..metrics import MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
+from .base import (CONTROLLER, Measured, Place, Prepared, collect_artifacts, prepare_sizes, test_timeout, verdict,
+                   written_bytes)
+from ..fio_link.remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts
+from ..fio_link.runner import LiveHosts, read_series, rebase_series
+from ..targets import Access, target_for
+from ..targets.lock import TargetLock, holder_facts
+from ..fio_link.workdir import work_dir
 
 
 class FleetPlace(Place):
@@ -289,7 +46,7 @@ class FleetPlace(Place):
         self.not_cleaned: tuple[str, ...] = ()  # after cleanup(): hosts whose data files are left
         self._started = list(hosts)  # every host the run began with
         self._leftovers: dict[str, bool | None] = {}  # host → its check found iofleet's data files there
-        self.data_state: dict[str, dict] = {}  # host → what prepare_data wrote whole, or found kept (fleet/kept.py)
+        self.data_state: dict[str, dict] = {}  # host → what prepare_data wrote whole, or found kept (fleet/targets/kept.py)
 
     def _where(self, host: Host) -> list[tuple[str, object]]:
         return self.targets[host.name].fio_where()
@@ -368,7 +125,7 @@ class FleetPlace(Place):
         return out
 
     def prepare(self, facts: dict | None = None) -> None:
-        """Lock every host's targets on this machine (targets_lock), then
+        """Lock every host's targets on this machine (fleet/targets/lock.py), then
         refuse to start unless every host passes `hosts check`, device
         targets included (what a fio server shows of them: devices.py)."""
         try:
@@ -446,7 +203,7 @@ class FleetPlace(Place):
         per_host = self._specs_per_host(steps)
         hosts = [h for h in self.hosts if h.name in per_host]
         self._max_jobs = max([self._max_jobs] + [s.jobs for specs in per_host.values() for s in specs])
-        sizes = {name: _prepare_sizes(specs, passes) for name, specs in per_host.items()}
+        sizes = {name: prepare_sizes(specs, passes) for name, specs in per_host.items()}
         tiers = {h.name: prepare_tiers(per_host[h.name]) for h in hosts}
         states = {h.name: prepared_state(tiers[h.name], self.targets[h.name], mode, passes, bs) for h in hosts}
         reused, extended = {}, {}
@@ -471,7 +228,7 @@ class FleetPlace(Place):
         jobfiles = {h.name: render_prepare(tiers[h.name], self._where(h), engines[h.name], first[h.name].direct,
                                            mode, passes, bs, append=h.name in extended)
                     for h in hosts}
-        totals = {h.name: _written(tiers[h.name], passes) for h in hosts}
+        totals = {h.name: written_bytes(tiers[h.name], passes) for h in hosts}
 
         def on_live(live):
             progress(None, sum(totals.values()), live.elapsed_s, live.hosts)
@@ -505,7 +262,7 @@ class FleetPlace(Place):
         phase("checking the IO engine on every host")
         engines = self._engines_for(specs, work, stop)
         engine = ",".join(sorted(set(engines.values())))
-        timeout = _timeout(step)
+        timeout = test_timeout(step)
         layouts = {h.name: job for h in hosts if (job := self.targets[h.name].layout_job(specs[h.name]))}
         layout_hosts = [h for h in hosts if h.name in layouts]
         if layout_hosts:

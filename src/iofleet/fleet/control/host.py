@@ -1,5 +1,5 @@
 """What fio's client/server cannot do on a fleet host, done through the
-SSH control channel (fleet/ssh.py) where the inventory gives one: drop the
+SSH control channel (fleet/control/ssh.py) where the inventory gives one: drop the
 kernel's caches before a test, and read the host's facts (kernel, CPUs,
 memory, each target's filesystem and device) once per run.
 
@@ -8,9 +8,9 @@ the answers, and its callers say what could not be done."""
 
 import shlex
 
-from .devices import spinning
-from .inventory import Host
-from .local import RBD_CLIENT, network_client
+from ..targets.device_checks import spinning
+from ..inventory import Host
+from ..local import RBD_CLIENT, network_client
 from .ssh import Reply, run_on_all
 
 DROP_CACHES_FILE = "/proc/sys/vm/drop_caches"

@@ -38,10 +38,10 @@ import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import DeviceError
-from ..plan.expand import TestSpec
-from ..plan.units import format_bytes
-from .metrics import _samples
+from ...errors import DeviceError
+from ...plan.expand import TestSpec
+from ...plan.units import format_bytes
+from ..metrics import _samples
 
 SYS_BLOCK = Path("/sys/class/block")
 # Job regions start on MiB boundaries: aligned for direct IO on any device.

@@ -15,14 +15,14 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import FioError, ImportFormatError
-from ..fio.command import client_command, error_line
-from ..fio.jobfile import render_cleanup, render_probe
-from ..fio.parse import ALL_CLIENTS, parse_output
-from ..fio.status import Round, client_rounds
-from ..fio.records import DiskUtil, JobResult
-from .inventory import Host
-from .local import engine_candidates
+from ...errors import FioError, ImportFormatError
+from ...fio.command import client_command, error_line
+from ...fio.jobfile import render_cleanup, render_probe
+from ...fio.parse import ALL_CLIENTS, parse_output
+from ...fio.status import Round, client_rounds
+from ...fio.records import DiskUtil, JobResult
+from ..inventory import Host
+from ..local import engine_candidates
 from .relay import RELAY_ADDRESS, Relay
 from .runner import MOUNTED_REFUSAL, STOP_GRACE_S, FioRun, killed_reason, run_fio
 

@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from ..fio.command import CLOCK_NAMES, CLOCK_PROBE
-from .inventory import Host
+from ...fio.command import CLOCK_NAMES, CLOCK_PROBE
+from ..inventory import Host
 from .ssh import Reply, run_on_all
 
 STATE_ROOT = "/var/tmp/iofleet"

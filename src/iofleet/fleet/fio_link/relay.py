@@ -31,7 +31,7 @@ import struct
 import threading
 import time
 
-from ..errors import FioError
+from ...errors import FioError
 
 # fio's network protocol (server.h).
 _HEADER = struct.Struct("<HHIQIHH")  # version, opcode, flags, tag, pdu_len, cmd_crc16, pdu_crc16

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable
 
-from .inventory import Host, SshConfig
+from ..inventory import Host, SshConfig
 
 if TYPE_CHECKING:  # imported where used: a fleet without `ssh:` never loads them (~0.1 s)
     import asyncio
