@@ -175,25 +175,21 @@ class DirectionFigures:
     def from_dict(cls, f: dict | None) -> "DirectionFigures":
         """Figures stored in export units (a measurement window's), as stored."""
         f = f or {}
-        return cls(**{k: f.get(k) for k in _PLAIN_FIELDS},
-                   lat_pct_us={pct_key(p): f.get(_pct_field(p)) for p in PERCENTILES})
+        return cls(**{k: f.get(k) for k in DIRECTION_FIELDS if k not in _PCT_FIELDS},
+                   lat_pct_us={key: f.get(k) for k, key in _PCT_FIELDS.items()})
 
     def to_dict(self) -> dict:
-        return {**{k: getattr(self, k) for k in _PLAIN_FIELDS[:-1]},
-                **{_pct_field(p): self.lat_pct_us.get(pct_key(p)) for p in PERCENTILES},
-                "percentile_basis": self.percentile_basis}
+        """The export fields, in DIRECTION_FIELDS' order."""
+        return {k: self.lat_pct_us.get(_PCT_FIELDS[k]) if k in _PCT_FIELDS else getattr(self, k)
+                for k in DIRECTION_FIELDS}
 
     def lat_us(self, metric: str) -> float | None:
         """Latency by its name: "mean", or a percentile key ("p99")."""
         return self.lat_mean_us if metric == "mean" else self.lat_pct_us.get(metric)
 
 
-def _pct_field(p: float) -> str:
-    return f"lat_{pct_key(p).replace('.', '_')}_us"
-
-
-# DIRECTION_FIELDS other than the percentiles, in their order (percentile_basis last).
-_PLAIN_FIELDS = tuple(k for k in DIRECTION_FIELDS if k not in {_pct_field(p) for p in PERCENTILES})
+# The percentiles' export fields → their keys: lat_p99_9_us → p99.9.
+_PCT_FIELDS = {f"lat_{pct_key(p).replace('.', '_')}_us": pct_key(p) for p in PERCENTILES}
 
 
 @dataclass(frozen=True)

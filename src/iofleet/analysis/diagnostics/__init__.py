@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterator
 
+from ...results.aggregate import shared_by_host
 from ...results.model import Run
 from . import hosts, latency, method, targets
 from .context import Hit, JudgedRun
@@ -101,10 +102,11 @@ RULES: tuple[Rule, ...] = (
 def diagnose(run: Run, thresholds: Thresholds | None = None) -> list[Finding]:
     """Findings over a run, in run order of tests, then rule order."""
     th = thresholds or Thresholds()
-    ctx = JudgedRun(run)
     found = []
-    for order, rule in enumerate(RULES):
-        for n, hit in enumerate(rule.check(ctx, th)):
-            found.append(((hit.index, order, n), Finding(rule.name, rule.severity, hit.test, hit.host,
-                                                         hit.evidence, hit.change)))
+    with shared_by_host():  # several rules ask for a test's hosts: each a merge of its jobs' histograms
+        ctx = JudgedRun(run)
+        for order, rule in enumerate(RULES):
+            for n, hit in enumerate(rule.check(ctx, th)):
+                found.append(((hit.index, order, n), Finding(rule.name, rule.severity, hit.test, hit.host,
+                                                             hit.evidence, hit.change)))
     return [f for _, f in sorted(found, key=lambda x: x[0])]
