@@ -4,11 +4,11 @@ flight equal the IO rate times the mean time an IO takes
 the test asked for, the client did not keep its queues full (CPU-bound, or
 the measurement is broken)."""
 
+from ..results.model import TestRecord
+
 # A test whose IOPS × mean latency differs from its outstanding IO by more
 # than this share of it is flagged.
 LITTLE_TOLERANCE = 0.15
-
-from ..results.model import TestRecord
 
 SYNC_ENGINES = ("psync", "sync")  # one IO at a time per job, whatever iodepth says
 
