@@ -202,6 +202,16 @@ def test_repeats_within_one_run_are_samples_and_unmatched_tests_are_listed():
     assert "unmatched: 4k-r70-rand-j1-qd4" in comparison_markdown(c)
 
 
+def test_imports_without_methodology_compare_their_whole_tests():
+    """Variant: the runs as `results import` stores fio outputs, with no methodology."""
+    docs = {name: [run(i) | {"methodology": None} for i in RUNS[name]] for name in ("libaio-qd4", "psync")}
+    for doc in docs["libaio-qd4"] + docs["psync"]:
+        for t in doc["tests"]:
+            t["methodology"] = None
+    c = compare([config_of(name, runs) for name, runs in docs.items()], "libaio-qd4")
+    assert c.tests[0].row("iops").cell("psync").samples == figures("psync", READ, iops)
+
+
 def test_only_ok_tests_count_and_partial_runs_are_labelled():
     partial = run(7)
     partial["status"] = "partial"  # variant: the third baseline run cut short, its write test failed

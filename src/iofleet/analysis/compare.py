@@ -65,9 +65,9 @@ class Metric:
         # until: steady tests report their measurement window's figures
         # (all of them; results stored before 0.x: IOPS and MB/s only). A
         # test stored before `until` existed counts as until: steady.
-        method = test.methodology
+        method = test.methodology  # None: an import, measured as a whole
         until = "steady" if method is None or not method.has("until") else method.until
-        window = method.window_figures() if until == "steady" else None
+        window = method.window_figures() if method is not None and until == "steady" else None
         if window is not None and window.per_direction:
             return self._of(window.direction(self.direction))
         if window is not None and self.direction == "all" and self.figure in RATES:
