@@ -25,6 +25,7 @@ from bench.easy_vs_best import (  # noqa: E402
 )
 from iofleet.analysis.saturation import saturation_of_run  # noqa: E402
 from iofleet.plan.units import format_size, parse_size  # noqa: E402
+from iofleet.results.model import Run  # noqa: E402
 
 SECTION = "## Saturate vs the exhaustive grid"
 GOAL_IOPS = 0.95
@@ -34,7 +35,7 @@ GOAL_TIME = 0.30
 def saturate_figures(run: dict, wall: float) -> dict:
     """Saturate's answer (its analysis' `peak`, as `iofleet saturate` prints
     it) from its stored run, and what the sweep cost."""
-    sat = saturation_of_run(run)
+    sat = saturation_of_run(Run.from_dict(run))
     peak = sat.peak if sat else None
     prep = ((run.get("methodology") or {}).get("prepare") or {}).get("seconds")
     return {

@@ -4,6 +4,7 @@ every cell runs on all hosts at once and reports fleet figures."""
 import pytest
 
 from iofleet.analysis.saturation import saturation_of_run
+from iofleet.results.model import Run
 
 from ..browser import open_page
 from ..cli import iofleet, show_json
@@ -22,7 +23,7 @@ def test_saturate_on_the_fleet_reports_fleet_figures(tmp_path, fleet4, data_dir)
 
     run = show_json(1, data_dir)
     assert run["status"] == "complete" and len(run["tests"]) >= 2
-    sat = saturation_of_run(run)
+    sat = saturation_of_run(Run.from_dict(run))
     for t in run["tests"]:
         # Fleet figures: all four hosts ran the cell; IOPS are their sum (a
         # repeated cell holds each run's).

@@ -4,6 +4,7 @@ each test) whose achieved IOPS track their targets below the maximum, and
 a target beyond it marked as missed. Then a curve from the stored sweep."""
 
 from iofleet.analysis.curve import REACHED_SHARE, curve_of_run
+from iofleet.results.model import Run
 from tests.cli import iofleet, show_json
 
 # 1 s cells and points, a sweep of at most 2 cells: about 10 s in all.
@@ -26,7 +27,7 @@ def test_a_curve_tracks_its_targets_and_marks_the_one_beyond_the_maximum(disk_di
     assert targets == [round(info["max_iops"] * pct / 100) for pct in (20, 40, 300)]
     assert [t["id"].endswith(f"-iops{r}") for t, r in zip(run["tests"], targets)] == [True] * 3
 
-    curve = curve_of_run(run)
+    curve = curve_of_run(Run.from_dict(run))
     low, mid, beyond = sorted(curve.points, key=lambda p: p.target_iops)
     for p in (low, mid):  # fio paces the IOs: the achieved rate is the target, within a few %
         assert p.reached and abs(p.iops - p.target_iops) <= 0.05 * p.target_iops, p

@@ -2,6 +2,7 @@
 the best configuration, the latency target with bisection, Little's law."""
 
 from iofleet.analysis.saturation import more_iops, saturation_of_run
+from iofleet.results.model import Run
 from tests.cli import iofleet, show_json
 
 # Fixed 1 s cells: the search and its report, fast (steady cells below).
@@ -22,7 +23,7 @@ def test_sweep_finds_the_knee_and_the_best_configuration(disk_dir, data_dir):
     run = show_json(1, data_dir)
     assert run["status"] == "complete" and run["tests_planned"] == len(run["tests"]) >= 3
     assert run["methodology"]["saturate"]["slo"] == "p99<=1000ms"
-    sat = saturation_of_run(run)
+    sat = saturation_of_run(Run.from_dict(run))
     # The first row starts at iodepth 1; every cell is a stored test.
     assert [(c.jobs, c.iodepth) for c in sat.cells][:2] == [(1, 1), (1, 4)]  # IOPS grow in step from 1
     assert sat.best.iops >= 0.95 * sat.peak.iops and sat.slo_best is sat.peak
@@ -43,7 +44,7 @@ def test_latency_target_is_refined_by_bisection(disk_dir, data_dir):
     iofleet("saturate", "--target", disk_dir, "--max-jobs", "1", "--max-iodepth", "64", "--bisect", "2",
             "--slo", "mean<=0.25ms", *SHORT, data_dir=data_dir)
     run = show_json(1, data_dir)
-    sat = saturation_of_run(run)
+    sat = saturation_of_run(Run.from_dict(run))
     limit = 250.0
     for c in sat.cells:
         # Met only when every run met it. A cell is repeated when its verdict is
@@ -89,7 +90,7 @@ def test_cells_end_when_steady_and_use_their_window(disk_dir, data_dir):
                    "--size", "32m", "--round", "1s", "--max-runtime", "6s", "--ramp", "0s", "--prepare", "none",
                    data_dir=data_dir)
     run = show_json(1, data_dir)
-    sat = saturation_of_run(run)
+    sat = saturation_of_run(Run.from_dict(run))
     assert [(c.jobs, c.iodepth) for c in sat.cells] == [(1, 1)]  # one cell: the suite is short of time
     assert run["methodology"]["saturate"]["cell"] == {"until": "steady", "round": 1, "max_runtime": 6, "ramp": 0}
     for t in run["tests"]:

@@ -88,7 +88,7 @@ def test_ten_saturation_rows_have_ten_distinct_looks():
     one_job = [t for t in doc["tests"] if t["params"]["jobs"] == 1]
     doc["tests"] = [dict(t, id=f"{t['id']}-{jobs}", params=dict(t["params"], jobs=jobs))
                     for jobs in range(1, 11) for t in one_job]
-    sat, _ = sweep_of_run(doc)
+    sat, _ = sweep_of_run(Run.from_dict(doc))
     fig = saturation_chart(sat)
     rows = [tr for tr in fig.data if tr.xaxis == "x" and tr.name.endswith(("job", "jobs"))]
     assert len(rows) == 10

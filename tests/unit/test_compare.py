@@ -16,9 +16,10 @@ from scipy import stats
 from iofleet.analysis.compare import (BASELINE, BETTER, NOT_ENOUGH, NOT_JUDGED, PASSED, REGRESSION, WITHIN_NOISE,
                                       WORSE, Config, NothingMatched, compare, default_metrics, gate, judge)
 from iofleet.errors import IofleetError
-from iofleet.report.compare import (comparison_csv, comparison_json, comparison_markdown, comparison_report,
-                                    fmt_change, gate_lines)
+from iofleet.report.compare import (compare_to_json, comparison_csv, comparison_json, comparison_markdown,
+                                    comparison_report, fmt_change, gate_lines)
 from iofleet.report.junit import junit_xml
+from iofleet.results.model import Run
 from iofleet.results.store import Store
 from iofleet.studies.compare import load_configs, resolve
 
@@ -27,12 +28,17 @@ READ, WRITE, MIXED = "4k-r100-rand-j1-qd4", "4k-r0-rand-j1-qd4", "4k-r70-rand-j1
 RUNS = {"libaio-qd4": [1, 4, 7], "psync": [2, 5, 8], "libaio-qd4-again": [3, 6, 9], "libaio-qd4-repeat": [10]}
 
 
+def config_of(name: str, docs: list[dict]) -> Config:
+    """A configuration of recorded runs' exports (changed here and there), read as typed runs."""
+    return Config(name, [Run.from_dict(d) for d in docs])
+
+
 def run(i: int) -> dict:
     return json.loads((FIXTURES / f"run{i}.json").read_text())
 
 
 def config(name: str) -> Config:
-    return Config(name, [run(i) for i in RUNS[name]])
+    return config_of(name, [run(i) for i in RUNS[name]])
 
 
 def figures(name: str, test: str, get) -> list[float]:
@@ -139,7 +145,7 @@ def test_latency_lower_is_better_cpu_too():
     lat = [m for m in default_metrics() if m.name == "read_lat_mean"][0]
     assert not lat.higher_is_better
     a, b = [100.0, 101.0, 99.0], [50.0, 51.0, 49.0]
-    c = compare([Config("a", [_fake_run(1, a)]), Config("b", [_fake_run(2, b)])], "a")
+    c = compare([config_of("a", [_fake_run(1, a)]), config_of("b", [_fake_run(2, b)])], "a")
     assert c.tests[0].row("read_lat_mean").cell("b").verdict == BETTER
     assert c.tests[0].row("iops").cell("b").verdict == BETTER  # the fake IOPS follow 1/latency
     assert c.tests[0].row("cpu").cell("b").verdict == WORSE  # and b's CPU is 10 points higher
@@ -175,7 +181,7 @@ def test_rankings_and_winners(cmp):
 
 
 def test_one_run_each_is_not_enough_repeats():
-    c = compare([Config("run 1", [run(1)]), Config("run 2", [run(2)])], "run 1")
+    c = compare([config_of("run 1", [run(1)]), config_of("run 2", [run(2)])], "run 1")
     cell = c.tests[0].row("iops").cell("run 2")
     a, b = iops(run(1)["tests"][0]), iops(run(2)["tests"][0])
     assert cell.verdict == NOT_ENOUGH and cell.pct_change == pytest.approx(100 * (b - a) / a)
@@ -196,17 +202,27 @@ def test_repeats_within_one_run_are_samples_and_unmatched_tests_are_listed():
     assert "unmatched: 4k-r70-rand-j1-qd4" in comparison_markdown(c)
 
 
+def test_imports_without_methodology_compare_their_whole_tests():
+    """Variant: the runs as `results import` stores fio outputs, with no methodology."""
+    docs = {name: [run(i) | {"methodology": None} for i in RUNS[name]] for name in ("libaio-qd4", "psync")}
+    for doc in docs["libaio-qd4"] + docs["psync"]:
+        for t in doc["tests"]:
+            t["methodology"] = None
+    c = compare([config_of(name, runs) for name, runs in docs.items()], "libaio-qd4")
+    assert c.tests[0].row("iops").cell("psync").samples == figures("psync", READ, iops)
+
+
 def test_only_ok_tests_count_and_partial_runs_are_labelled():
     partial = run(7)
     partial["status"] = "partial"  # variant: the third baseline run cut short, its write test failed
     partial["tests"][1]["status"] = "failed"
-    c = compare([Config("libaio-qd4", [run(1), run(4), partial]), config("psync")], "libaio-qd4")
+    c = compare([config_of("libaio-qd4", [run(1), run(4), partial]), config("psync")], "libaio-qd4")
     assert c.configs[0].partial and not c.configs[1].partial
     assert c.tests[1].row("iops").cell("libaio-qd4").n == 2
     assert c.tests[1].row("iops").cell("psync").verdict == NOT_ENOUGH
     assert c.excluded == [{"config": "libaio-qd4", "run": 7, "test": WRITE, "repeat": 1, "status": "failed"}]
     assert "libaio-qd4 (partial)" in comparison_markdown(c)
-    assert c.to_dict()["configs"][0]["partial"] is True
+    assert compare_to_json(c)["configs"][0]["partial"] is True
 
 
 def test_match_on_fewer_keys_and_ambiguity():
@@ -273,7 +289,7 @@ def _depth(doc: dict, iodepth: int) -> dict:
 
 
 def test_nothing_matched_names_what_differs_and_the_match_that_pairs():
-    before, qd16 = config("libaio-qd4"), Config("qd16", [_depth(run(i), 16) for i in RUNS["psync"]])
+    before, qd16 = config("libaio-qd4"), config_of("qd16", [_depth(run(i), 16) for i in RUNS["psync"]])
     with pytest.raises(NothingMatched) as exc:
         compare([before, qd16], "libaio-qd4")
     assert str(exc.value) == ("no test is in every configuration: they differ in iodepth (4 in libaio-qd4, 16 in "
@@ -291,7 +307,7 @@ def test_nothing_matched_without_a_match_that_pairs():
     for t in doc["tests"]:
         t["params"]["read_pct"] = {100: 50, 0: 60}[t["params"]["read_pct"]]
     with pytest.raises(NothingMatched) as exc:
-        compare([Config("run 1", [run(1)]), Config("run 2", [doc])], "run 1")
+        compare([config_of("run 1", [run(1)]), config_of("run 2", [doc])], "run 1")
     assert str(exc.value) == ("no test is in every configuration: they differ in read_pct (0/100 in run 1, 50/60 in "
                               "run 2), iodepth (4 in run 1, 16 in run 2); no --match pairs them one to one: "
                               "compare configurations that ran the same tests")
@@ -303,9 +319,9 @@ def test_nothing_ok_to_compare():
     for t in failed["tests"]:
         t["status"] = "failed"
     with pytest.raises(IofleetError, match=r"^no test is in every configuration"):
-        compare([Config("run 1", [run(1)]), Config("run 2", [failed])], "run 1")
+        compare([config_of("run 1", [run(1)]), config_of("run 2", [failed])], "run 1")
     with pytest.raises(IofleetError, match=r"^nothing to compare: no test of run 2, run 1 ended ok \(4 excluded\)"):
-        compare([Config("run 2", [failed]), Config("run 1", [failed | {"id": 1}])], "run 2")
+        compare([config_of("run 2", [failed]), config_of("run 1", [failed | {"id": 1}])], "run 2")
 
 
 def test_gate_fails_what_is_worse_beyond_noise_and_the_threshold(cmp):
@@ -337,7 +353,7 @@ def test_gate_better_passes_and_too_few_repeats_are_not_judged():
     sync_base = compare([config("psync"), config("libaio-qd4")], "psync")
     iops_checks = [c for c in gate(sync_base, 5) if c.metric.name == "iops"]
     assert [c.outcome for c in iops_checks] == [PASSED, PASSED] and all(c.cell.verdict == BETTER for c in iops_checks)
-    one = compare([Config("run 1", [run(1)]), Config("run 2", [run(2)])], "run 1")
+    one = compare([config_of("run 1", [run(1)]), config_of("run 2", [run(2)])], "run 1")
     checks = gate(one, 5)
     assert not any(c.outcome == REGRESSION for c in checks)
     unsure = [c for c in checks if c.outcome == NOT_JUDGED]
@@ -387,7 +403,7 @@ def test_junit_xml_parses_back_with_one_case_per_test_and_metric(cmp):
 
 def test_junit_xml_escapes_names():
     hostile = "<a href='x'>&\"]]>\x01"
-    one = compare([Config("run 1", [run(1)]), Config(hostile, [run(2)])], "run 1")
+    one = compare([config_of("run 1", [run(1)]), config_of(hostile, [run(2)])], "run 1")
     raw = junit_xml(one, gate(one, 5), 5)
     import xml.etree.ElementTree as ET
 

@@ -17,6 +17,7 @@ from iofleet.fleet.facts import ssh_facts
 from iofleet.fleet.inventory import Host
 from iofleet.fleet.control.ssh import Reply
 from iofleet.report.summary import host_facts_notes
+from iofleet.results.model import Run
 
 ROOT = Path(__file__).parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "control" / "facts-vm.txt"
@@ -169,8 +170,8 @@ def test_host_imbalance_names_what_differs_on_the_straggler():
     a = _only_dir(recorded())
     for h in doc["host_facts"]["hosts"]:
         h["facts"] = _other(a, kernel="6.1.0-18-amd64") if h["name"] == "h4" else a
-    (finding,) = [f for f in diagnose(doc) if f.rule == "host_imbalance"]
+    (finding,) = [f for f in diagnose(Run.from_dict(doc)) if f.rule == "host_imbalance"]
     assert finding.evidence.endswith("; h4 differs: kernel 6.1.0-18-amd64 (others 6.18.44-fc-v595)")
     assert finding.change.startswith("check what differs on h4 (that difference, its targets' devices")
-    (plain,) = [f for f in diagnose(_fleet_run()) if f.rule == "host_imbalance"]
+    (plain,) = [f for f in diagnose(Run.from_dict(_fleet_run())) if f.rule == "host_imbalance"]
     assert "differs:" not in plain.evidence

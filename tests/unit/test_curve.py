@@ -11,24 +11,26 @@ import pytest
 from iofleet.analysis.curve import REACHED_SHARE, curve_of_run, even_loads, load_rule
 from iofleet.errors import IofleetError
 from iofleet.report.curve import COLUMNS, curve_chart, curve_lines, curve_rows, curve_title
+from iofleet.results.model import Run
 from iofleet.studies.curve import Curve, parse_loads
 
-RUN = json.loads((Path(__file__).parents[1] / "fixtures" / "runs" / "curve.json").read_text())
+DOC = json.loads((Path(__file__).parents[1] / "fixtures" / "runs" / "curve.json").read_text())
+RUN = Run.from_dict(DOC)
 
 
 def test_the_points_of_a_recorded_curve():
     curve = curve_of_run(RUN)
     assert (curve.jobs, curve.iodepth, round(curve.max_iops)) == (1, 16, 77593)
     assert [round(p.load_pct) for p in curve.points] == [10, 30, 50, 70, 90, 150]
-    assert [p.target_iops for p in curve.points] == [t["params"]["rate_iops"] for t in RUN["tests"]]
-    for p, t in zip(curve.points, RUN["tests"]):
+    assert [p.target_iops for p in curve.points] == [t["params"]["rate_iops"] for t in DOC["tests"]]
+    for p, t in zip(curve.points, DOC["tests"]):
         assert p.iops == t["all"]["iops"] and p.p99_9_us == t["all"]["lat_p99_9_us"]  # until: time: the whole test
     # Below the maximum fio keeps the pace; beyond it the storage cannot.
     assert [p.reached for p in curve.points] == [True] * 5 + [False]
     beyond = curve.points[-1]
     assert beyond.iops < REACHED_SHARE * beyond.target_iops and beyond.achieved_pct == pytest.approx(58.8, abs=0.1)
     assert curve.missed == [beyond]
-    assert curve_of_run({"methodology": {}, "tests": []}) is None  # not a curve run
+    assert curve_of_run(Run.from_dict({"methodology": {}, "tests": []})) is None  # not a curve run
 
 
 def test_the_table_and_notes_mark_the_missed_point_with_achieved_over_target():
@@ -58,7 +60,7 @@ def test_the_hockey_stick_chart():
     [missed] = [t for t in fig.data if t.name == "missed its target"]
     assert list(missed.text) == ["68,404/116,389"]
     assert fig.layout.shapes[0].x0 == curve.max_iops  # the maximum's line
-    assert curve_chart(curve_of_run(RUN | {"tests": []})) is None
+    assert curve_chart(curve_of_run(Run.from_dict(DOC | {"tests": []}))) is None
 
 
 def test_the_loads_rule():

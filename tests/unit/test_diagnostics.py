@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from iofleet.analysis.diagnostics import RULES, SEVERITIES, Finding, Thresholds, diagnose
+from iofleet.analysis.diagnostics import RULES, SEVERITIES, Finding, Thresholds
+from iofleet.analysis.diagnostics import diagnose as diagnose_run
 from iofleet.analysis.diagnostics.targets import setup_warnings
 from iofleet.analysis.little import outstanding_io
 from iofleet.analysis.stragglers import stragglers
 from iofleet.errors import IofleetError
 from iofleet.fleet.control.host import parse_facts
 from iofleet.report.summary import diagnostics_lines
+from iofleet.results.model import Run, TestRecord
 
 ROOT = Path(__file__).parents[2]
 RUNS = ROOT / "tests" / "fixtures" / "runs"
@@ -27,6 +29,11 @@ CONTROL_TARGETS = ["/tmp/ctl-t", "/dev/vda", "/dev/shm", "/nonexistent dir$(x)",
 
 def load(name: str) -> dict:
     return json.loads((RUNS / f"{name}.json").read_text())
+
+
+def diagnose(doc: dict, thresholds: Thresholds | None = None) -> list[Finding]:
+    """The findings over a recorded run's export (changed here and there), read as the typed run."""
+    return diagnose_run(Run.from_dict(doc), thresholds)
 
 
 def found(run: dict, rule: str, thresholds: Thresholds | None = None) -> list[Finding]:
@@ -63,7 +70,7 @@ def test_outstanding_io_low_on_the_low_part_of_a_real_sweep_takes_the_best_test_
     """The recorded sweep cut at 4 outstanding IOs: at level 4, jobs 1 ×
     iodepth 4 (64,400 IOPS) beat jobs 2 × iodepth 2 (59,845), so the advice
     deepens that one."""
-    run = only(load("qd-sweep"), lambda t: outstanding_io(t) <= 4)
+    run = only(load("qd-sweep"), lambda t: outstanding_io(TestRecord.from_dict(t)) <= 4)
     (f,) = found(run, "outstanding_io_low")
     assert f.test == "4k-r100-rand-j1-qd4"
     assert "outstanding IO 2 → 4: IOPS 39,583 → 64,400 (+63 %)" in f.evidence

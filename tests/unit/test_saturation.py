@@ -4,6 +4,7 @@ with `iofleet run` and `iofleet results export --format json`)."""
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from iofleet.errors import IofleetError
 from iofleet.plan import parse_plan
 from iofleet.plan.expand import expand, with_load
 from iofleet.report.saturation import verdict_lines
+from iofleet.results.model import Run, TestRecord
 from iofleet.studies.saturate import Sweep, doubling, ended_line, search, sweep_plan
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "saturate" / "matrix-4k-randread.json"
@@ -44,23 +46,32 @@ def test_slo_parsing():
             parse_slo(bad)
 
 
+def typed(t: dict) -> TestRecord:
+    return TestRecord.from_dict(t)
+
+
+def sweep_of(tests: list[TestRecord]) -> Run:
+    """A run of these tests (a sweep's, without the sweep's record)."""
+    return replace(Run.from_dict({}), tests=tests)
+
+
 def test_cells_carry_outstanding_io_and_littles_law(run):
-    cells = cells_of(run)
+    cells = cells_of(Run.from_dict(run).tests)
     assert [(c.jobs, c.iodepth, c.outstanding) for c in cells][:4] == [(1, 1, 1), (2, 1, 2), (1, 4, 4), (2, 4, 8)]
     for c, t in zip(cells, run["tests"]):
         # Recomputed by hand: IOPS × mean latency ÷ (fio jobs × iodepth).
-        assert c.little == pytest.approx(t["all"]["iops"] * t["all"]["lat_mean_us"] / 1e6 / outstanding_io(t))
+        assert c.little == pytest.approx(t["all"]["iops"] * t["all"]["lat_mean_us"] / 1e6 / outstanding_io(typed(t)))
         assert c.little_ok  # on this VM the law holds within 1 %
     broken = copy.deepcopy(run["tests"][3])
     broken["all"]["lat_mean_us"] *= 0.7  # as if a third of the queue sat unsubmitted
-    assert little_ratio(broken) == pytest.approx(0.7 * little_ratio(run["tests"][3]))
-    assert not Cell(**{**cells[3].__dict__, "little": little_ratio(broken)}).little_ok
+    assert little_ratio(typed(broken)) == pytest.approx(0.7 * little_ratio(typed(run["tests"][3])))
+    assert not Cell(**{**cells[3].__dict__, "little": little_ratio(typed(broken))}).little_ok
     psync = copy.deepcopy(run["tests"][6]) | {"params": run["tests"][6]["params"] | {"engine_used": "psync"}}
-    assert outstanding_io(psync) == 1  # one job, iodepth means nothing to a sync engine
+    assert outstanding_io(typed(psync)) == 1  # one job, iodepth means nothing to a sync engine
 
 
 def test_knee_is_where_iops_stop_growing(run):
-    cells = cells_of(run)
+    cells = cells_of(Run.from_dict(run).tests)
     assert [c.outstanding for c in frontier(cells)] == [1, 2, 4, 8, 16, 32, 64, 128]
     knee = find_knee(cells)
     # 64 → 128 outstanding IOs gained under 1 % IOPS while latency doubled.
@@ -73,7 +84,7 @@ def test_knee_is_where_iops_stop_growing(run):
 
 
 def test_best_configuration_is_the_least_oio_near_the_peak(run):
-    best = best_cell(cells_of(run))
+    best = best_cell(cells_of(Run.from_dict(run).tests))
     # 187,254 IOPS at 64 is 99 % of the 188,676 at 128: half the IOs in flight, half the latency.
     assert (best.jobs, best.iodepth) == (1, 64)
     assert best_cell([cell(1, 60), cell(2, 96), cell(4, 101)]).outstanding == 2
@@ -81,7 +92,7 @@ def test_best_configuration_is_the_least_oio_near_the_peak(run):
 
 def test_slo_answer_and_bisection_bracket(run):
     slo = parse_slo("p99<=300us")
-    cells = cells_of(run, slo)
+    cells = cells_of(Run.from_dict(run).tests, slo)
     assert [c.slo_ok for c in cells] == [True] * 5 + [False] * 3
     top = slo_best(cells)
     assert (top.jobs, top.iodepth) == (1, 16)
@@ -97,11 +108,11 @@ def test_slo_answer_and_bisection_bracket(run):
 
 
 def test_saturation_of_a_stored_sweep(run):
-    assert saturation_of_run(run) is None  # a plain run is not a sweep
+    assert saturation_of_run(Run.from_dict(run)) is None  # a plain run is not a sweep
     run["methodology"] = {"saturate": {"slo": "p99<=300us"}}
-    sat = saturation_of_run(run)
+    sat = saturation_of_run(Run.from_dict(run))
     assert sat.slo.text == "p99<=300us" and sat.slo_best.iodepth == 16 and sat.knee.iodepth == 64
-    assert saturation(run).slo_best is None
+    assert saturation(Run.from_dict(run)).slo_best is None
 
 
 def test_doubling_axes_and_the_sweep_plan():
@@ -121,23 +132,23 @@ def test_doubling_axes_and_the_sweep_plan():
 
 # ---- repeats, window figures, noise and the search ------------------------
 
-def exported(seq, jobs, depth, iops, p99_us=None, window=None):
-    """A minimal exported test (results.model.TestRecord.to_dict) of a cell."""
+def exported(seq, jobs, depth, iops, p99_us=None, window=None, typed=True):
+    """A minimal test of a cell, read from its export (results.model.TestRecord.to_dict)."""
     lat = jobs * depth / iops * 1e6  # Little's law holds exactly
-    figures = {"ios": int(iops * 5), "iops": iops, "bw_mb_s": iops * 4096 / 1e6, "lat_mean_us": lat,
-               "lat_p99_us": p99_us if p99_us is not None else 2 * lat}
+    figures = {"ios": int(iops * 5), "iops": iops, "bw_mb_s": iops * 4096 / 1e6, "bw_bytes_s": iops * 4096,
+               "lat_mean_us": lat, "lat_p99_us": p99_us if p99_us is not None else 2 * lat}
     t = {"id": f"4k-r100-rand-j{jobs}-qd{depth}", "seq": seq, "status": "ok", "fio_jobs": jobs, "hosts": {},
          "params": {"jobs": jobs, "iodepth": depth, "engine_used": "libaio"},
          "all": figures, "read": figures, "write": {"ios": 0}, "methodology": {}}
     if window is not None:
         t["methodology"]["window"] = window
-    return t
+    return TestRecord.from_dict(t) if typed else t
 
 
 def test_repeats_are_one_cell_with_their_median_and_spread():
     tests = [exported(0, 1, 8, 100_000), exported(1, 1, 16, 150_000), exported(2, 1, 8, 90_000),
              exported(3, 1, 8, 120_000)]
-    cells = cells_of({"tests": tests})
+    cells = cells_of(tests)
     assert [(c.iodepth, c.runs) for c in cells] == [(8, 3), (16, 1)]
     c8 = cells[0]
     assert c8.iops == 100_000 and c8.iops_runs == (100_000, 90_000, 120_000) and c8.band == (90_000, 120_000)
@@ -148,12 +159,12 @@ def test_repeats_are_one_cell_with_their_median_and_spread():
 
 def test_cells_use_the_window_figures_when_stored():
     whole = exported(0, 1, 8, 100_000, p99_us=900.0)
-    win = exported(0, 1, 8, 80_000, p99_us=700.0)
+    win = exported(0, 1, 8, 80_000, p99_us=700.0, typed=False)
     with_window = exported(0, 1, 8, 100_000, p99_us=900.0, window={"start_s": 3, "end_s": 8, "steady": True,
                                                      "all": win["all"], "read": win["read"], "write": {"ios": 0}})
     slo = parse_slo("p99<=800us")
-    (plain,) = cells_of({"tests": [whole]}, slo)
-    (windowed,) = cells_of({"tests": [with_window]}, slo)
+    (plain,) = cells_of([whole], slo)
+    (windowed,) = cells_of([with_window], slo)
     assert plain.iops == 100_000 and windowed.iops == 80_000
     assert windowed.slo_value_us == 700.0 and windowed.slo_ok
     assert not plain.slo_ok and plain.slo_value_us == 900.0  # the whole test's
@@ -166,14 +177,14 @@ def test_cells_within_noise_cannot_be_told_apart():
     slo = parse_slo("p99<=1ms")
     tests = [exported(0, 2, 24, 132_478, 900), exported(1, 2, 28, 111_996, 950), exported(2, 2, 30, 133_215, 980),
              exported(3, 2, 32, 140_000, 1100)]
-    sat = saturation({"tests": tests}, slo)
+    sat = saturation(sweep_of(tests), slo)
     assert (sat.peak.jobs, sat.peak.iodepth) == (2, 24)  # the least outstanding IO of the tied
     assert [c.iodepth for c in sat.ties] == [30] and sat.slo_best is sat.peak
     assert more_iops(sat.peak, next(c for c in sat.cells if c.iodepth == 28))
     # Repeats that do not overlap tell 30 apart from 24: it becomes the answer.
     tests += [exported(4, 2, 24, 128_000, 900), exported(5, 2, 30, 140_000, 980), exported(6, 2, 30, 139_000, 980),
               exported(7, 2, 24, 130_000, 900)]
-    sat = saturation({"tests": tests}, slo)
+    sat = saturation(sweep_of(tests), slo)
     assert (sat.peak.iodepth, sat.peak.runs, sat.ties) == (30, 3, [])
     lines = " ".join(line for line, _ in verdict_lines(sat, 1))
     assert "jobs 2 × iodepth 30" in lines and "median of 3 runs, 133,215–140,000" in lines
@@ -183,11 +194,11 @@ def test_cells_within_noise_cannot_be_told_apart():
 def test_a_target_is_met_only_when_every_run_meets_it():
     slo = parse_slo("p99<=1ms")
     tests = [exported(0, 1, 32, 100_000, 980), exported(1, 1, 32, 101_000, 1030), exported(2, 1, 32, 99_000, 990)]
-    (c,) = cells_of({"tests": tests}, slo)
+    (c,) = cells_of(tests, slo)
     assert (c.slo_met_runs, c.slo_ok, c.slo_value_us) == (2, False, 990)
     assert near_limit(c, slo)  # the runs disagree
-    far = cells_of({"tests": [exported(0, 1, 4, 50_000, 500)]}, slo)[0]
-    close = cells_of({"tests": [exported(0, 1, 4, 50_000, 1070)]}, slo)[0]
+    far = cells_of([exported(0, 1, 4, 50_000, 500)], slo)[0]
+    close = cells_of([exported(0, 1, 4, 50_000, 1070)], slo)[0]
     assert not near_limit(far, slo) and near_limit(close, slo)  # within 8 % above the limit
 
 
@@ -198,24 +209,24 @@ class ModelDisk:
 
     def __init__(self, top=200_000.0, half=16, wobble=None, slo=None):
         self.top, self.half, self.wobble, self.slo = top, half, wobble or {}, slo
-        self.tests: list[dict] = []
+        self.tests: list[TestRecord] = []
 
     def iops(self, jobs, depth):
         oio = jobs * depth
         return self.top * oio / (oio + self.half)
 
     def run_once(self, jobs, depth):
-        k = sum(1 for t in self.tests if t["params"]["jobs"] == jobs and t["params"]["iodepth"] == depth)
+        k = sum(1 for t in self.tests if t.params["jobs"] == jobs and t.params["iodepth"] == depth)
         factor = self.wobble.get((jobs, depth), [])[k:k + 1] or [1.0]
         self.tests.append(exported(len(self.tests), jobs, depth, self.iops(jobs, depth) * factor[0]))
         return next(c for c in self.cells() if (c.jobs, c.iodepth) == (jobs, depth))
 
     def cells(self):
-        return cells_of({"tests": self.tests}, self.slo)
+        return cells_of(self.tests, self.slo)
 
     def sweep(self, sweep, jobs=(1, 2), depths=(1, 2, 4, 8, 16, 32, 64, 128)):
         ended = search(sweep, list(jobs), list(depths), self.run_once, self.cells, lambda: False)
-        sat = saturation({"tests": self.tests}, self.slo)
+        sat = saturation(sweep_of(self.tests), self.slo)
         return sat, [ended_line(e, sat, sweep) for e in ended]
 
 

@@ -9,14 +9,26 @@ import json
 import os
 from pathlib import Path
 
-from iofleet.analysis.diagnostics import Thresholds, diagnose
+from iofleet.analysis.diagnostics import Thresholds
+from iofleet.analysis.diagnostics import diagnose as diagnose_run
 from iofleet.analysis.diagnostics.context import JudgedRun
 from iofleet.fleet.control.host import parse_facts
 from iofleet.fleet.local import network_client, target_facts
+from iofleet.results.model import Run
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "runs"
 READS, WRITES = "4k-r100-rand-j2-qd16", "4k-r0-rand-j1-qd4"
 SPLIT = ("cpu_fio_avg_pct", "cpu_storage_avg_pct", "cpu_other_avg_pct", "cpu_storage_by_name")
+
+
+def diagnose(doc: dict, thresholds: Thresholds | None = None):
+    """The findings over a recorded run's export (changed here and there), read as the typed run."""
+    return diagnose_run(Run.from_dict(doc), thresholds)
+
+
+def judged(host_facts: dict) -> JudgedRun:
+    """A run with only these facts, judged."""
+    return JudgedRun(Run.from_dict({"host_facts": host_facts}))
 
 
 def load() -> dict:
@@ -163,19 +175,19 @@ def test_a_fleet_hosts_fuse_target_from_its_ssh_facts():
     # A host with only the FUSE target has no device; with both, one is on its disk.
     only_fuse = {"hosts": [{"name": "h1", "facts": dict(facts, targets={"/mnt/cephfs/diag": fuse})}]}
     both = {"hosts": [{"name": "h1", "facts": facts}]}
-    assert JudgedRun({"host_facts": only_fuse}).target_client("h1") == "ceph-fuse"
-    assert JudgedRun({"host_facts": both}).target_client("h1") is None
-    assert JudgedRun({"host_facts": {}}).target_client("h1") is None  # nothing known
+    assert judged(only_fuse).target_client("h1") == "ceph-fuse"
+    assert judged(both).target_client("h1") is None
+    assert judged({}).target_client("h1") is None  # nothing known
 
 
 def test_an_rbd_image_has_no_device_on_the_host():
     """The host facts a run records with an RBD image target: the local
     place's `rbd` description, a fleet host's targets by name."""
-    assert JudgedRun({"host_facts": {"rbd": {"pool": "rbd", "image": "iofleet"}}}).target_client("local") == "librbd"
+    assert judged({"rbd": {"pool": "rbd", "image": "iofleet"}}).target_client("local") == "librbd"
     fleet = {"hosts": [{"name": "h1", "targets": ["rbd:rbd/iofleet"]}, {"name": "h2", "targets": ["/mnt/x"]}]}
-    run = JudgedRun({"host_facts": fleet})
+    run = judged(fleet)
     assert run.target_client("h1") == "librbd" and run.target_client("h2") is None
-    assert JudgedRun({"host_facts": {"target_facts": {"/srv/x": {"kind": "directory", "device": "vda"}}}}) \
+    assert judged({"target_facts": {"/srv/x": {"kind": "directory", "device": "vda"}}}) \
         .target_client("local") is None
 
 

@@ -12,6 +12,7 @@ from iofleet.analysis.theoretical import (
 from iofleet.errors import IofleetError, PlanError
 from iofleet.plan.hardware import load_model, parse_model
 from iofleet.report.theoretical import csv_report, markdown_report, model_data
+from iofleet.results.model import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "tests" / "fixtures" / "runs"
@@ -24,8 +25,8 @@ def model(**fields):
     return parse_model({"device": SATA, "devices_per_host": 4, "hosts": 4, "layout": "raid0", **fields}, "m.yaml")
 
 
-def run(name: str) -> dict:
-    return json.loads((RUNS / name).read_text())
+def run(name: str) -> Run:
+    return Run.from_dict(json.loads((RUNS / name).read_text()))
 
 
 def test_the_example_mirror_model_is_the_worked_example():

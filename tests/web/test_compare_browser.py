@@ -9,6 +9,7 @@ import pytest
 from iofleet.analysis.compare import Config, compare
 from iofleet.report.html import compare_page
 from iofleet.results.ingest import import_outputs
+from iofleet.results.model import Run
 from iofleet.results.store import Store
 
 from ..browser import Seen, browser_page, open_page, screenshot
@@ -24,7 +25,7 @@ IOPS_CHANGE = ("[...document.querySelectorAll('.js-plotly-plot')]"
 
 
 def config(name: str, *ids: int) -> Config:
-    return Config(name, [json.loads((FIXTURES / f"run{i}.json").read_text()) for i in ids])
+    return Config(name, [Run.from_dict(json.loads((FIXTURES / f"run{i}.json").read_text())) for i in ids])
 
 
 @pytest.mark.integration

@@ -1,7 +1,8 @@
 """Compare configurations (groups of runs) test by test: % change against a
 baseline, a bootstrap confidence interval and a Welch t-test where there are
 repeats, a noise rule for what counts as a real difference, rankings and a
-winners table. Pure logic on exported run documents (Run.to_dict).
+winners table. Pure logic on stored runs (results.model.Run); the JSON
+shape of a comparison is report.compare's.
 
 Samples are whole tests: one figure per run and per repeat of a test, never
 the per-second points (they are autocorrelated, so treating them as
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 
 from ..errors import IofleetError
 from ..plan.params import ID_BASE
+from ..results.export import DirectionFigures
+from ..results.model import Run, TestRecord
 
 # Tests pair up across configurations by what every test id names.
 DEFAULT_MATCH = ID_BASE
@@ -41,55 +44,54 @@ METHOD = (
 )
 
 
+RATES = ("iops", "mb_s")  # figures that are no figure, not 0, where nothing was measured
+
+
 @dataclass(frozen=True)
 class Metric:
-    """One figure of a test, read from its exported document."""
+    """One figure of a test: `figure` is iops, mb_s, a latency (mean, p95,
+    p99, ...) of `direction`, or host_cpu (direction None)."""
 
     name: str
     label: str
     unit: str  # unit of the stored values
     higher_is_better: bool
     direction: str | None  # read, write, all; None for host figures
-    field: str
+    figure: str
 
-    def value(self, test: dict) -> float | None:
+    def value(self, test: TestRecord) -> float | None:
         if self.direction is None:
-            return test.get(self.field)
+            return test.host_cpu.avg_pct if test.host_cpu else None
         # until: steady tests report their measurement window's figures
-        # (all of them; results stored before 0.x: IOPS and MB/s only).
-        method = test.get("methodology") or {}
-        window = method.get("window") if method.get("until", "steady") == "steady" else None
-        if window and self.direction in window:
-            d = window[self.direction] or {}
-            if self.field in ("iops", "bw_mb_s") and not d.get("ios"):
-                return None
-            return d.get(self.field)
-        if window and self.direction == "all" and self.field == "iops":
-            return window.get("iops")
-        if window and self.direction == "all" and self.field == "bw_mb_s":
-            bw = window.get("bw_bytes_s")
-            return None if bw is None else bw / 1e6
-        d = test.get(self.direction) or {}
-        if self.field in ("iops", "bw_mb_s") and not d.get("ios"):
-            return None  # nothing measured in this direction: no figure, not 0
-        return d.get(self.field)
+        # (all of them; results stored before 0.x: IOPS and MB/s only). A
+        # test stored before `until` existed counts as until: steady.
+        method = test.methodology  # None: an import, measured as a whole
+        until = "steady" if method is None or not method.has("until") else method.until
+        window = method.window_figures() if method is not None and until == "steady" else None
+        if window is not None and window.per_direction:
+            return self._of(window.direction(self.direction))
+        if window is not None and self.direction == "all" and self.figure in RATES:
+            return window.all.iops if self.figure == "iops" else window.all.bw_mb_s
+        return self._of(test.figures().direction(self.direction))
 
-    def to_dict(self) -> dict:
-        return {"name": self.name, "label": self.label, "unit": self.unit,
-                "higher_is_better": self.higher_is_better}
+    def _of(self, d: DirectionFigures) -> float | None:
+        if self.figure in RATES and not d.ios:
+            return None  # nothing measured in this direction: no figure, not 0
+        if self.figure == "iops":
+            return d.iops
+        return d.bw_mb_s if self.figure == "mb_s" else d.lat_us(self.figure)
 
 
 def default_metrics(tail: str = "p99") -> tuple[Metric, ...]:
     """IOPS, MB/s, read and write mean, p95 and tail latency, host CPU."""
-    tail_field = f"lat_{tail.replace('.', '_')}_us"
     out = [Metric("iops", "IOPS", "IOPS", True, "all", "iops"),
-           Metric("mb_s", "MB/s", "MB/s", True, "all", "bw_mb_s")]
+           Metric("mb_s", "MB/s", "MB/s", True, "all", "mb_s")]
     for d in ("read", "write"):
-        out.append(Metric(f"{d}_lat_mean", f"{d} mean latency", "us", False, d, "lat_mean_us"))
-        out.append(Metric(f"{d}_p95", f"{d} p95 latency", "us", False, d, "lat_p95_us"))
+        out.append(Metric(f"{d}_lat_mean", f"{d} mean latency", "us", False, d, "mean"))
+        out.append(Metric(f"{d}_p95", f"{d} p95 latency", "us", False, d, "p95"))
         if tail != "p95":
-            out.append(Metric(f"{d}_{tail}", f"{d} {tail} latency", "us", False, d, tail_field))
-    out.append(Metric("cpu", "host CPU avg", "%", False, None, "host_cpu_avg_pct"))
+            out.append(Metric(f"{d}_{tail}", f"{d} {tail} latency", "us", False, d, tail))
+    out.append(Metric("cpu", "host CPU avg", "%", False, None, "host_cpu"))
     return tuple(out)
 
 
@@ -99,17 +101,11 @@ class Config:
     """A named group of runs (one run, or every run with one label)."""
 
     name: str
-    runs: list[dict]
+    runs: list[Run]
 
     @property
     def partial(self) -> bool:
-        return any(r.get("status") != "complete" for r in self.runs)
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "partial": self.partial,
-                "runs": [{"id": r.get("id"), "label": r.get("label"), "plan_name": r.get("plan_name"),
-                          "status": r.get("status"), "created_at": r.get("created_at"),
-                          "fio_version": r.get("fio_version")} for r in self.runs]}
+        return any(r.status != "complete" for r in self.runs)
 
 
 @dataclass
@@ -173,9 +169,6 @@ class Cell:
     p_value: float | None = None
     verdict: str = NO_DATA
 
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
 
 @dataclass
 class Place:
@@ -188,9 +181,6 @@ class Place:
     mean: float
     tie: str | None
 
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
 
 @dataclass
 class MetricRow:
@@ -200,10 +190,6 @@ class MetricRow:
 
     def cell(self, config: str) -> Cell:
         return next(c for c in self.cells if c.config == config)
-
-    def to_dict(self) -> dict:
-        return {"metric": self.metric, "cells": [c.to_dict() for c in self.cells],
-                "ranking": [p.to_dict() for p in self.ranking]}
 
 
 @dataclass
@@ -215,10 +201,6 @@ class MatchedTest:
 
     def row(self, metric: str) -> MetricRow:
         return next(r for r in self.rows if r.metric == metric)
-
-    def to_dict(self) -> dict:
-        return {"key": self.key, "label": self.label, "test_ids": self.test_ids,
-                "rows": [r.to_dict() for r in self.rows]}
 
 
 @dataclass
@@ -269,48 +251,28 @@ class Comparison:
                 out[w["metric"]][name] += 1
         return out
 
-    def to_dict(self) -> dict:
-        return {
-            "baseline": self.baseline,
-            "configs": [c.to_dict() for c in self.configs],
-            "match": list(self.match),
-            "noise_pct": self.noise_pct,
-            "alpha": ALPHA,
-            "confidence_pct": CONFIDENCE,
-            "min_repeats": MIN_REPEATS,
-            "resamples": self.resamples,
-            "seed": self.seed,
-            "method": self.method,
-            "metrics": [m.to_dict() for m in self.metrics],
-            "tests": [t.to_dict() for t in self.tests],
-            "unmatched": self.unmatched,
-            "excluded": self.excluded,
-            "winners": self.winners(),
-            "wins": self.wins(),
-        }
-
 
 def _label(key: tuple, match: tuple[str, ...]) -> str:
     return " ".join(f"{k}={v}" for k, v in zip(match, key))
 
 
-def _group(config: Config, match: tuple[str, ...], excluded: list[dict]) -> dict[tuple, list[dict]]:
+def _group(config: Config, match: tuple[str, ...], excluded: list[dict]) -> dict[tuple, list[TestRecord]]:
     """The config's ok tests by match key (every run, every repeat)."""
-    out: dict[tuple, list[dict]] = {}
+    out: dict[tuple, list[TestRecord]] = {}
     for run in config.runs:
         ids_by_key: dict[tuple, set[str]] = {}
-        for t in run.get("tests", []):
-            if t.get("status") != "ok":
-                excluded.append({"config": config.name, "run": run.get("id"), "test": t.get("id"),
-                                 "repeat": t.get("repeat", 1), "status": t.get("status")})
+        for t in run.tests:
+            if t.status != "ok":
+                excluded.append({"config": config.name, "run": run.id, "test": t.id, "repeat": t.repeat,
+                                 "status": t.status})
                 continue
-            key = tuple((t.get("params") or {}).get(k) for k in match)
-            ids_by_key.setdefault(key, set()).add(t["id"])
+            key = tuple((t.params or {}).get(k) for k in match)
+            ids_by_key.setdefault(key, set()).add(t.id)
             out.setdefault(key, []).append(t)
         for key, ids in ids_by_key.items():
             if len(ids) > 1:
                 raise IofleetError(
-                    f"--match {','.join(match)}: run {run.get('id')} of {config.name} has several tests "
+                    f"--match {','.join(match)}: run {run.id} of {config.name} has several tests "
                     f"with {_label(key, match)} ({', '.join(sorted(ids))}); add parameters to --match "
                     f"so each test is told apart")
     return out
@@ -339,8 +301,8 @@ def _pairs(configs: list[Config], match: tuple[str, ...]) -> bool:
 def nothing_matched(configs: list[Config], match: tuple[str, ...]) -> NothingMatched:
     """The error for comparisons with no test in common: which parameters
     differ, with each configuration's values, and the --match that would pair them."""
-    values = {c.name: {k: sorted({str((t.get("params") or {}).get(k)) for r in c.runs for t in r.get("tests", [])
-                                  if t.get("status") == "ok"}) for k in match} for c in configs}
+    values = {c.name: {k: sorted({str((t.params or {}).get(k)) for r in c.runs for t in r.tests
+                                  if t.status == "ok"}) for k in match} for c in configs}
     differ = [k for k in match if len({tuple(v[k]) for v in values.values()}) > 1]
     shown = ", ".join(f"{k} (" + ", ".join(f"{'/'.join(v[k])} in {name}" for name, v in values.items()) + ")"
                       for k in differ)
@@ -393,7 +355,7 @@ def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | 
     match = tuple(match)
     if not match:
         raise IofleetError("--match: give at least one parameter, e.g. bs,read_pct")
-    known = {k for c in configs for r in c.runs for t in r.get("tests", []) for k in (t.get("params") or {})}
+    known = {k for c in configs for r in c.runs for t in r.tests for k in (t.params or {})}
     unknown = [k for k in match if k not in known]
     if unknown:
         raise IofleetError(f"--match {','.join(match)}: no test has the parameter {', '.join(unknown)}; "
@@ -401,8 +363,8 @@ def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | 
     configs = sorted(configs, key=lambda c: c.name != baseline)  # baseline first, others in given order
     if metrics is None:
         base = configs[0]
-        tail = next(((r.get("methodology") or {}).get("percentile") for r in base.runs
-                     if (r.get("methodology") or {}).get("percentile")), "p99")
+        tail = next((r.methodology.percentile for r in base.runs
+                     if r.methodology is not None and r.methodology.percentile), "p99")
         metrics = default_metrics(tail)
 
     excluded: list[dict] = []
@@ -417,7 +379,7 @@ def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | 
     tests, unmatched = [], []
     for key in keys:
         having = [c.name for c in configs if key in grouped[c.name]]
-        first = grouped[having[0]][key][0]["id"]
+        first = grouped[having[0]][key][0].id
         if len(having) < len(configs):
             unmatched.append({"key": dict(zip(match, key)), "label": first, "configs": having})
             continue
@@ -443,8 +405,8 @@ def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | 
             if all(c.n == 0 for c in cells):
                 continue  # e.g. write latency of a read-only test
             rows.append(MetricRow(m.name, cells, _ranking(cells, m, noise_pct, resamples, seed)))
-        ids = {c.name: sorted({t["id"] for t in grouped[c.name][key]}) for c in configs}
-        tests.append(MatchedTest(dict(zip(match, key)), grouped[baseline][key][0]["id"], ids, rows))
+        ids = {c.name: sorted({t.id for t in grouped[c.name][key]}) for c in configs}
+        tests.append(MatchedTest(dict(zip(match, key)), grouped[baseline][key][0].id, ids, rows))
     if not tests:
         raise nothing_matched(configs, match)
     return Comparison(configs, baseline, match, noise_pct, resamples, seed, tuple(metrics), tests,

@@ -9,7 +9,9 @@ saturated system, not of the load asked for."""
 
 from dataclasses import dataclass, field
 
+from ..results.export import DirectionFigures
 from ..results.methodology import CurveRecord
+from ..results.model import Run
 from .saturation import figures_of
 
 # A point reached its target when it achieved at least this share of it: fio
@@ -78,21 +80,19 @@ def curve_record(curve: "CurveResult") -> CurveRecord:
                        rule=curve.rule, io=curve.io, reached_share=REACHED_SHARE)
 
 
-def curve_of_run(run: dict) -> CurveResult | None:
-    """The curve of an exported run (results.model.Run.to_dict), or None
-    when the run is not a curve run."""
-    info = (run.get("methodology") or {}).get("curve")
+def curve_of_run(run: Run) -> CurveResult | None:
+    """The curve of a stored run, or None when the run is not a curve run."""
+    info = run.methodology.curve if run.methodology is not None else None
     if not info:
         return None
-    result = CurveResult(info["max_iops"], info["jobs"], info["iodepth"], info["source"], info["rule"],
-                         info.get("io") or {})
-    for t in run["tests"]:
-        target = (t.get("params") or {}).get("rate_iops")
+    result = CurveResult(info.max_iops, info.jobs, info.iodepth, info.source, info.rule, info.io or {})
+    for t in run.tests:
+        target = (t.params or {}).get("rate_iops")
         if not target:
             continue
-        figs = figures_of(t)["all"] if (t.get("all") or {}).get("ios") else {}
+        figs = figures_of(t).all if t.figures().all.ios else DirectionFigures()
         result.points.append(Point(
-            test=t["id"], status=t["status"], load_pct=100 * target / info["max_iops"], target_iops=target,
-            iops=figs.get("iops"), mb_s=figs.get("bw_mb_s"), p50_us=figs.get("lat_p50_us"),
-            p99_us=figs.get("lat_p99_us"), p99_9_us=figs.get("lat_p99_9_us")))
+            test=t.id, status=t.status, load_pct=100 * target / info.max_iops, target_iops=target,
+            iops=figs.iops, mb_s=figs.bw_mb_s, p50_us=figs.lat_us("p50"), p99_us=figs.lat_us("p99"),
+            p99_9_us=figs.lat_us("p99.9")))
     return result

@@ -4,6 +4,8 @@ flight equal the IO rate times the mean time an IO takes
 the test asked for, the client did not keep its queues full (CPU-bound, or
 the measurement is broken)."""
 
+from ..results.model import TestRecord
+
 # A test whose IOPS × mean latency differs from its outstanding IO by more
 # than this share of it is flagged.
 LITTLE_TOLERANCE = 0.15
@@ -11,19 +13,20 @@ LITTLE_TOLERANCE = 0.15
 SYNC_ENGINES = ("psync", "sync")  # one IO at a time per job, whatever iodepth says
 
 
-def outstanding_io(test: dict) -> int | None:
-    """IOs the test keeps in flight over all its hosts (fio jobs × iodepth),
-    from an exported test (results.model.TestRecord.to_dict); None for mixed tests,
-    whose host groups run different depths, for tests at a fixed rate (rate_iops,
-    rate_mbps: iodepth is only a cap there) and for tests without figures."""
-    params = test.get("params") or {}
-    if params.get("groups") or not test.get("fio_jobs") or "iodepth" not in params:
+def outstanding_io(test: TestRecord) -> int | None:
+    """IOs the test keeps in flight over all its hosts (fio jobs × iodepth);
+    None for mixed tests, whose host groups run different depths, for tests
+    at a fixed rate (rate_iops, rate_mbps: iodepth is only a cap there) and
+    for tests without figures."""
+    params = test.params or {}
+    jobs = test.aggregate.jobs if test.aggregate else None
+    if params.get("groups") or not jobs or "iodepth" not in params:
         return None
     if params.get("rate_iops") or params.get("rate_mbps"):
         return None  # a fixed rate, not the queue, sets how many IOs are in flight
     engine = params.get("engine_used") or params.get("engine")
     depth = 1 if engine in SYNC_ENGINES else params["iodepth"]
-    return test["fio_jobs"] * depth
+    return jobs * depth
 
 
 def in_flight(iops: float | None, lat_mean_us: float | None) -> float | None:
@@ -33,13 +36,13 @@ def in_flight(iops: float | None, lat_mean_us: float | None) -> float | None:
     return iops * lat_mean_us / 1e6
 
 
-def little_ratio(test: dict) -> float | None:
-    """IOPS × mean latency ÷ outstanding IO of an exported test (1.0 when
-    the law holds exactly); None when a figure is missing."""
+def little_ratio(test: TestRecord) -> float | None:
+    """IOPS × mean latency ÷ outstanding IO of a test (1.0 when the law
+    holds exactly); None when a figure is missing."""
     oio = outstanding_io(test)
-    figures = test.get("all") or {}
-    seen = in_flight(figures.get("iops"), figures.get("lat_mean_us"))
-    if not oio or seen is None or not figures.get("ios"):
+    figures = test.figures().all
+    seen = in_flight(figures.iops, figures.lat_mean_us)
+    if not oio or seen is None or not figures.ios:
         return None
     return seen / oio
 

@@ -3,7 +3,7 @@ a latency target when there is one, and what it cannot be told apart from
 within noise), where IOPS stop growing (the knee) and the best
 configuration.
 
-Works on the cells of a sweep (exported tests per jobs × iodepth, repeats
+Works on the cells of a sweep (a run's tests per jobs × iodepth, repeats
 of a cell taken together; figures of each test's measurement window),
 whether the sweep is running or long stored.
 """
@@ -14,6 +14,8 @@ import warnings
 from dataclasses import dataclass
 
 from ..errors import IofleetError
+from ..results.export import Figures
+from ..results.model import Run, TestRecord
 from .little import in_flight, little_holds, outstanding_io
 
 # Kneedle's sensitivity, in online mode (every knee along the curve, not
@@ -45,11 +47,10 @@ class Slo:
     def text(self) -> str:
         return f"{self.metric}{'<' if self.strict else '<='}{_fmt_us(self.limit_us)}"
 
-    def value_us(self, test: dict) -> float | None:
-        """The test's worst value of the metric over the directions that did
-        IO; None when a needed figure is unknown."""
-        key = "lat_mean_us" if self.metric == "mean" else f"lat_{self.metric.replace('.', '_')}_us"
-        values = [test[d].get(key) for d in ("read", "write") if (test.get(d) or {}).get("ios")]
+    def value_us(self, figures: Figures) -> float | None:
+        """The worst value of the metric over the directions that did IO
+        (of a test's figures); None when a needed figure is unknown."""
+        values = [d.lat_us(self.metric) for d in (figures.read, figures.write) if d.ios]
         if not values or any(v is None for v in values):
             return None
         return max(values)
@@ -146,38 +147,38 @@ def _median(values: list) -> float | None:
     return known[mid] if len(known) % 2 else (known[mid - 1] + known[mid]) / 2
 
 
-def figures_of(test: dict) -> dict:
-    """The figures a cell uses from an exported test: its measurement
-    window's (methodology.window), else the whole test's (runs stored
-    before windows had exact figures, tests too short for a window)."""
-    window = (test.get("methodology") or {}).get("window") or {}
-    if (window.get("all") or {}).get("ios"):
+def figures_of(test: TestRecord) -> Figures:
+    """The figures a cell uses from a test: its measurement window's
+    (methodology.window), else the whole test's (runs stored before
+    windows had exact figures, tests too short for a window)."""
+    window = test.methodology.window_figures() if test.methodology is not None else None
+    if window is not None and window.all.ios:
         return window
-    return test
+    return test.figures()
 
 
-def cells_of(run: dict, slo: Slo | None = None, noise_pct: float = NOISE_PCT) -> list[Cell]:
-    """The measured cells of an exported run (results.model.Run.to_dict),
-    the repeats of a cell (tests of the same id) taken together."""
-    runs: dict[str, list[dict]] = {}
-    for t in run["tests"]:
+def cells_of(tests: list[TestRecord], slo: Slo | None = None, noise_pct: float = NOISE_PCT) -> list[Cell]:
+    """The measured cells of a sweep's tests, the repeats of a cell (tests
+    of the same id) taken together."""
+    runs: dict[str, list[TestRecord]] = {}
+    for t in tests:
         oio = outstanding_io(t)
-        if t["status"] not in ("ok", "partial") or not oio or not (t.get("all") or {}).get("ios"):
+        if t.status not in ("ok", "partial") or not oio or not t.figures().all.ios:
             continue
-        runs.setdefault(t["id"], []).append(t)
+        runs.setdefault(t.id, []).append(t)
     cells = []
     for tests in runs.values():
         t0 = tests[0]
-        figs = [figures_of(t)["all"] for t in tests]
+        figs = [figures_of(t).all for t in tests]
         oio = outstanding_io(t0)
-        iops = [f["iops"] for f in figs]
-        lat = [f["lat_mean_us"] for f in figs]
-        littles = [None if (seen := in_flight(f["iops"], f["lat_mean_us"])) is None else seen / oio for f in figs]
+        iops = [f.iops for f in figs]
+        lat = [f.lat_mean_us for f in figs]
+        littles = [None if (seen := in_flight(f.iops, f.lat_mean_us)) is None else seen / oio for f in figs]
         cell = Cell(
-            test=t0["id"], seq=t0["seq"], jobs=t0["params"]["jobs"], iodepth=t0["params"]["iodepth"],
-            hosts=len(t0.get("hosts") or {}) or 1, outstanding=oio, iops=_median(iops),
-            mb_s=_median([f["bw_mb_s"] for f in figs]), lat_mean_us=_median(lat),
-            lat_p99_us=_median([f["lat_p99_us"] for f in figs]), little=_median(littles),
+            test=t0.id, seq=t0.seq, jobs=t0.params["jobs"], iodepth=t0.params["iodepth"],
+            hosts=len(t0.host_aggregates()) or 1, outstanding=oio, iops=_median(iops),
+            mb_s=_median([f.bw_mb_s for f in figs]), lat_mean_us=_median(lat),
+            lat_p99_us=_median([f.lat_us("p99") for f in figs]), little=_median(littles),
             iops_runs=tuple(iops), noise_pct=noise_pct)
         if slo:
             values = [slo.value_us(figures_of(t)) for t in tests]
@@ -310,15 +311,16 @@ def analyse(cells: list[Cell], slo: Slo | None, noise_pct: float = NOISE_PCT) ->
                       ties=ties, noise_pct=noise_pct)
 
 
-def saturation(run: dict, slo: Slo | None = None, noise_pct: float = NOISE_PCT) -> Saturation:
-    return analyse(cells_of(run, slo, noise_pct), slo, noise_pct)
+def saturation(run: Run, slo: Slo | None = None, noise_pct: float = NOISE_PCT) -> Saturation:
+    return analyse(cells_of(run.tests, slo, noise_pct), slo, noise_pct)
 
 
-def saturation_of_run(run: dict) -> Saturation | None:
-    """The analysis of a stored sweep (an exported run), or None when the
-    run is not a saturate sweep."""
-    info = (run.get("methodology") or {}).get("saturate")
+def saturation_of_run(run: Run) -> Saturation | None:
+    """The analysis of a stored sweep, or None when the run is not a
+    saturate sweep."""
+    info = run.methodology.saturate if run.methodology is not None else None
     if info is None:
         return None
-    return saturation(run, parse_slo(info["slo"]) if info.get("slo") else None,
-                      info.get("noise_pct", NOISE_PCT))
+    # A sweep stored before --noise existed has no noise_pct: the default it ran with.
+    noise = info.noise_pct if info.noise_pct is not None else NOISE_PCT
+    return saturation(run, parse_slo(info.slo) if info.slo else None, noise)

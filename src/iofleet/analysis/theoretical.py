@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ..errors import IofleetError
 from ..plan.hardware import HardwareModel
 from ..plan.units import format_size
+from ..results.model import Run, TestRecord
 
 MB = 1e6  # MB/s are 10^6 bytes/s throughout iofleet
 
@@ -138,36 +139,40 @@ def model_table(model: HardwareModel, device: Device) -> list[Expected]:
     return [expected(model, device, w.bs, w.read_pct, w.pattern) for w in model.workloads]
 
 
-def _one_host(test: dict) -> bool:
-    return len(test.get("hosts") or {}) <= 1
+def _one_host(test: TestRecord) -> bool:
+    return len(test.host_aggregates()) <= 1
 
 
-def _figure(test: dict, direction: str, what: str) -> float:
-    return (test.get(direction) or {}).get(what) or 0.0
+def _iops(test: TestRecord, direction: str) -> float:
+    return test.figures().direction(direction).iops or 0.0
 
 
-def device_from_run(run_doc: dict) -> Device:
+def _mb_s(test: TestRecord, direction: str) -> float:
+    return test.figures().direction(direction).bw_mb_s or 0.0
+
+
+def device_from_run(run: Run) -> Device:
     """Device figures from a stored run on one device: the best 100 %-read
     test for the read figures and the best 0 %-read test for the write
     figures (IOPS and MB/s each from its own best test)."""
-    run_id = run_doc.get("id")
-    ok = [t for t in run_doc.get("tests", []) if t.get("status") == "ok" and _one_host(t)
-          and (t.get("params") or {}).get("bs") and (t.get("params") or {}).get("read_pct") is not None]
+    run_id = run.id
+    ok = [t for t in run.tests if t.status == "ok" and _one_host(t)
+          and (t.params or {}).get("bs") and (t.params or {}).get("read_pct") is not None]
     found, sources = {}, {}
     for direction, pct in (("read", 100), ("write", 0)):
-        tests = [t for t in ok if t["params"]["read_pct"] == pct]
+        tests = [t for t in ok if t.params["read_pct"] == pct]
         if not tests:
             raise IofleetError(
                 f"run {run_id} has no successful {pct} %-read test on one host, so it gives no {direction} "
                 f"figures; use a run with a read-only and a write-only test (e.g. `iofleet easy-run`) "
                 f"or enter read_iops, write_iops, read_mb_s and write_mb_s under device")
-        best_iops = max(tests, key=lambda t: _figure(t, direction, "iops"))
-        best_bw = max(tests, key=lambda t: _figure(t, direction, "bw_mb_s"))
-        found[f"{direction}_iops"] = _figure(best_iops, direction, "iops")
-        found[f"{direction}_mb_s"] = _figure(best_bw, direction, "bw_mb_s")
-        found[f"{direction}_bs"] = best_iops["params"]["bs"]
-        sources[f"{direction}_iops"] = f"run {run_id} test {best_iops['id']}"
-        sources[f"{direction}_mb_s"] = f"run {run_id} test {best_bw['id']}"
+        best_iops = max(tests, key=lambda t: _iops(t, direction))
+        best_bw = max(tests, key=lambda t: _mb_s(t, direction))
+        found[f"{direction}_iops"] = _iops(best_iops, direction)
+        found[f"{direction}_mb_s"] = _mb_s(best_bw, direction)
+        found[f"{direction}_bs"] = best_iops.params["bs"]
+        sources[f"{direction}_iops"] = f"run {run_id} test {best_iops.id}"
+        sources[f"{direction}_mb_s"] = f"run {run_id} test {best_bw.id}"
     for name in ("read_iops", "write_iops", "read_mb_s", "write_mb_s"):
         if found[name] <= 0:
             raise IofleetError(f"run {run_id}: {sources[name].split('test ')[1]} measured no IO; "
@@ -197,26 +202,27 @@ class Comparison:
     notes: list[str]
 
 
-def measured_vs_theoretical(run_doc: dict, model: HardwareModel, device: Device | None = None) -> Comparison:
-    """Each ok test of a run document (results.model.Run.to_dict) with its
-    expected IOPS and MB/s; random_pct 0 counts as sequential."""
+def measured_vs_theoretical(run: Run, model: HardwareModel, device: Device | None = None) -> Comparison:
+    """Each ok test of a run with its expected IOPS and MB/s; random_pct 0
+    counts as sequential."""
     device = device or entered_device(model)
     rows, skipped, host_counts = [], [], set()
-    for t in run_doc.get("tests", []):
-        name = t["id"] if t.get("repeat", 1) == 1 else f"{t['id']} #{t['repeat']}"
-        params = t.get("params") or {}
-        if t.get("status") != "ok":
-            skipped.append(f"{name}: {t.get('status')}")
+    for t in run.tests:
+        name = t.id if t.repeat == 1 else f"{t.id} #{t.repeat}"
+        params = t.params or {}
+        if t.status != "ok":
+            skipped.append(f"{name}: {t.status}")
             continue
         if not params.get("bs") or params.get("read_pct") is None:
-            why = "mixed test: host groups ran different workloads" if t.get("groups") else \
+            mixed = t.fleet is not None and bool(t.fleet.groups)
+            why = "mixed test: host groups ran different workloads" if mixed else \
                 "its block size or read share is unknown"
             skipped.append(f"{name}: {why}")
             continue
         pattern = "sequential" if params.get("random_pct") == 0 else "random"
         exp = expected(model, device, params["bs"], params["read_pct"], pattern)
-        rows.append(Measured(name, exp, _figure(t, "all", "iops"), _figure(t, "all", "bw_mb_s")))
-        host_counts.add(max(1, len(t.get("hosts") or {})))
+        rows.append(Measured(name, exp, _iops(t, "all"), _mb_s(t, "all")))
+        host_counts.add(max(1, len(t.host_aggregates())))
     notes = []
     if host_counts and host_counts != {model.hosts}:
         ran = ", ".join(str(h) for h in sorted(host_counts))

@@ -50,11 +50,11 @@ def model_command(
     if fmt not in FORMATS:
         raise IofleetError(f"--format {fmt!r}: use {', '.join(FORMATS)}")
     model = load_model(model_file)
-    runs: dict[int, dict] = {}
+    runs: dict = {}  # run id → Run
     wanted = [i for i in (model.device.run, run_id) if i is not None]
     if wanted:
         with Store.open(default_data_dir(data_dir)) as store:
-            runs = {i: store.get_run(i).to_dict() for i in dict.fromkeys(wanted)}
+            runs = {i: store.get_run(i) for i in dict.fromkeys(wanted)}
     device = device_from_run(runs[model.device.run]) if model.device.run is not None else entered_device(model)
     comparison = measured_vs_theoretical(runs[run_id], model, device) if run_id is not None else None
     data = model_data(model, device, model_table(model, device), comparison, run_id)

@@ -182,13 +182,14 @@ def results_show(
 ):
     """Show a run's summary table, or every figure as JSON."""
     from ..report.summary import summary_table
+    from ..results.model import run_to_json
     from ..results.store import Store, default_data_dir
     if fmt not in ("table", "json"):
         raise IofleetError(f"--format {fmt!r}: use table or json")
     with Store.open(default_data_dir(data_dir)) as store:
         run = _load_run(store, run_id)
     if fmt == "json":
-        sys.stdout.write(json.dumps(run.to_dict(), indent=2) + "\n")
+        sys.stdout.write(run_to_json(run))
     else:
         print_table(summary_table(run, table_width(wide)), wide)
         _print_saturation(run, wide)
@@ -197,7 +198,7 @@ def results_show(
 def _print_saturation(run: "Run", wide: bool) -> None:
     """A saturate sweep's cells, grid and verdicts (other runs: nothing)."""
     from ..report.saturation import saturation_report, sweep_of_run
-    sweep = sweep_of_run(run.to_dict())
+    sweep = sweep_of_run(run)
     if sweep is not None:
         report = saturation_report(*sweep, f"Saturation sweep of run {run.id}")
         print_table(fitted_sweep(report, sweep[0], table_width(wide)), wide)
@@ -244,7 +245,7 @@ def results_export(
 
     CSV has one row per test; JSON every figure; the zip the report, tables,
     raw fio outputs, job files and logs."""
-    from ..results.model import run_to_csv
+    from ..results.model import run_to_csv, run_to_json
     from ..results.store import Store, default_data_dir
     if fmt not in ("csv", "json", "zip"):
         raise IofleetError(f"--format {fmt!r}: use csv, json or zip")
@@ -257,7 +258,7 @@ def results_export(
             write_output(output, data)
             err_console.print(f"Wrote {output} ({file_size(len(data))})")
             return
-    text = run_to_csv(run) if fmt == "csv" else json.dumps(run.to_dict(), indent=2) + "\n"
+    text = run_to_csv(run) if fmt == "csv" else run_to_json(run)
     if output:
         write_output(output, text)
         err_console.print(f"Wrote {output}")
@@ -313,7 +314,7 @@ def diagnose_command(
         return
     with Store.open(default_data_dir(data_dir)) as store:
         run = _load_run(store, run_id)
-    findings = diagnose(run.to_dict(), limits)
+    findings = diagnose(run, limits)
     if fmt == "json":
         sys.stdout.write(json.dumps([f.to_dict() for f in findings], indent=2) + "\n")
         return

@@ -174,7 +174,7 @@ def saturate(
         console.print(f"  sweep: {line}", highlight=False, markup=False)
     for line, style in methodology_notes(run):
         console.print(Text(line, style=style or ""))
-    findings = diagnose(run.to_dict())
+    findings = diagnose(run)
     if findings:
         console.print(Text("Diagnostics:", style="bold"))
         for line, style in diagnostics_lines(findings):

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..results.model import run_to_csv
-from ..results.model import Run
+from ..results.model import Run, run_to_csv, run_to_json
 from ..results.store import Store
 from .html import run_report_html, run_report_md, tables_of_run
 from .saturation import saturation_report, sweep_of_run
@@ -45,7 +44,7 @@ def rows_csv(rows: list[dict]) -> str:
 def summary_text(run: Run) -> str:
     console = Console(file=io.StringIO(), width=200, record=True)
     console.print(summary_table(run))
-    sweep = sweep_of_run(run.to_dict())
+    sweep = sweep_of_run(run)
     if sweep is not None:
         console.print(saturation_report(*sweep, f"Saturation sweep of run {run.id}"))
     return console.export_text()
@@ -60,7 +59,7 @@ def run_bundle(store: Store, run: Run) -> bytes:
         z.writestr(top + "report.html", run_report_html(run, store.run_series(run)))
         z.writestr(top + "summary.txt", summary_text(run))
         z.writestr(top + "summary.md", run_report_md(run))
-        z.writestr(top + "run.json", json.dumps(run.to_dict(include_bins=True), indent=1) + "\n")
+        z.writestr(top + "run.json", run_to_json(run, include_bins=True, indent=1))
         z.writestr(top + "tests.csv", run_to_csv(run))
         for name, rows in tables_of_run(run).items():
             z.writestr(f"{top}tables/{name}.csv", rows_csv(rows))

@@ -29,7 +29,7 @@ from ..analysis.stragglers import STRAGGLER_SHARE
 from ..fio.records import Series
 from ..plan.params import base_id
 from ..plan.units import format_size
-from ..results.export import direction_figures
+from ..results.export import DirectionFigures
 from ..results.model import Run, TestRecord
 from ..units import MISSING, format_value, shown_unit, to_ms
 from .summary import run_tail, shown_window, spread
@@ -91,14 +91,13 @@ def _ok(run: Run) -> list[TestRecord]:
     return [t for t in run.tests if t.status == "ok" and t.aggregate is not None and t.aggregate.all.ios > 0]
 
 
-def _shown(t: TestRecord, direction: str) -> dict:
-    """A test's figures of one direction (export fields: µs, MB/s) as its
+def _shown(t: TestRecord, direction: str) -> DirectionFigures:
+    """A test's figures of one direction (export units: µs, MB/s) as its
     summary row shows them: its measurement window's for an `until: steady`
     test, else the whole test's."""
-    window = shown_window(t.methodology)
-    if window:
-        return window[direction]
-    return direction_figures(getattr(t.aggregate, direction) if t.aggregate else None)
+    if shown_window(t.methodology):
+        return t.methodology.window_figures().direction(direction)
+    return t.figures().direction(direction)
 
 
 def _mix_name(read_pct: int, random_pct: int) -> str:
@@ -138,8 +137,8 @@ def _two_panel(title: str, bars: list[tuple[str, list[str], list[list[dict]], di
                       showlegend=legend)
     repeated = False
     for name, x, runs, marker in bars:
-        for col, field, unit in ((1, "iops", "IOPS"), (2, "bw_mb_s", "MB/s")):
-            figures = [[_shown(t, "all")[field] for t in bar] for bar in runs]
+        for col, figure, unit in ((1, lambda d: d.iops, "IOPS"), (2, lambda d: d.bw_mb_s, "MB/s")):
+            figures = [[figure(_shown(t, "all")) for t in bar] for bar in runs]
             repeated |= _repeated(figures)
             fig.add_trace(go.Bar(x=x, name=name, legendgroup=name, showlegend=col == 1, marker=marker,
                                  **_mean_bars(figures, unit)), row=1, col=col)
@@ -212,7 +211,6 @@ def latency_chart(run: Run) -> go.Figure | None:
     if not tests:
         return None
     tail = run_tail(run)
-    key = f"lat_{tail.replace('.', '_')}_us"
     by_id: dict[str, list[TestRecord]] = {}
     for t in tests:
         by_id.setdefault(t.id, []).append(t)
@@ -220,10 +218,10 @@ def latency_chart(run: Run) -> go.Figure | None:
     repeated = False
     for direction, colour in (("read", READ), ("write", WRITE)):
         shown = [[_shown(t, direction) for t in runs] for runs in by_id.values()]
-        if not any(d["ios"] for runs in shown for d in runs):
+        if not any(d.ios for runs in shown for d in runs):
             continue
-        for (label, field), pattern in zip((("mean", "lat_mean_us"), ("p95", "lat_p95_us"), (tail, key)), PATTERNS):
-            figures = [[to_ms(d.get(field), "us") if d["ios"] else None for d in runs] for runs in shown]
+        for label, pattern in zip(("mean", "p95", tail), PATTERNS):
+            figures = [[to_ms(d.lat_us(label), "us") if d.ios else None for d in runs] for runs in shown]
             repeated |= _repeated(figures)
             fig.add_trace(go.Bar(x=list(by_id), name=f"{direction} {label}", **_mean_bars(figures, "ms"),
                                  marker=dict(color=colour, pattern=dict(shape=pattern)),

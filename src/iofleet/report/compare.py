@@ -11,8 +11,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.compare import (BASELINE, BETTER, MIN_REPEATS, NOT_ENOUGH, NOT_JUDGED, REGRESSION, WITHIN_NOISE, WORSE,
-                                Comparison, GateCheck, Metric)
+from ..analysis.compare import (ALPHA, BASELINE, BETTER, CONFIDENCE, MIN_REPEATS, NOT_ENOUGH, NOT_JUDGED, REGRESSION,
+                                WITHIN_NOISE, WORSE, Comparison, GateCheck, Metric, MetricRow)
 from ..units import MISSING, format_value, shown_unit
 
 VERDICT_STYLE = {BETTER: "green", WORSE: "red", WITHIN_NOISE: "dim", NOT_ENOUGH: "yellow"}
@@ -38,11 +38,11 @@ def _config_name(c) -> str:
 def header_lines(cmp: Comparison) -> list[str]:
     lines = []
     for c in cmp.configs:
-        runs = ", ".join(f"{r['id']}" + ("" if r["status"] == "complete" else f" ({r['status']})") for r in c.to_dict()["runs"])
+        runs = ", ".join(f"{r.id}" + ("" if r.status == "complete" else f" ({r.status})") for r in c.runs)
         role = "" if c.name != cmp.baseline else " — baseline" if cmp.baseline_named else \
             " — baseline (the first configuration named)"
-        labels = sorted({r.get("label") for r in c.runs if r.get("label") and r.get("label") != c.name})
-        plans = sorted({r.get("plan_name") or "?" for r in c.runs})
+        labels = sorted({r.label for r in c.runs if r.label and r.label != c.name})
+        plans = sorted({r.plan_name or "?" for r in c.runs})
         extra = f", label {', '.join(labels)}" if labels else ""
         lines.append(f"{_config_name(c)}{role}: run{'s' if len(c.runs) > 1 else ''} {runs} "
                      f"(plan {', '.join(plans)}{extra})")
@@ -202,7 +202,44 @@ def comparison_csv(cmp: Comparison) -> str:
 
 
 def comparison_json(cmp: Comparison) -> str:
-    return json.dumps(cmp.to_dict(), indent=2) + "\n"
+    """`compare --format json` and GET /api/compare (docs/compare.md)."""
+    return json.dumps(compare_to_json(cmp), indent=2) + "\n"
+
+
+def compare_to_json(cmp: Comparison) -> dict:
+    """A comparison as JSON: its configurations and runs, method, metrics,
+    each matched test's cells and ranking, winners and wins."""
+    return {
+        "baseline": cmp.baseline,
+        "configs": [{"name": c.name, "partial": c.partial,
+                     "runs": [{"id": r.id, "label": r.label, "plan_name": r.plan_name, "status": r.status,
+                               "created_at": r.created_at, "fio_version": r.fio_version} for r in c.runs]}
+                    for c in cmp.configs],
+        "match": list(cmp.match),
+        "noise_pct": cmp.noise_pct,
+        "alpha": ALPHA,
+        "confidence_pct": CONFIDENCE,
+        "min_repeats": MIN_REPEATS,
+        "resamples": cmp.resamples,
+        "seed": cmp.seed,
+        "method": cmp.method,
+        "metrics": [{"name": m.name, "label": m.label, "unit": m.unit, "higher_is_better": m.higher_is_better}
+                    for m in cmp.metrics],
+        "tests": [{"key": t.key, "label": t.label, "test_ids": t.test_ids, "rows": [_row_json(r) for r in t.rows]}
+                  for t in cmp.tests],
+        "unmatched": cmp.unmatched,
+        "excluded": cmp.excluded,
+        "winners": cmp.winners(),
+        "wins": cmp.wins(),
+    }
+
+
+def _row_json(row: MetricRow) -> dict:
+    return {"metric": row.metric,
+            "cells": [{"config": c.config, "mean": c.mean, "n": c.n, "samples": list(c.samples),
+                       "pct_change": c.pct_change, "ci_low": c.ci_low, "ci_high": c.ci_high,
+                       "p_value": c.p_value, "verdict": c.verdict} for c in row.cells],
+            "ranking": [{"rank": p.rank, "config": p.config, "mean": p.mean, "tie": p.tie} for p in row.ranking]}
 
 
 def gate_lines(cmp: Comparison, checks: list[GateCheck], fail_above: float) -> list[str]:

@@ -113,7 +113,7 @@ def curve_section(run: Run, series: Mapping[int, list[Series]]) -> dict | None:
     how they were chosen; None for a run that is not a curve run."""
     if run.methodology is None or not run.methodology.curve:
         return None
-    result = curve_of_run(run.to_dict())
+    result = curve_of_run(run)
     if result is None:
         return None
     chart, columns = curve_chart(result), curve_columns(result)

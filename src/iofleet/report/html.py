@@ -97,10 +97,10 @@ def steady_rows(run: Run, names: dict[int, str]) -> list[dict]:
     return rows
 
 
-def finding_rows(doc: dict) -> list[dict]:
+def finding_rows(run: Run) -> list[dict]:
     titles = {r.name: r.title for r in RULES}
     return [{"severity": f.severity, "test": f.test or "(run)", "host": f.host or "", "finding": titles[f.rule],
-             "evidence": f.evidence, "change": f.change} for f in diagnose(doc)]
+             "evidence": f.evidence, "change": f.change} for f in diagnose(run)]
 
 
 def run_report_html(run: Run, series: Mapping[int, list[Series]]) -> str:
@@ -119,11 +119,10 @@ def _run_report_context(run: Run, series: Mapping[int, list[Series]]) -> dict:
     ~100 charts take hundreds of MB), each test's series read only while
     its chart is drawn. The sections with charts (sweep, curve, scenario,
     overview, tests) come from the chart registry (sections.py)."""
-    doc = run.to_dict()
     return dict(title=run_title(run), run=run, environment=environment_rows(run),
                 rows=summary_rows(run), caption=summary_caption(run), notes=summary_notes(run),
                 repeats=repeat_rows(run), **{s.name: s.build(run, series) for s in SECTIONS},
-                steady=steady_rows(run, charts.test_names(run)), findings=finding_rows(doc))
+                steady=steady_rows(run, charts.test_names(run)), findings=finding_rows(run))
 
 
 def compare_page(cmp) -> str:
@@ -157,7 +156,6 @@ def md_table(rows: list[dict]) -> str:
 def run_report_md(run: Run) -> str:
     """A Markdown summary for tickets: environment, summary table, notes,
     steady-state verdicts and diagnostics."""
-    doc = run.to_dict()
     out = [f"# {run_title(run)}\n",
            md_table([{"": what, "value": value} for what, value in environment_rows(run)]),
            "## Summary\n", md_table(summary_rows(run)), f"_{summary_caption(run)}_\n"]
@@ -169,7 +167,7 @@ def run_report_md(run: Run) -> str:
     if steady:
         out += ["\n## Steady state (SNIA PTS)\n", md_table([{k: v for k, v in r.items() if not k.endswith("why")}
                                                            for r in steady])]
-    findings = diagnose(doc)
+    findings = diagnose(run)
     out.append("\n## Diagnostics\n")
     out += [f"- {line}" for line, _ in diagnostics_lines(findings)] or ["No findings."]
     return "\n".join(out) + "\n"
@@ -177,8 +175,7 @@ def run_report_md(run: Run) -> str:
 
 def tables_of_run(run: Run) -> dict[str, list[dict]]:
     """The report's tables as plain rows (for the bundle's CSV/JSON files)."""
-    doc = run.to_dict()
     tables = {"summary": summary_rows(run), "steady": steady_rows(run, charts.test_names(run)),
-              "diagnostics": finding_rows(doc)}
+              "diagnostics": finding_rows(run)}
     repeats = repeat_rows(run)
     return tables | {"repeats": repeats} if repeats else tables

@@ -190,13 +190,12 @@ def saturation_report(sat: Saturation, hosts: int, title: str):
                  *(Text(line, style=style) for line, style in verdict_lines(sat, hosts)))
 
 
-def sweep_of_run(doc: dict) -> tuple[Saturation, int] | None:
-    """A saturate run's analysis and its host count from its run document
-    (results.model.Run.to_dict); None for other runs."""
-    sat = saturation_of_run(doc)
+def sweep_of_run(run: Run) -> tuple[Saturation, int] | None:
+    """A saturate run's analysis and its host count; None for other runs."""
+    sat = saturation_of_run(run)
     if sat is None:
         return None
-    return sat, max((len(t["hosts"]) for t in doc["tests"]), default=1) or 1
+    return sat, max((len(t.host_aggregates()) for t in run.tests), default=1) or 1
 
 
 def sweep_section(run: Run, series: Mapping[int, list[Series]]) -> dict | None:
@@ -204,7 +203,7 @@ def sweep_section(run: Run, series: Mapping[int, list[Series]]) -> dict | None:
     verdicts; None for a run that is not a saturate sweep."""
     if run.methodology is None or run.methodology.saturate is None:
         return None
-    sweep = sweep_of_run(run.to_dict())
+    sweep = sweep_of_run(run)
     if sweep is None:
         return None
     sat, hosts = sweep

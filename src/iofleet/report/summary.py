@@ -476,7 +476,7 @@ def summary_table(run: Run, width: int | None = None):
     left_out = left_out_line(dropped, shortened, width) if width else None
     notes = [Text(left_out, style="dim")] if left_out else []
     notes += [Text(line, style=style or "") for line, style in summary_notes(run)]
-    findings = diagnose(run.to_dict())
+    findings = diagnose(run)
     if findings:
         notes.append(Text("Diagnostics:", style="bold"))
         notes += [Text(line, style=style) for line, style in diagnostics_lines(findings)]

@@ -8,6 +8,7 @@ tests check against docs/results-format.md.
 """
 
 import math
+from dataclasses import dataclass, field
 
 from ..fio.records import PERCENTILES, DirectionStats, pct_key
 from ..fleet.metrics import HostCpu, HostMetrics
@@ -140,28 +141,99 @@ def _us(ns):
     return None if ns is None else ns / 1000
 
 
+@dataclass(frozen=True)
+class DirectionFigures:
+    """One IO direction's figures in export units (DIRECTION_FIELDS), typed:
+    what analysis reads of a test, a host or a window. All None when
+    nothing was measured. `lat_pct_us` holds the percentiles by their key
+    ("p99", "p99.9"): None where not known exactly."""
+
+    iops: float | None = None
+    bw_mb_s: float | None = None
+    bw_bytes_s: float | None = None
+    ios: int | None = None
+    io_bytes: int | None = None
+    runtime_ms: int | None = None
+    lat_mean_us: float | None = None
+    lat_stddev_us: float | None = None
+    lat_min_us: float | None = None
+    lat_max_us: float | None = None
+    lat_pct_us: dict[str, float | None] = field(default_factory=lambda: dict.fromkeys(map(pct_key, PERCENTILES)))
+    percentile_basis: str | None = None
+
+    @classmethod
+    def of(cls, d: DirectionStats | None) -> "DirectionFigures":
+        if d is None:
+            return cls()
+        return cls(iops=d.iops, bw_mb_s=d.bw_bytes_s / 1e6, bw_bytes_s=d.bw_bytes_s, ios=d.ios, io_bytes=d.io_bytes,
+                   runtime_ms=d.runtime_ms, lat_mean_us=_us(d.lat_mean_ns), lat_stddev_us=_us(d.lat_stddev_ns),
+                   lat_min_us=_us(d.lat_min_ns), lat_max_us=_us(d.lat_max_ns),
+                   lat_pct_us={pct_key(p): _us(d.percentiles_ns.get(pct_key(p))) for p in PERCENTILES},
+                   percentile_basis=d.percentile_basis)
+
+    @classmethod
+    def from_dict(cls, f: dict | None) -> "DirectionFigures":
+        """Figures stored in export units (a measurement window's), as stored."""
+        f = f or {}
+        return cls(**{k: f.get(k) for k in DIRECTION_FIELDS if k not in _PCT_FIELDS},
+                   lat_pct_us={key: f.get(k) for k, key in _PCT_FIELDS.items()})
+
+    def to_dict(self) -> dict:
+        """The export fields, in DIRECTION_FIELDS' order."""
+        return {k: self.lat_pct_us.get(_PCT_FIELDS[k]) if k in _PCT_FIELDS else getattr(self, k)
+                for k in DIRECTION_FIELDS}
+
+    def lat_us(self, metric: str) -> float | None:
+        """Latency by its name: "mean", or a percentile key ("p99")."""
+        return self.lat_mean_us if metric == "mean" else self.lat_pct_us.get(metric)
+
+
+# The percentiles' export fields → their keys: lat_p99_9_us → p99.9.
+_PCT_FIELDS = {f"lat_{pct_key(p).replace('.', '_')}_us": pct_key(p) for p in PERCENTILES}
+
+
+@dataclass(frozen=True)
+class Figures:
+    """An aggregate's figures in export units (a test's, a host's, a host
+    group's, a measurement window's: aggregate_figures' fields), typed."""
+
+    fio_jobs: int | None = None
+    read: DirectionFigures = field(default_factory=DirectionFigures)
+    write: DirectionFigures = field(default_factory=DirectionFigures)
+    all: DirectionFigures = field(default_factory=DirectionFigures)
+    fio_usr_cpu_pct: float | None = None
+    fio_sys_cpu_pct: float | None = None
+    # False: a measurement window stored before it had figures per direction
+    # (its IOPS and MB/s alone, in `all`).
+    per_direction: bool = True
+
+    @classmethod
+    def of(cls, agg: Aggregate | None) -> "Figures":
+        if agg is None:
+            return cls()
+        return cls(fio_jobs=agg.jobs, read=DirectionFigures.of(agg.read), write=DirectionFigures.of(agg.write),
+                   all=DirectionFigures.of(agg.all), fio_usr_cpu_pct=agg.usr_cpu_pct,
+                   fio_sys_cpu_pct=agg.sys_cpu_pct)
+
+    @classmethod
+    def of_window(cls, window: dict) -> "Figures":
+        """A measurement window's stored figures (methodology.window: read,
+        write, all); one stored before those: its IOPS and MB/s."""
+        if "all" not in window:
+            bw = window.get("bw_bytes_s")
+            return cls(all=DirectionFigures(iops=window.get("iops"), bw_bytes_s=bw,
+                                            bw_mb_s=None if bw is None else bw / 1e6), per_direction=False)
+        return cls(read=DirectionFigures.from_dict(window.get("read")),
+                   write=DirectionFigures.from_dict(window.get("write")),
+                   all=DirectionFigures.from_dict(window.get("all")))
+
+    def direction(self, name: str) -> DirectionFigures:
+        return {"read": self.read, "write": self.write, "all": self.all}[name]
+
+
 def direction_figures(d: DirectionStats | None, include_bins: bool = False) -> dict:
     """The export fields of one direction; all null when nothing was measured."""
-    if d is None:
-        out = dict.fromkeys(DIRECTION_FIELDS)
-    else:
-        out = {
-            "iops": d.iops,
-            "bw_mb_s": d.bw_bytes_s / 1e6,
-            "bw_bytes_s": d.bw_bytes_s,
-            "ios": d.ios,
-            "io_bytes": d.io_bytes,
-            "runtime_ms": d.runtime_ms,
-            "lat_mean_us": _us(d.lat_mean_ns),
-            "lat_stddev_us": _us(d.lat_stddev_ns),
-            "lat_min_us": _us(d.lat_min_ns),
-            "lat_max_us": _us(d.lat_max_ns),
-            **{
-                f"lat_{pct_key(p).replace('.', '_')}_us": _us(d.percentiles_ns.get(pct_key(p)))
-                for p in PERCENTILES
-            },
-            "percentile_basis": d.percentile_basis,
-        }
+    out = DirectionFigures.of(d).to_dict()
     if include_bins:
         bins = None if d is None else d.bins
         # JSON object keys are strings.

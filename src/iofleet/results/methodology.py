@@ -8,6 +8,7 @@ exported JSON; `from_dict` reads it back, old runs' too (records.py)."""
 import math
 from dataclasses import dataclass, field
 
+from .export import Figures
 from .records import Record, from_optional
 
 
@@ -144,6 +145,10 @@ class TestMethodology(Record):
         and MB/s only; fixed-time tests show the whole test."""
         window = self.window
         return window if window and "all" in window and self.until == "steady" else None
+
+    def window_figures(self) -> Figures | None:
+        """The measurement window's figures in export units, as stored; None without a window."""
+        return Figures.of_window(self.window) if self.window else None
 
 
 # ---- the fleet a test ran on -----------------------------------------------

@@ -4,17 +4,18 @@ a run's shape."""
 
 import csv
 import io
+import json
 from dataclasses import dataclass, field
 
 from ..fio.records import DiskUtil, JobResult
 from ..fleet.metrics import HostCpu, HostMetrics
 from .aggregate import Aggregate, aggregate, by_host
-from .export import (CSV_CPU, CSV_COLUMNS, CSV_PARAMS, DIRECTION_FIELDS, FORMAT, FORMAT_VERSION, RUN_FIELDS,
+from .export import (CSV_CPU, CSV_COLUMNS, CSV_PARAMS, DIRECTION_FIELDS, FORMAT, FORMAT_VERSION, RUN_FIELDS, Figures,
                      aggregate_figures, aggregate_of_figures, host_metrics_figures, host_metrics_of_figures)
 from .methodology import FleetRecord, RunMethodology, TestMethodology
 from .records import from_optional, to_optional
 
-__all__ = ["Aggregate", "TestInfo", "TestRecord", "RunInfo", "Run", "ListedRun", "run_to_csv"]
+__all__ = ["Aggregate", "TestInfo", "TestRecord", "RunInfo", "Run", "ListedRun", "run_to_csv", "run_to_json"]
 
 
 @dataclass
@@ -71,6 +72,18 @@ class TestRecord:
         if self.exported_hosts is not None and not self.jobs:
             return self.exported_hosts
         return by_host(self.jobs)
+
+    def figures(self) -> Figures:
+        """The test's figures in export units, as its export writes them."""
+        return Figures.of(self.aggregate)
+
+    def host_figures(self) -> dict[str, Figures]:
+        """Each host's figures in export units (the export's `hosts`)."""
+        return {host: Figures.of(agg) for host, agg in self.host_aggregates().items()}
+
+    def metrics_by_host(self) -> dict[str, HostMetrics]:
+        """Each host's metrics by its name (the export's `host_metrics`)."""
+        return {m.host: m for m in self.host_metrics}
 
     def hosts_figures(self, include_bins: bool) -> dict:
         return {host: aggregate_figures(agg, include_bins) for host, agg in self.host_aggregates().items()}
@@ -231,6 +244,11 @@ def _cell(value):
     if isinstance(value, bool):
         return "true" if value else "false"
     return value  # csv writes floats with repr: exact
+
+
+def run_to_json(run: Run, include_bins: bool = False, indent: int = 2) -> str:
+    """The JSON export as a file's text (docs/results-format.md)."""
+    return json.dumps(run.to_dict(include_bins), indent=indent) + "\n"
 
 
 def run_to_csv(run: Run) -> str:

@@ -50,6 +50,11 @@ class Record:
         # Set since it was read (a resume's entry): at the end, as a dict update puts it.
         return out | {k: v for k, v in full.items() if k not in out and v != self.lacked.get(k)}
 
+    def has(self, name: str) -> bool:
+        """Whether the record's JSON holds this key: one stored before the
+        field existed does not (some readers take the old default then)."""
+        return name in self.to_dict()
+
     @classmethod
     def from_dict(cls, d: dict) -> Self:
         known = set(cls._known())

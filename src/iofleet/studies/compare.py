@@ -16,12 +16,12 @@ def resolve(store: Store, arg: str, what: str = "CONFIG") -> Config:
         except StoreError:
             raise IofleetError(f"{what} {text}: no run {text} in {store.path}; "
                                f"see `iofleet results list` for run ids and labels") from None
-        return Config(f"run {text}", [run.to_dict()])
+        return Config(f"run {text}", [run])
     ids = sorted(r.id for r in store.list_runs(RunFilter(label=text)) if r.label == text)
     if not ids:
         raise IofleetError(f"{what} {text!r}: no run has this label or id in {store.path}; "
                            f"see `iofleet results list`, or label runs with `iofleet run PLAN --label NAME`")
-    return Config(text, [store.get_run(i).to_dict() for i in ids])
+    return Config(text, [store.get_run(i) for i in ids])
 
 
 def load_configs(store: Store, args: list[str], baseline: str | None) -> tuple[list[Config], str]:
@@ -40,8 +40,8 @@ def load_configs(store: Store, args: list[str], baseline: str | None) -> tuple[l
     owner: dict[int, str] = {}
     for c in configs:
         for r in c.runs:
-            if owner.setdefault(r["id"], c.name) != c.name:
-                raise IofleetError(f"CONFIG {owner[r['id']]} and {c.name} share run {r['id']}; "
+            if owner.setdefault(r.id, c.name) != c.name:
+                raise IofleetError(f"CONFIG {owner[r.id]} and {c.name} share run {r.id}; "
                                    f"give each run to one configuration only")
     return configs, base.name
 

@@ -87,14 +87,14 @@ class CurveOutcome:
 def stored_maximum(store: Store, run_id: int, curve: Curve, given: set[str]) -> tuple:
     """(jobs, iodepth, IOPS, the sweep's IO) of a stored saturate run; the
     IO options given here must be the sweep's."""
-    doc = store.get_run(run_id).to_dict()
-    sat = saturation_of_run(doc)
+    stored = store.get_run(run_id)
+    sat = saturation_of_run(stored)
     if sat is None:
         raise IofleetError(f"--from-run {run_id}: run {run_id} is not a saturate run; give one "
                            f"(`iofleet results list`) or leave --from-run out to sweep first")
     if sat.peak is None:
         raise IofleetError(f"--from-run {run_id}: its sweep measured no IO; sweep again without --from-run")
-    swept = store.get_run(run_id).methodology.saturate
+    swept = stored.methodology.saturate
     for name in IO_PARAMS:
         if name in given and getattr(curve.sweep, name) != getattr(swept, name):
             option = "--" + name.replace("_", "-")
@@ -180,5 +180,5 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
             if session.done or session.stop.is_set():
                 break
             session.run(spec)
-    result = curve_of_run(store.get_run(session.run_id).to_dict())
+    result = curve_of_run(store.get_run(session.run_id))
     return CurveOutcome(session.outcome, result, len(hosts) if hosts else 1, max_run)

@@ -31,6 +31,7 @@ from ..units import format_value
 if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Sweep's defaults without them
     from ..fleet.inventory import Host
     from ..fleet.places.base import Place
+    from ..results.model import TestRecord
     from ..results.store import Store
     from .run import RunObserver, RunOutcome
 
@@ -240,14 +241,14 @@ def run_saturate(
     with RunSession(plan, text, store, specs=grid, hosts=hosts,
                     label=label or "saturate", observer=observer, stop=stop, sweep=True) as session:
         store.set_run_methodology(session.run_id, replace(session.methodology, saturate=sweep.record()))
-        tests: list[dict] = []  # every test stored, exported
+        tests: list[TestRecord] = []  # every test stored
         engine = None
 
         def halted() -> bool:
             return session.done or session.stop.is_set()
 
         def cell_at(jobs: int, depth: int) -> Cell | None:
-            return next((c for c in cells_of({"tests": tests}, slo, noise)
+            return next((c for c in cells_of(tests, slo, noise)
                          if (c.jobs, c.iodepth) == (jobs, depth)), None)
 
         def run_once(jobs: int, depth: int) -> Cell | None:
@@ -262,8 +263,8 @@ def run_saturate(
                 session.done = True
                 return None
             # Only the test just stored: the run's earlier tests are in `tests`.
-            tests.append(store.get_run(session.run_id, from_seq=len(session.outcome.tests) - 1).tests[-1].to_dict())
-            engine = tests[-1]["params"].get("engine_used")
+            tests.append(store.get_run(session.run_id, from_seq=len(session.outcome.tests) - 1).tests[-1])
+            engine = tests[-1].params.get("engine_used")
             cell = cell_at(jobs, depth)
             if cell is None or (done and cell.runs == done.runs):
                 failures.append(f"{result.spec.id} measured no IO; the sweep stopped there")
@@ -271,11 +272,11 @@ def run_saturate(
                 return None
             return cell
 
-        ended = search(sweep, jobs_axis, depth_axis, run_once, lambda: cells_of({"tests": tests}, slo, noise),
+        ended = search(sweep, jobs_axis, depth_axis, run_once, lambda: cells_of(tests, slo, noise),
                        halted, sync=lambda: engine in SYNC_ENGINES)
         session.outcome.tests_planned = len(session.outcome.tests)
         store.update_run(session.run_id, tests_planned=len(session.outcome.tests))
-        result = analyse(cells_of({"tests": tests}, slo, noise), slo, noise)
+        result = analyse(cells_of(tests, slo, noise), slo, noise)
         stopped = [*(ended_line(e, result, sweep) for e in ended), *failures]
         # Kept for the next run only now, with the answer found: anything
         # before (a stop, an error) leaves the plan's keep_files to decide.

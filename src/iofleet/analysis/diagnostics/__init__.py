@@ -2,8 +2,8 @@
 measurement, with the numbers that show it and what to change in the plan
 or the set-up (like vSAN's Performance Diagnostics for HCIBench).
 
-The input is the exported run document (`results.model.Run.to_dict`), so a
-recorded run is just a JSON file. Every rule is one row of `RULES`, every
+The input is a stored run (`results.model.Run`; a recorded run's JSON file
+reads back with `Run.from_dict`). Every rule is one row of `RULES`, every
 threshold one field of `Thresholds`; docs/diagnostics.md shows each with a
 real finding. Only tests with status ok or partial, and with IO, are judged.
 
@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterator
 
+from ...results.aggregate import shared_by_host
+from ...results.model import Run
 from . import hosts, latency, method, targets
 from .context import Hit, JudgedRun
 from .thresholds import Thresholds
@@ -97,13 +99,14 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def diagnose(run: dict, thresholds: Thresholds | None = None) -> list[Finding]:
-    """Findings over an exported run, in run order of tests, then rule order."""
+def diagnose(run: Run, thresholds: Thresholds | None = None) -> list[Finding]:
+    """Findings over a run, in run order of tests, then rule order."""
     th = thresholds or Thresholds()
-    ctx = JudgedRun(run)
     found = []
-    for order, rule in enumerate(RULES):
-        for n, hit in enumerate(rule.check(ctx, th)):
-            found.append(((hit.index, order, n), Finding(rule.name, rule.severity, hit.test, hit.host,
-                                                         hit.evidence, hit.change)))
+    with shared_by_host():  # several rules ask for a test's hosts: each a merge of its jobs' histograms
+        ctx = JudgedRun(run)
+        for order, rule in enumerate(RULES):
+            for n, hit in enumerate(rule.check(ctx, th)):
+                found.append(((hit.index, order, n), Finding(rule.name, rule.severity, hit.test, hit.host,
+                                                             hit.evidence, hit.change)))
     return [f for _, f in sorted(found, key=lambda x: x[0])]

@@ -9,6 +9,8 @@ from collections import namedtuple
 from dataclasses import dataclass
 from functools import cached_property
 
+from ...fleet.metrics import HostMetrics
+from ...results.model import Run, TestRecord
 from ..host_facts import readable, recorded_facts
 from ..little import outstanding_io
 from .thresholds import Thresholds
@@ -32,25 +34,24 @@ class Level:
     iops: float
     lat_us: float
     index: int
-    test: dict
+    test: TestRecord
 
 
 class JudgedRun:
-    """The run document with what several rules need, computed once."""
+    """The run with what several rules need, computed once."""
 
-    def __init__(self, run: dict):
-        self.method = run.get("methodology") or {}
-        self.measure = self.method.get("measure") or "capacity"
-        self.percentile = self.method.get("percentile") or "p99"
-        ids = [t.get("id") for t in run.get("tests", [])]
-        self.tests = [(i, t) for i, t in enumerate(run.get("tests", []))
-                      if t.get("status") in JUDGED and (t.get("all") or {}).get("ios")]
+    def __init__(self, run: Run):
+        self.method = run.methodology
+        self.measure = (self.method.measure if self.method is not None else None) or "capacity"
+        self.percentile = (self.method.percentile if self.method is not None else None) or "p99"
+        ids = [t.id for t in run.tests]
+        self.tests = [(i, t) for i, t in enumerate(run.tests) if t.status in JUDGED and t.figures().all.ios]
         self._repeated = {i for i in ids if ids.count(i) > 1}
         # Fleet runs list host dicts; imports of client/server output just names.
-        self.nics = {h.get("name"): h.get("nic_gbps") for h in (run.get("host_facts") or {}).get("hosts", [])
+        self.nics = {h.get("name"): h.get("nic_gbps") for h in (run.host_facts or {}).get("hosts", [])
                      if isinstance(h, dict)}
-        self.facts = readable(recorded_facts(run.get("host_facts") or {}))  # fleet hosts read through SSH
-        self.host_facts = run.get("host_facts") or {}
+        self.facts = readable(recorded_facts(run.host_facts or {}))  # fleet hosts read through SSH
+        self.host_facts = run.host_facts or {}
 
     def target_client(self, host: str) -> str | None:
         """The client through which all of a host's targets are reached
@@ -72,16 +73,16 @@ class JudgedRun:
         clients = {t.get("client") if isinstance(t, dict) else None for t in targets}
         return " + ".join(sorted(clients)) if targets and None not in clients else None
 
-    def name(self, test: dict) -> str:
-        return f"{test['id']} #{test.get('repeat', 1)}" if test["id"] in self._repeated else test["id"]
+    def name(self, test: TestRecord) -> str:
+        return f"{test.id} #{test.repeat}" if test.id in self._repeated else test.id
 
-    def hit(self, index: int, test: dict | None, evidence: str, change: str, host: str | None = None) -> Hit:
+    def hit(self, index: int, test: TestRecord | None, evidence: str, change: str, host: str | None = None) -> Hit:
         return Hit(index, None if test is None else self.name(test), host, evidence, change)
 
     @property
     def unprepared(self) -> bool:
         # Imports have no methodology: nothing is known about their data.
-        return "prepare" in self.method and self.method["prepare"] is None
+        return self.method is not None and self.method.has("prepare") and self.method.prepare is None
 
     @cached_property
     def sweeps(self) -> dict[int, list[Level]]:
@@ -89,23 +90,24 @@ class JudgedRun:
         identical but for jobs and iodepth (and repeats), by outstanding IO."""
         groups: dict[str, dict[tuple, list]] = {}
         for i, t in self.tests:
-            if outstanding_io(t) is None or not t["all"].get("iops") or not t["all"].get("lat_mean_us"):
+            figures = t.figures().all
+            if outstanding_io(t) is None or not figures.iops or not figures.lat_mean_us:
                 continue
-            rest = {k: v for k, v in t["params"].items() if k not in ("jobs", "iodepth")}
+            rest = {k: v for k, v in t.params.items() if k not in ("jobs", "iodepth")}
             configs = groups.setdefault(json.dumps(rest, sort_keys=True, default=str), {})
-            configs.setdefault((t["params"]["jobs"], t["params"]["iodepth"]), []).append((i, t))
+            configs.setdefault((t.params["jobs"], t.params["iodepth"]), []).append((i, t, figures))
         out = {}
         for configs in groups.values():
             best: dict[int, Level] = {}
             for runs in configs.values():
-                ios = sum(t["all"]["ios"] for _, t in runs)
-                level = Level(outstanding_io(runs[0][1]), statistics.fmean(t["all"]["iops"] for _, t in runs),
-                              sum(t["all"]["lat_mean_us"] * t["all"]["ios"] for _, t in runs) / ios, *runs[0])
+                ios = sum(f.ios for _, _, f in runs)
+                level = Level(outstanding_io(runs[0][1]), statistics.fmean(f.iops for _, _, f in runs),
+                              sum(f.lat_mean_us * f.ios for _, _, f in runs) / ios, *runs[0][:2])
                 if level.oio not in best or level.iops > best[level.oio].iops:
                     best[level.oio] = level
             levels = [best[k] for k in sorted(best)]
             for runs in configs.values():
-                for i, _ in runs:
+                for i, _, _ in runs:
                     out[i] = levels
         return out
 
@@ -125,43 +127,48 @@ def as_percent(ratio: float) -> str:
     return f"{ratio * 100:.0f} %"
 
 
-def values_of(test: dict, name: str) -> list:
+def values_of(test: TestRecord, name: str) -> list:
     """A parameter's values: one, or one per host group of a mixed test."""
-    params = test.get("params") or {}
+    params = test.params or {}
     if name in params:
         return [params[name]]
     return [g[name] for g in (params.get("groups") or {}).values() if name in g]
 
 
-def is_direct(test: dict) -> bool:
+def is_direct(test: TestRecord) -> bool:
     return all(v is not False for v in values_of(test, "direct"))
 
 
-def has_reads(test: dict) -> bool:
+def has_reads(test: TestRecord) -> bool:
     return any((v or 0) > 0 for v in values_of(test, "read_pct"))
 
 
-def per_host_text(test: dict) -> str:
-    return " per host" if len(test.get("hosts") or {}) > 1 else ""
+def host_count(test: TestRecord) -> int:
+    """The hosts with figures in the test."""
+    return len(test.host_aggregates())
 
 
-def cpu_hot(test: dict, th: Thresholds) -> dict[str, dict]:
+def per_host_text(test: TestRecord) -> str:
+    return " per host" if host_count(test) > 1 else ""
+
+
+def cpu_hot(test: TestRecord, th: Thresholds) -> dict[str, HostMetrics]:
     """The hosts whose mean CPU is over host_cpu_pct (whoever used it)."""
-    return {h: m for h, m in (test.get("host_metrics") or {}).items()
-            if m.get("cpu_avg_pct") is not None and m["cpu_avg_pct"] > th.host_cpu_pct}
+    return {h: m for h, m in test.metrics_by_host().items()
+            if m.cpu.avg_pct is not None and m.cpu.avg_pct > th.host_cpu_pct}
 
 
-def storage_share(m: dict) -> float | None:
+def storage_share(m: HostMetrics) -> float | None:
     """The share of a host's busy CPU that its storage daemons and clients
     used (0.71), from the split of the local host's CPU; None where the
     split is not known (node_exporter hosts, older runs)."""
-    storage, busy = m.get("cpu_storage_avg_pct"), m.get("cpu_avg_pct")
+    storage, busy = m.cpu.storage_avg_pct, m.cpu.avg_pct
     if storage is None or not busy:
         return None
     return storage / busy
 
 
-def storage_hot(test: dict, th: Thresholds) -> dict[str, dict]:
+def storage_hot(test: TestRecord, th: Thresholds) -> dict[str, HostMetrics]:
     """The hosts over host_cpu_pct whose CPU went mostly (storage_cpu_pct
     of it or more) to storage daemons beside fio: a hyperconverged host."""
     return {h: m for h, m in cpu_hot(test, th).items()

@@ -11,7 +11,7 @@ from typing import Iterator
 from ..host_facts import how_hosts_differ
 from ..little import in_flight, little_holds, little_ratio, outstanding_io
 from ..stragglers import stragglers
-from .context import Hit, JudgedRun, as_percent, cpu_hot, per_host_text, storage_hot, values_of
+from .context import Hit, JudgedRun, as_percent, cpu_hot, host_count, per_host_text, storage_hot, values_of
 from .thresholds import Thresholds
 
 MB_S_PER_GBPS = 125  # 1 Gbit/s = 125 MB/s (10^6 bytes)
@@ -32,27 +32,29 @@ def client_bound(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
             continue  # the storage's own daemons took the CPU: storage_cpu says so, and more fio would not help
         hot = cpu_hot(t, th)
         if hot:
-            avg = _span(m["cpu_avg_pct"] for m in hot.values())
-            top = _span(m["cpu_max_pct"] for m in hot.values() if m.get("cpu_max_pct") is not None)
-            on = f" on {', '.join(hot)}" if len(t.get("hosts") or {}) > 1 else ""
-            split = all(m.get("cpu_fio_avg_pct") is not None for m in hot.values())
-            shares = (f": fio {_span(m['cpu_fio_avg_pct'] for m in hot.values())} %, storage daemons "
-                      f"{_span(m['cpu_storage_avg_pct'] for m in hot.values())} %, other "
-                      f"{_span(m['cpu_other_avg_pct'] for m in hot.values())} %") if split else ""
+            cpus = [m.cpu for m in hot.values()]
+            avg = _span(c.avg_pct for c in cpus)
+            top = _span(c.max_pct for c in cpus if c.max_pct is not None)
+            on = f" on {', '.join(hot)}" if host_count(t) > 1 else ""
+            split = all(c.fio_avg_pct is not None for c in cpus)
+            shares = (f": fio {_span(c.fio_avg_pct for c in cpus)} %, storage daemons "
+                      f"{_span(c.storage_avg_pct for c in cpus)} %, other "
+                      f"{_span(c.other_avg_pct for c in cpus)} %") if split else ""
             evidence.append(f"host CPU {avg} % avg (max {top} %){on} > {th.host_cpu_pct:g} %{shares}")
-            if split and any(m["cpu_fio_avg_pct"] < m["cpu_other_avg_pct"] for m in hot.values()):
+            if split and any(c.fio_avg_pct < c.other_avg_pct for c in cpus):
                 # Other processes (or the kernel's work for them) took more of it than fio did.
                 changes.append("add hosts, or find what else kept the host's CPU busy (`other`: not fio, not a "
                                "storage daemon) and run where it does not")
             else:
                 changes.append("add hosts: the same outstanding IO spread over more clients")
-        job_cpu = (t.get("fio_usr_cpu_pct") or 0) + (t.get("fio_sys_cpu_pct") or 0)
+        figures = t.figures()
+        job_cpu = (figures.fio_usr_cpu_pct or 0) + (figures.fio_sys_cpu_pct or 0)
         if job_cpu >= th.job_cpu_pct:
             evidence.append(f"fio used {job_cpu:.0f} % of a CPU per job (≥ {th.job_cpu_pct:g} %)")
         ratio = little_ratio(t)
         tolerance = th.little_tolerance_pct / 100
         if little_holds(ratio, tolerance) is False:
-            seen = in_flight(t["all"]["iops"], t["all"]["lat_mean_us"])
+            seen = in_flight(figures.all.iops, figures.all.lat_mean_us)
             evidence.append(f"IOPS × mean latency = {seen:.2f} IOs in flight of {outstanding_io(t)} outstanding "
                             f"(ratio {ratio:.2f}, outside 1 ± {tolerance:g})")
         if hot:
@@ -64,7 +66,7 @@ def client_bound(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
         elif ratio is not None and ratio > 1 + tolerance:
             changes.append("rerun the test: its figures hold more IOs in flight than it asked for")
         if evidence:
-            host = next(iter(hot)) if len(hot) == 1 and len(t.get("hosts") or {}) > 1 else None
+            host = next(iter(hot)) if len(hot) == 1 and host_count(t) > 1 else None
             yield run.hit(i, t, "; ".join(evidence), "; ".join(changes), host=host)
 
 
@@ -80,16 +82,17 @@ def storage_cpu(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
     The figures are the storage's, under contention with the load it
     serves; adding fio jobs or hosts there would not help."""
     for i, t in run.tests:
-        fleet = len(t.get("hosts") or {}) > 1
+        fleet = host_count(t) > 1
         for host, m in storage_hot(t, th).items():
-            names = _names(m.get("cpu_storage_by_name"))
+            cpu = m.cpu
+            names = _names(cpu.storage_by_name)
             on = f"{host}: " if fleet else ""
-            top = f" (max {m['cpu_max_pct']:.0f} %)" if m.get("cpu_max_pct") is not None else ""
+            top = f" (max {cpu.max_pct:.0f} %)" if cpu.max_pct is not None else ""
             yield run.hit(
                 i, t,
-                f"{on}host CPU {m['cpu_avg_pct']:.0f} % avg{top} > {th.host_cpu_pct:g} %: "
-                f"{m['cpu_storage_avg_pct']:.0f} % storage daemons" + (f" ({names})" if names else "")
-                + f" beside fio's {m['cpu_fio_avg_pct']:.0f} % (other {m['cpu_other_avg_pct']:.0f} %): a "
+                f"{on}host CPU {cpu.avg_pct:.0f} % avg{top} > {th.host_cpu_pct:g} %: "
+                f"{cpu.storage_avg_pct:.0f} % storage daemons" + (f" ({names})" if names else "")
+                + f" beside fio's {cpu.fio_avg_pct:.0f} % (other {cpu.other_avg_pct:.0f} %): a "
                 f"hyperconverged host, where fio competes with the storage for CPU",
                 "run fio on hosts that do not serve the storage, or count this CPU as the storage's cost "
                 "(more fio jobs or hosts would not help: fio is not what used it)",
@@ -98,13 +101,14 @@ def storage_cpu(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
 
 def network_bound(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
     for i, t in run.tests:
-        if not t.get("fleet"):
+        if not t.fleet:
             continue
-        for host in t["fleet"].get("hosts") or []:
-            nic, figures = run.nics.get(host), (t.get("hosts") or {}).get(host)
-            if not nic or not figures or figures["all"].get("bw_mb_s") is None:
+        hosts = t.host_figures()
+        for host in t.fleet.hosts or []:
+            nic, figures = run.nics.get(host), hosts.get(host)
+            if not nic or not figures or figures.all.bw_mb_s is None:
                 continue
-            mb_s, line = figures["all"]["bw_mb_s"], nic * MB_S_PER_GBPS
+            mb_s, line = figures.all.bw_mb_s, nic * MB_S_PER_GBPS
             if mb_s >= th.nic_pct / 100 * line:
                 yield run.hit(i, t, f"{host}: {mb_s:,.1f} MB/s = {as_percent(mb_s / line)} of its {nic:g} Gbit/s NIC "
                                     f"({line:,.0f} MB/s; ≥ {th.nic_pct:g} %)",
@@ -117,13 +121,13 @@ def host_imbalance(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
     figures = namedtuple("figures", "all")
     iops = namedtuple("iops", "iops")
     for i, t in run.tests:
-        hosts = t.get("hosts") or {}
-        if not t.get("fleet") or len(hosts) < 2:
+        hosts = t.host_figures()
+        if not t.fleet or len(hosts) < 2:
             continue
         # Hosts are only comparable when they ran the same workload: per group in a mixed test.
-        groups = {g: info["hosts"] for g, info in (t["fleet"].get("groups") or {}).items()} or {None: list(hosts)}
+        groups = {g: info.hosts for g, info in (t.fleet.groups or {}).items()} or {None: list(hosts)}
         for group, members in groups.items():
-            per_host = {h: figures(iops(hosts[h]["all"]["iops"] or 0)) for h in members if h in hosts}
+            per_host = {h: figures(iops(hosts[h].all.iops or 0)) for h in members if h in hosts}
             slow = stragglers(per_host, th.straggler_pct / 100)
             if not slow:
                 continue

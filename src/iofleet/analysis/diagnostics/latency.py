@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
+from ...results.model import TestRecord
 from ...units import format_value
 from ..little import SYNC_ENGINES, outstanding_io
 from .context import (
-    DIRECTIONS, Hit, JudgedRun, Level, as_percent, cpu_hot, has_reads, is_direct, per_host_text,
+    DIRECTIONS, Hit, JudgedRun, Level, as_percent, cpu_hot, has_reads, host_count, is_direct, per_host_text,
 )
 from .thresholds import Thresholds
 
@@ -24,9 +25,9 @@ def _pct(ratio: float) -> str:
     return f"{(ratio - 1) * 100:+.0f} %"
 
 
-def _shape(test: dict, per_job: int | None = None, jobs: int | None = None) -> str:
+def _shape(test: TestRecord, per_job: int | None = None, jobs: int | None = None) -> str:
     """How a test makes its outstanding IO: "jobs 2 × iodepth 32"."""
-    p = test["params"]
+    p = test.params
     jobs = p["jobs"] if jobs is None else jobs
     engine = p.get("engine_used") or p.get("engine")
     if engine in SYNC_ENGINES:
@@ -34,9 +35,9 @@ def _shape(test: dict, per_job: int | None = None, jobs: int | None = None) -> s
     return f"jobs {jobs} × iodepth {p['iodepth'] if per_job is None else per_job}{per_host_text(test)}"
 
 
-def _more_oio(test: dict, th: Thresholds) -> str:
+def _more_oio(test: TestRecord, th: Thresholds) -> str:
     """Double the outstanding IO the way that works for the test's engine."""
-    p = test["params"]
+    p = test.params
     oio = outstanding_io(test)
     engine = p.get("engine_used") or p.get("engine")
     if engine in SYNC_ENGINES:
@@ -48,11 +49,11 @@ def _more_oio(test: dict, th: Thresholds) -> str:
     return f"increase iodepth from {p['iodepth']} to {2 * p['iodepth']} per job: outstanding IO {oio} → {2 * oio}"
 
 
-def _fewer_oio(test: dict, target: int) -> tuple[int, str]:
+def _fewer_oio(test: TestRecord, target: int) -> tuple[int, str]:
     """At most `target` outstanding IOs with the test's hosts: (the
     outstanding IO reached, its jobs × iodepth)."""
-    p = test["params"]
-    hosts = max(1, len(test.get("hosts") or {}))
+    p = test.params
+    hosts = max(1, host_count(test))
     engine = p.get("engine_used") or p.get("engine")
     per_job = max(1, target // (hosts * p["jobs"]))
     if engine in SYNC_ENGINES or target < hosts * p["jobs"]:
@@ -66,7 +67,7 @@ def _step(a: Level, b: Level) -> str:
             f"mean latency {_ms(a.lat_us)} → {_ms(b.lat_us)} ({_pct(b.lat_us / a.lat_us)})")
 
 
-def _device_busy(run: JudgedRun, test: dict) -> dict[str, tuple[float, str]]:
+def _device_busy(run: JudgedRun, test: TestRecord) -> dict[str, tuple[float, str]]:
     """Host → (busy %, device) of its busiest device under the test: fio's
     disk util, else the host's busiest disk (/proc or node_exporter) when
     that disk carried at least half the host's IOPS (else it is not the
@@ -75,15 +76,16 @@ def _device_busy(run: JudgedRun, test: dict) -> dict[str, tuple[float, str]]:
     an RBD image: their facts name the client): on a hyperconverged host
     that disk is the storage daemons' (OSDs), not the target's."""
     out: dict[str, tuple[float, str]] = {}
-    for d in test.get("disks") or []:
-        if d.get("util_pct") is not None and d["util_pct"] >= out.get(d["host"], (-1, ""))[0]:
-            out[d["host"]] = (d["util_pct"], d["name"])
-    for host, m in (test.get("host_metrics") or {}).items():
-        figures = (test.get("hosts") or {}).get(host)
-        if host in out or not figures or m.get("disk_busy_avg_pct") is None or run.target_client(host):
+    for d in test.disks:
+        if d.util_pct is not None and d.util_pct >= out.get(d.host, (-1, ""))[0]:
+            out[d.host] = (d.util_pct, d.name)
+    hosts = test.host_figures()
+    for host, m in test.metrics_by_host().items():
+        figures = hosts.get(host)
+        if host in out or not figures or m.disk_busy_avg_pct is None or run.target_client(host):
             continue
-        if (m.get("disk_iops_avg") or 0) >= 0.5 * (figures["all"].get("iops") or math.inf):
-            out[host] = (m["disk_busy_avg_pct"], "busiest disk")
+        if (m.disk_iops_avg or 0) >= 0.5 * (figures.all.iops or math.inf):
+            out[host] = (m.disk_busy_avg_pct, "busiest disk")
     return out
 
 
@@ -106,7 +108,7 @@ def outstanding_io_low(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
         levels = run.sweeps.get(i)
         if not levels or len(levels) > 1 or not is_direct(t) or (run.unprepared and has_reads(t)):
             continue
-        hosts = max(1, len(t.get("hosts") or {}))
+        hosts = max(1, host_count(t))
         per_host = outstanding_io(t) / hosts
         if per_host > th.low_oio_per_host:
             continue
@@ -136,8 +138,9 @@ def past_knee(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
 def latency_limit(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
     limits = {"read": th.read_latency_ms, "write": th.write_latency_ms}
     for i, t in run.tests:
-        over = [(d, t[d]["lat_mean_us"], limits[d]) for d in DIRECTIONS
-                if t[d].get("ios") and t[d].get("lat_mean_us") is not None and t[d]["lat_mean_us"] / 1000 > limits[d]]
+        figures = t.figures()
+        over = [(d, f.lat_mean_us, limits[d]) for d in DIRECTIONS if (f := figures.direction(d)).ios
+                and f.lat_mean_us is not None and f.lat_mean_us / 1000 > limits[d]]
         if not over:
             continue
         evidence = ", ".join(f"mean {d} latency {_ms(lat)} > {limit:g} ms" for d, lat, limit in over)
@@ -160,9 +163,10 @@ def latency_limit(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
 
 def unpredictable_latency(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
     for i, t in run.tests:
-        spread = [(d, t[d]["lat_p95_us"], t[d]["lat_mean_us"]) for d in DIRECTIONS
-                  if t[d].get("ios") and t[d].get("lat_p95_us") is not None and t[d].get("lat_mean_us")
-                  and t[d]["lat_p95_us"] > th.p95_over_mean * t[d]["lat_mean_us"]]
+        figures = t.figures()
+        spread = [(d, f.lat_us("p95"), f.lat_mean_us) for d in DIRECTIONS
+                  if (f := figures.direction(d)).ios and f.lat_us("p95") is not None and f.lat_mean_us
+                  and f.lat_us("p95") > th.p95_over_mean * f.lat_mean_us]
         if not spread:
             continue
         evidence = ", ".join(f"{d} p95 {_ms(p95)} = {p95 / mean:.1f} × the mean {_ms(mean)} (> {th.p95_over_mean:g} ×)"

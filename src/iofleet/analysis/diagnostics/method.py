@@ -8,17 +8,17 @@ import math
 from typing import Iterator
 
 from ...plan.units import format_bytes, format_duration
-from ..steady import SteadyVerdict
-from .context import DIRECTIONS, Hit, JudgedRun, has_reads, values_of
+from ...results.model import TestRecord
+from .context import DIRECTIONS, Hit, JudgedRun, has_reads, host_count, values_of
 from .thresholds import Thresholds
 
 
-def _params_of(test: dict, host: str) -> dict:
+def _params_of(test: TestRecord, host: str) -> dict:
     """The parameters the host ran: its group's in a mixed test."""
-    for group, info in ((test.get("fleet") or {}).get("groups") or {}).items():
-        if host in info["hosts"]:
-            return test["params"]["groups"][group]
-    return test["params"]
+    for group, info in ((test.fleet.groups if test.fleet is not None else None) or {}).items():
+        if host in info.hosts:
+            return test.params["groups"][group]
+    return test.params
 
 
 _NICE_SECONDS = (1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 900, 1200, 1800, 2700, 3600)
@@ -34,16 +34,15 @@ def _nice_seconds(s: float) -> int:
 
 def not_steady(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
     for i, t in run.tests:
-        data = ((t.get("methodology") or {}).get("steady") or {}).get("iops")
-        if not data:
+        verdict = t.methodology.verdict("iops") if t.methodology is not None else None
+        if not verdict:
             continue
-        verdict = SteadyVerdict.from_dict(data)
         if verdict.steady or verdict.first_round is None:  # too few rounds to judge: n/a, not a finding
             continue
         why = verdict.reason.removeprefix("not steady: ")
         evidence = (f"IOPS in rounds {verdict.first_round + 1}–{verdict.last_round + 1} of {verdict.round_s} s: "
                     f"{why}")
-        if t["methodology"].get("until") == "steady":
+        if t.methodology.until == "steady":
             most = values_of(t, "max_runtime")
             change = (f"raise max_runtime (now {format_duration(most[0])}) so a steady window can be found"
                       if most else "raise max_runtime so a steady window can be found")
@@ -68,33 +67,34 @@ def unprepared_reads(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
 def working_set_cache(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
     wrong = "cache test" if run.measure == "capacity" else "capacity test"
     for i, t in run.tests:
-        verdicts = {h: v for h, v in ((t.get("methodology") or {}).get("working_set") or {}).items()
-                    if v.get("kind") == wrong}
+        working_set = t.methodology.working_set if t.methodology is not None else {}
+        verdicts = {h: v for h, v in working_set.items() if v.kind == wrong}
         if not verdicts:
             continue
-        host, v = max(verdicts.items(), key=lambda hv: hv[1]["working_set_bytes"])
-        ws, cache = format_bytes(v["working_set_bytes"]), format_bytes(v["cache_bytes"])
-        page_cache = v["source"].startswith("host RAM")
+        host, v = max(verdicts.items(), key=lambda hv: hv[1].working_set_bytes)
+        ws, cache = format_bytes(v.working_set_bytes), format_bytes(v.cache_bytes)
+        page_cache = v.source.startswith("host RAM")
         p = _params_of(t, host)
-        per_job = format_bytes(v["cache_bytes"] / (p.get("jobs") or 1) / ((p.get("working_set_pct") or 100) / 100))
+        per_job = format_bytes(v.cache_bytes / (p.get("jobs") or 1) / ((p.get("working_set_pct") or 100) / 100))
         if run.measure == "capacity":
-            evidence = (f"working set {ws} fits in the {cache} {v['source']}: the results measure "
+            evidence = (f"working set {ws} fits in the {cache} {v.source}: the results measure "
                         + ("the page cache" if page_cache else "that cache, not the storage behind it"))
             change = (f"use direct: true, or a working set above {cache} per host" if page_cache else
                       f"raise size to more than {per_job} per job (a working set above the {cache} cache per host)")
         else:
-            evidence = (f"working set {ws} exceeds the {cache} {v['source']} (measure: cache): the results measure "
+            evidence = (f"working set {ws} exceeds the {cache} {v.source} (measure: cache): the results measure "
                         f"the storage behind the cache")
             change = f"lower size to at most {per_job} per job so the working set fits the {cache} cache"
-        yield run.hit(i, t, evidence, change, host=host if len(verdicts) < len(t.get("hosts") or {}) else None)
+        yield run.hit(i, t, evidence, change, host=host if len(verdicts) < host_count(t) else None)
 
 
 def runtime_too_short(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
     asked = sorted({run.percentile, "p99"}, key=lambda p: float(p[1:]))
     for i, t in run.tests:
         short = []  # (direction, percentile, ios, IOs needed, iops)
+        figures = t.figures()
         for d in DIRECTIONS:
-            ios, iops = t[d].get("ios") or 0, t[d].get("iops") or 0
+            ios, iops = figures.direction(d).ios or 0, figures.direction(d).iops or 0
             if not ios:
                 continue
             for p in reversed(asked):  # the strictest percentile that fails
@@ -113,7 +113,7 @@ def runtime_too_short(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
             continue
         evidence += f"; {need:,} {d}s take {need / iops:.1f} s at {iops:,.0f} IOPS"
         seconds = format_duration(_nice_seconds(need / iops))
-        if (t.get("methodology") or {}).get("until") == "steady":
+        if t.methodology is not None and t.methodology.until == "steady":
             change = f"measure at least {seconds} (raise round and max_runtime)"
         else:
             now = values_of(t, "runtime")

@@ -46,10 +46,10 @@ def setup_warnings(host_facts: dict) -> list[str]:
 def ram_target(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
     if not run.tests:
         return
-    index, best = max(run.tests, key=lambda it: it[1]["all"].get("iops") or 0)
-    a = best["all"]
-    lat = a.get("lat_mean_us")
-    figures = (f"{a.get('iops') or 0:,.0f} IOPS, {a.get('bw_mb_s') or 0:,.1f} MB/s"
+    index, best = max(run.tests, key=lambda it: it[1].figures().all.iops or 0)
+    a = best.figures().all
+    lat = a.lat_mean_us
+    figures = (f"{a.iops or 0:,.0f} IOPS, {a.bw_mb_s or 0:,.1f} MB/s"
                + (f", mean latency {lat / 1000:.3f} ms" if lat else "") + f" in {run.name(best)}")
     for host, path, what in ram_targets(run.host_facts):
         yield run.hit(-1, None, f"target {path} is on {what} (RAM): the figures are memory speed, not storage "
