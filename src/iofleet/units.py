@@ -8,6 +8,12 @@ exported run); it is always shown in ms. Sizes and durations of a plan
 
 MISSING = "n/a"  # a figure not measured is shown as such, never as 0
 
+# fio's latency histogram (stat.h: FIO_IO_U_PLAT_BITS 6, 29 groups of 64
+# buckets) ends here: its top bucket holds every IO from this lower edge up
+# (17.046 s), and fio shows it as its middle (17,112.76 ms). A latency there
+# is a lower bound, shown "≥ 17045.651".
+LATENCY_CEILING_NS = (1 << 33) + 63 * (1 << 27)
+
 # stored unit -> (shown unit, divisor to it, decimals); a divisor, not a
 # factor: ns / 1e6 and ns * 1e-6 can round differently at the last decimal.
 _SHOWN = {
@@ -33,6 +39,11 @@ def to_ms(value: float | None, unit: str) -> float | None:
     return None if value is None else value / _SHOWN[unit][1]
 
 
+def at_ceiling(value: float | None, unit: str) -> bool:
+    """A latency (stored in ns, µs or ms) in fio's top histogram bucket: a lower bound."""
+    return value is not None and value * 1e6 / _SHOWN[unit][1] >= LATENCY_CEILING_NS
+
+
 def format_value(value: float | None, unit: str, *, with_unit: bool = False, short: bool = False,
                  missing: str = MISSING) -> str:
     """A figure stored in `unit` ("ns", "us", "ms", "IOPS", "MB/s", "%") as
@@ -43,10 +54,13 @@ def format_value(value: float | None, unit: str, *, with_unit: bool = False, sho
         return missing
     shown, divisor, decimals = _SHOWN[unit]
     number = value / divisor
+    bound = ""
+    if unit in _LATENCY and at_ceiling(value, unit):
+        bound, number = "≥ ", LATENCY_CEILING_NS / 1e6
     if unit in _LATENCY:
         if short:
             decimals = 3 if number < 1 else 2 if number < 10 else 1 if number < 100 else 0
-        text = f"{number:.{decimals}f}"  # no thousands separator: "1234.500" as every table shows it
+        text = f"{bound}{number:.{decimals}f}"  # no thousands separator: "1234.500" as every table shows it
     else:
         text = f"{number:,.{decimals}f}"
     return f"{text} {shown}" if with_unit else text

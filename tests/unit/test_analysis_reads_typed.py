@@ -45,7 +45,8 @@ def _as_exported(d) -> dict:
             "runtime_ms": d.runtime_ms, "lat_mean_us": d.lat_mean_us, "lat_stddev_us": d.lat_stddev_us,
             "lat_min_us": d.lat_min_us, "lat_max_us": d.lat_max_us, "lat_p50_us": d.lat_us("p50"),
             "lat_p90_us": d.lat_us("p90"), "lat_p95_us": d.lat_us("p95"), "lat_p99_us": d.lat_us("p99"),
-            "lat_p99_9_us": d.lat_us("p99.9"), "percentile_basis": d.percentile_basis}
+            "lat_p99_9_us": d.lat_us("p99.9"), "percentile_basis": d.percentile_basis,
+            "lat_bound_percentiles": d.lat_bound_percentiles}
 
 
 def test_a_tests_typed_figures_are_the_exported_ones():

@@ -44,13 +44,33 @@ def _event_line(e: dict, hit: dict | None, band: str) -> str:
         line += f" (UNDO FAILED: {e['undo_error']})"
     if hit and hit["during"]:
         d = hit["during"]
+        p99 = ("≥ " if d.get("p99_lower_bound") else "") + _num(d["p99_ms"], "ms", 2)
+        change = _pct(hit["p99_change_pct"])
         line += (f", measured {hit['from_s']:.1f}–{hit['to_s']:.1f} s: {_num(d['iops'], 'IOPS')} "
-                 f"({_pct(hit['iops_change_pct'])}), p99 {_num(d['p99_ms'], 'ms', 2)} ({_pct(hit['p99_change_pct'])})")
+                 f"({_pct(hit['iops_change_pct'])}), p99 {p99} ({'≥ ' if d.get('p99_lower_bound') else ''}{change})")
         rec = hit["recovery_s"]
         line += f"; back within {band} after {rec:.0f} s" if rec is not None else f"; not back within {band} by the end"
+        line += _catch_up(hit.get("catch_up"))
     elif e["applied_s"] is None:
         line += ": not applied (the load ended first)"
     return line
+
+
+def _catch_up(c: dict | None) -> str:
+    """The fixed-rate load's catch-up after the event: fio issues the IOs it fell behind on at once."""
+    if not c:
+        return ""
+    when = (f"drained at {c['drained_s']:.1f} s" if c["drained_s"] is not None else "not drained by the end")
+    burst = f", a catch-up burst of up to {_num(c['burst_iops'], 'IOPS')}" if c.get("burst_iops") else ""
+    return f"; backlog of {c['behind_ios']:,} IOs {when}{burst}"
+
+
+def stall_line(stall: dict, hosts: int) -> str:
+    """`IO paused from 29.6 to 56.1 s (26.5 s); IOs waited at least 26.4 s`."""
+    where = f" on {stall['host']}" if hosts > 1 else ""
+    return (f"  IO paused{where} from {stall['from_s']:.1f} to {stall['to_s']:.1f} s "
+            f"({stall['to_s'] - stall['from_s']:.1f} s); IOs waited at least {stall['waited_s']:.1f} s"
+            + (" (fio's histogram ceiling)" if stall.get("bounded") else ""))
 
 
 def scenario_lines(record: ScenarioRecord) -> list[str]:
@@ -71,6 +91,8 @@ def scenario_lines(record: ScenarioRecord) -> list[str]:
     applied = [e for e in ordered if not e["error"]]
     by_event = {id(e): hits[i] for i, e in enumerate(applied) if i < len(hits)}
     out += [_event_line(e, by_event.get(id(e)), band) for e in ordered]
+    hosts = len((imp.get("series") or {}).get("hosts") or {})
+    out += [stall_line(st, hosts) for st in imp.get("stalls") or []]
     if record.lost:
         out.append(f"  hosts lost: {', '.join(record.lost)} (their data kept up to the loss)")
     return out

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..fio.records import PERCENTILES, DirectionStats, pct_key
 from ..fleet.metrics import HostCpu, HostMetrics
 from ..plan.params import PARAMS
+from ..units import at_ceiling
 from .aggregate import Aggregate
 
 FORMAT = "iofleet-results"
@@ -36,6 +37,8 @@ DIRECTION_FIELDS: dict[str, str] = {
         for p in PERCENTILES
     },
     "percentile_basis": "what the latency percentiles describe: lat (total), clat (completion only) or mixed",
+    "lat_bound_percentiles": "the percentiles at fio's histogram ceiling (17.046 s), lower bounds shown as "
+                             "\"≥\": their keys, space-separated (e.g. \"p99.9 p99.99\"); null when none",
 }
 BINS_FIELD = "lat_bins_ns"  # only with include_bins=True
 
@@ -175,7 +178,7 @@ class DirectionFigures:
     def from_dict(cls, f: dict | None) -> "DirectionFigures":
         """Figures stored in export units (a measurement window's), as stored."""
         f = f or {}
-        return cls(**{k: f.get(k) for k in DIRECTION_FIELDS if k not in _PCT_FIELDS},
+        return cls(**{k: f.get(k) for k in DIRECTION_FIELDS if k not in _PCT_FIELDS and k != _BOUNDS},
                    lat_pct_us={key: f.get(k) for k, key in _PCT_FIELDS.items()})
 
     def to_dict(self) -> dict:
@@ -183,11 +186,17 @@ class DirectionFigures:
         return {k: self.lat_pct_us.get(_PCT_FIELDS[k]) if k in _PCT_FIELDS else getattr(self, k)
                 for k in DIRECTION_FIELDS}
 
+    @property
+    def lat_bound_percentiles(self) -> str | None:
+        """The percentiles at fio's histogram ceiling (lower bounds), space-separated; None if none."""
+        return " ".join(key for key, v in self.lat_pct_us.items() if at_ceiling(v, "us")) or None
+
     def lat_us(self, metric: str) -> float | None:
         """Latency by its name: "mean", or a percentile key ("p99")."""
         return self.lat_mean_us if metric == "mean" else self.lat_pct_us.get(metric)
 
 
+_BOUNDS = "lat_bound_percentiles"  # derived from the percentiles: not stored apart
 # The percentiles' export fields → their keys: lat_p99_9_us → p99.9.
 _PCT_FIELDS = {f"lat_{pct_key(p).replace('.', '_')}_us": pct_key(p) for p in PERCENTILES}
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from ..analysis.impact import impact
+from ..analysis.impact import Load, impact
 from ..errors import IofleetError
 from ..fleet.places import place_for
 from ..fleet.control.faults import Fault, FaultError, plan_faults
@@ -199,6 +199,14 @@ def _impact_events(records: list[dict], shift: float) -> list[dict]:
     return out
 
 
+def _load(scenario: Scenario, spec, hosts: int) -> Load:
+    """The load's rate (IOs a second, all hosts) and IOs in flight per host."""
+    rate = scenario.load.rate_iops
+    if rate is None and scenario.load.rate_mbps is not None:
+        rate = scenario.load.rate_mbps * 1_000_000 / spec.bs
+    return Load(rate, spec.jobs * spec.iodepth, hosts)
+
+
 def run_scenario(scenario: Scenario, scenario_text: str, source: str, store: Store, faults: list[Fault], *,
                  targets: list[Path] | None = None, hosts: list[Host] | None = None, label: str | None = None,
                  observer: RunObserver | None = None, stop: threading.Event | None = None,
@@ -226,7 +234,8 @@ def run_scenario(scenario: Scenario, scenario_text: str, source: str, store: Sto
             if not stop.is_set() and result.status in ("ok", "partial"):
                 out.clock_shift_s = clock_shift(timeline.seconds_at(recorder.returned_at), specs[0].runtime)
             if rounds and any(rounds.values()):
-                out.impact = impact(rounds, _impact_events(out.events, out.clock_shift_s))
+                out.impact = impact(rounds, _impact_events(out.events, out.clock_shift_s),
+                                    _load(scenario, specs[0], len(rounds)))
             store.set_run_methodology(session.run_id, copy_with(session.methodology, scenario=_record(
                 scenario, scenario_text, source, out)))
     finally:

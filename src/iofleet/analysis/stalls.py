@@ -1,0 +1,122 @@
+"""Stalls in a host's rounds: seconds in which jobs ran but no IO completed.
+
+fio prints a status snapshot only once every job has updated its figures
+(fio's stat.c waits on each job's usage semaphore), and a job blocked in
+an IO that does not complete cannot. So during a total stall the
+snapshots stop; the next one comes when the IO completes, stamped with the
+runtime of when it was asked for (before the stall), and the one after it
+ends a round as long as the stall (measured: an 8 s blkio stall of a
+1 s-status job gave rounds of 1.0, 1.0, then 8.1 s). A long round is
+therefore a stall only if an IO completing around it waited about as long
+as the round: a status line merely late (fio's thread starved of CPU)
+has no such IO, and is a missing sample, not a stall.
+
+`on_grid` turns each host's rounds into whole seconds: a stall's seconds
+are seconds of 0 IOPS (its IOs, the stalled ones and the backlog issued
+once it ended, all complete in its last second), a late sample's IOs are
+spread evenly over its seconds (marked estimated). Hosts' seconds then
+line up by index, as the series needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..fio.status import Round, Totals
+from ..units import LATENCY_CEILING_NS
+
+# A round this many status intervals long means fio's status was held up.
+GAP_INTERVALS = 1.5
+
+
+@dataclass
+class Stall:
+    """IO on `host` paused from `from_s` to `to_s` (s into the measured
+    part); the longest wait of an IO through it, `waited_s`, is a lower
+    bound when `bounded` (fio's histogram ends at its ceiling)."""
+
+    host: str
+    from_s: float
+    to_s: float
+    waited_s: float
+    bounded: bool = False
+
+    @property
+    def seconds(self) -> float:
+        return round(self.to_s - self.from_s, 1)
+
+
+@dataclass
+class Second:
+    """One host's second on the grid: a round (or a part of a longer one)."""
+
+    round: Round
+    stalled: bool = False  # no IO completed: a stall's second
+    estimated: bool = False  # a late status line's IOs, spread evenly
+
+
+HIST_CEILING_NS = LATENCY_CEILING_NS  # fio's histogram ends there (units.py)
+
+
+def longest_wait_ns(*rounds: Round) -> float:
+    """The longest latency of an IO completed in the rounds (a bucket's
+    value; the ceiling's lower edge for the top bucket)."""
+    top = max((v for r in rounds for b in (r.read.bins, r.write.bins) if b for v in b), default=0)
+    return min(top, HIST_CEILING_NS)
+
+
+def _part(t: Totals, share: float) -> Totals:
+    """`share` of a round's figures (its histogram scaled, rounded down)."""
+    bins = {v: int(c * share) for v, c in t.bins.items()}
+    return Totals(int(t.ios * share), int(t.io_bytes * share), int(t.lat_n * share), t.lat_sum_ns * share,
+                  {v: c for v, c in bins.items() if c})
+
+
+def _rest(t: Totals, parts: list[Totals]) -> Totals:
+    """What the parts leave of t (so the seconds add up to the round)."""
+    out = t
+    for p in parts:
+        out = out.minus(p)
+    return out
+
+
+def _split(r: Round, n: int) -> list[Round]:
+    """A long round as n seconds, its figures spread evenly (the last one
+    takes what rounding left)."""
+    step = (r.end_ms - r.start_ms) / n
+    out = []
+    for i in range(n - 1):
+        out.append(Round(round(r.start_ms + i * step), round(r.start_ms + (i + 1) * step),
+                         _part(r.read, 1 / n), _part(r.write, 1 / n), r.cpu_ms / n))
+    out.append(Round(out[-1].end_ms if out else r.start_ms, r.end_ms, _rest(r.read, [o.read for o in out]),
+                     _rest(r.write, [o.write for o in out]), r.cpu_ms - sum(o.cpu_ms for o in out)))
+    return out
+
+
+def on_grid(host: str, rounds: list[Round], interval_ms: int = 1000) -> tuple[list[Second], list[Stall]]:
+    """A host's rounds as whole seconds, and the stalls found in them."""
+    seconds: list[Second] = []
+    stalls: list[Stall] = []
+    for i, r in enumerate(rounds):
+        n = round((r.end_ms - r.start_ms) / interval_ms)
+        if r.end_ms - r.start_ms < GAP_INTERVALS * interval_ms or n < 2:
+            seconds.append(Second(r))
+            continue
+        wait_ns = longest_wait_ns(*rounds[max(0, i - 1):i + 1])
+        length = (r.end_ms - r.start_ms) / 1000
+        bounded = wait_ns >= HIST_CEILING_NS  # waited at least that long: maybe the whole round
+        waited = max(wait_ns / 1e9, length - interval_ms / 1000) if bounded else wait_ns / 1e9
+        if waited < length - GAP_INTERVALS * interval_ms / 1000:
+            seconds += [Second(p, estimated=True) for p in _split(r, n)]
+            continue
+        step = (r.end_ms - r.start_ms) / n
+        for k in range(n - 1):
+            seconds.append(Second(Round(round(r.start_ms + k * step), round(r.start_ms + (k + 1) * step),
+                                        Totals(), Totals(), 0.0), stalled=True))
+        last_start = round(r.start_ms + (n - 1) * step)
+        seconds.append(Second(Round(last_start, r.end_ms, r.read, r.write, r.cpu_ms)))
+        # The stalled IO was in flight when the held status line was asked for (the round's start),
+        # and completed `waited` later, before the round's end.
+        start = min(r.start_ms / 1000, r.end_ms / 1000 - waited)
+        stalls.append(Stall(host, round(start, 1), round(start + waited, 1), round(waited, 1), bounded))
+    return seconds, stalls
