@@ -68,7 +68,9 @@ def test_a_tests_typed_figures_are_the_exported_ones():
             if window:
                 windows += 1
                 typed = test.methodology.window_figures()
-                assert all(_as_exported(typed.direction(d)) == window[d] for d in ("read", "write", "all"))
+                # a stored window: as stored when it was measured (without the fields derived since)
+                assert all({k: v for k, v in _as_exported(typed.direction(d)).items() if k in window[d]}
+                           == window[d] for d in ("read", "write", "all"))
             assert test.metrics_by_host().keys() == exported["host_metrics"].keys()
     assert windows > 0
 
