@@ -14,7 +14,7 @@ import yaml
 from iofleet.fleet.control.faults import BLKIO_ROOT
 from iofleet.results.store import Store
 
-from ..cli import wait_for
+from ..cli import iofleet, wait_for
 
 
 def _ours() -> list[str]:
@@ -71,3 +71,22 @@ def test_device_slow_throttles_the_load_and_every_fault_is_undone_on_ctrl_c(tmp_
     # 1 MB/s is 244 IOs of 4 KiB a second: far below an unthrottled loop device.
     assert hit["iops_change_pct"] < -50 and hit["during"]["iops"] < 0.5 * sc["impact"]["baseline"]["iops"]
     assert "event 2: device-slow on local undone" in out
+
+
+def test_a_fixed_rate_loads_catch_up_after_a_slow_disk_is_reported_and_counts_as_back(tmp_path, loop_target, data_dir):
+    """fio keeps a fixed rate's average: once the disk is back it issues what it fell behind on at once. That
+    burst is the backlog draining, not impact, and the load is back when it has drained."""
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({"name": "catch-up", "load": {
+        "bs": "4k", "read_pct": 0, "iodepth": 4, "rate_iops": 2000, "size": "16m", "runtime": "14s",
+        "ramp": "1s"}, "events": [{"at": "4s", "fault": "device-slow", "iops": 200, "for": "3s"}]}))
+    proc = iofleet("scenario", f, "--target", loop_target, data_dir=data_dir, timeout=120)
+    with Store.open(data_dir) as store:
+        sc = store.get_run(1).methodology.scenario
+    (hit,) = sc.impact["events"]
+    c = hit["catch_up"]
+    # About 3 s at 200 of 2,000 IOPS: some 5,000 IOs behind, drained by a burst above the rate.
+    assert c["behind_ios"] > 2000 and c["burst_iops"] > 2200, c
+    assert c["drained_s"] is not None and hit["to_s"] < c["drained_s"] <= hit["to_s"] + 4
+    assert hit["recovery_s"] is not None and hit["recovery_s"] <= c["drained_s"] - hit["to_s"] + 1
+    assert f"backlog of {c['behind_ios']:,} IOs drained at {c['drained_s']:.1f} s" in proc.stdout

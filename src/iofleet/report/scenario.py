@@ -137,6 +137,11 @@ def scenario_chart(record: ScenarioRecord) -> go.Figure | None:
         else:
             fig.add_vline(x=start, line=dict(color=color, dash="dot"), annotation_text=label,
                           annotation_position="top right")
+    for st in imp.get("stalls") or []:
+        where = f" on {st['host']}" if len(hosts) > 1 else ""
+        fig.add_vrect(x0=st["from_s"], x1=st["to_s"], fillcolor=WRITE, opacity=0.12, line=dict(color=WRITE, width=1),
+                      annotation_text=f"IO paused{where} ({st['to_s'] - st['from_s']:.1f} s)",
+                      annotation_position="bottom left")
     fig.update_xaxes(title_text="seconds into the measured part", rangemode="tozero")
     fig.update_yaxes(title_text="IOPS", secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text="p99 latency, ms", secondary_y=True, rangemode="tozero", showgrid=False)
