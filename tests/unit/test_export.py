@@ -183,3 +183,11 @@ def test_every_field_is_documented():
     flattened = {f"{d}_{f}" for d in ("all", "read", "write") for f in DIRECTION_FIELDS}  # documented as a rule
     missing = sorted(n for n in names - flattened if n not in documented)
     assert missing == []
+
+
+def test_percentiles_at_fio_s_histogram_ceiling_are_flagged_as_lower_bounds():
+    from iofleet.results.export import DirectionFigures
+    top_us = 17_112_760.32  # fio's top bucket: every IO from 17.046 s up
+    f = DirectionFigures(lat_pct_us={"p50": 120.0, "p99": 900.0, "p99.9": top_us})
+    assert f.to_dict()["lat_bound_percentiles"] == "p99.9"
+    assert DirectionFigures(lat_pct_us={"p99": 900.0}).to_dict()["lat_bound_percentiles"] is None

@@ -42,3 +42,11 @@ def test_to_ms_for_charts_and_json():
     assert to_ms(1_500_000, "ns") == 1.5 and to_ms(250, "us") == 0.25 and to_ms(None, "us") is None
     with pytest.raises(ValueError, match="not a latency unit"):
         to_ms(5, "IOPS")
+
+
+def test_a_latency_at_fio_s_histogram_ceiling_is_shown_as_a_lower_bound_in_every_unit():
+    from iofleet.units import LATENCY_CEILING_NS
+    top = 17_112_760_320  # what fio shows for its top bucket (ns): every IO from 17.046 s up
+    assert format_value(top, "ns") == format_value(top / 1e3, "us") == format_value(top / 1e6, "ms") == "≥ 17045.651"
+    assert format_value(top, "ns", with_unit=True, short=True) == "≥ 17046 ms"
+    assert format_value(LATENCY_CEILING_NS - 1, "ns") == "17045.651"  # just under it: a measured value
