@@ -4,6 +4,10 @@ and both front doors: latency in ms to the µs, IOPS whole, MB/s to a tenth.
 Latency is stored in ns (fio's records, the live progress) or µs (the
 exported run); it is always shown in ms. Sizes and durations of a plan
 (`4k`, `90s`) are written by `plan.units`.
+
+Text a user wrote (a scenario's command, a label, a host's name) is shown
+through `escaped`: its control characters cannot move the cursor or clear
+the line that shows them.
 """
 
 MISSING = "n/a"  # a figure not measured is shown as such, never as 0
@@ -64,3 +68,15 @@ def format_value(value: float | None, unit: str, *, with_unit: bool = False, sho
     else:
         text = f"{number:,.{decimals}f}"
     return f"{text} {shown}" if with_unit else text
+
+
+# C0 (ESC among them), DEL, C1 (0x9b is a one-byte CSI) and the bidi controls that
+# reorder what follows them ("Trojan source"): shown as escapes, never sent to a terminal.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+_CONTROLS |= {c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def escaped(text: str) -> str:
+    """User text as a terminal shows it: each control character written as
+    its escape ("\\x1b[2K" for ESC [2K, "\\r" as "\\x0d"), the rest as is."""
+    return text.translate(_CONTROLS)

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..errors import IofleetError
+from ..units import escaped
 
 # The plan loader (with every importer) and the report's table fitting are
 # imported by the functions that use them: commands without a plan start sooner.
@@ -56,8 +57,9 @@ def user_errors(fn):
         try:
             return fn(*args, **kwargs)
         except IofleetError as exc:
-            for line in str(exc).splitlines() or ["error"]:
-                err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
+            for line in str(exc).splitlines() or ["error"]:  # a line may quote the user's text: escaped
+                err_console.print(Text.assemble(("error:", "red"), " ", escaped(line)), highlight=False,
+                                  soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from ..errors import IofleetError
 from ..results.store import RUN_STATUSES
+from ..units import escaped
 from .common import (
     EXIT_FAILED, DataDir, WideOpt, check_label, console, err_console, print_table, table_width, user_errors,
 )
@@ -81,8 +82,9 @@ def results_list(
     for r in runs:
         if r.stale:  # its process is gone: a crash
             stale.append(str(r.id))
-        table.add_row(str(r.id), str(r.created_at), r.plan_name, r.label or "", r.source,
-                      _list_status(r), f"{r.tests_by_status['ok']}/{r.tests_planned}")
+        free = (Text(escaped(t or "")) for t in (r.plan_name, r.label, r.source))  # as written: no markup
+        table.add_row(str(r.id), str(r.created_at), *free, _list_status(r),
+                      f"{r.tests_by_status['ok']}/{r.tests_planned}")
     width = table_width(wide)
     dropped, _ = fit_table(table, width, ("run", "plan", "label", "status", "tests ok/planned"),
                            ("source", "created (UTC)"), name=None)

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import IofleetError
+from ..units import escaped
 from .common import (EXIT_FAILED, EXIT_INTERRUPTED, DataDir, TargetOpt, WideOpt, check_label, checked_targets,
                      console, print_table, stop_on_signals, table_width, user_errors)
 
@@ -26,7 +27,13 @@ def _said(record: dict) -> None:
                 + (f" (failed: {record['undo_error']})" if record.get("undo_error") else ""))
     else:
         line = f"event {record['index'] + 1}: {record['fault']} on {who} applied at {record['applied_s']:.1f} s"
-    console.print(line, highlight=False, markup=False, soft_wrap=True)
+    _print(line)
+
+
+def _print(line: str) -> None:
+    """A line that may hold the user's text (a command, a pattern, an error quoting them): as written,
+    its control characters escaped."""
+    console.print(escaped(line), highlight=False, markup=False, soft_wrap=True)
 
 
 @user_errors
@@ -34,12 +41,13 @@ def scenario_command(
     file: Path = typer.Argument(..., metavar="FILE", help="Scenario file (YAML): name, load and events."),
     target: Optional[List[Path]] = TargetOpt,
     hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers (with `ssh:` for faults)."),
-    yes: bool = typer.Option(False, "--yes", help="Run the scenario's `run:` commands on its hosts (shown first)."),
+    yes: bool = typer.Option(False, "--yes", help="Run the scenario's commands (`run`'s command and undo, "
+                                                  "process-kill's restart) on its hosts (shown first)."),
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run."),
     wide: bool = WideOpt,
 ):
-    """Run a load at a fixed rate while hosts, links or devices fail.
+    """Run a load at a fixed rate while hosts, links, devices or processes fail.
 
     The load runs for its runtime; each event's fault is applied at its
     time (seconds into the measured part) and undone at its end and at any
@@ -61,7 +69,7 @@ def scenario_command(
     faults = check_scenario(scenario, str(file), fleet, str(targets[0].resolve()) if targets else None, yes)
     console.print(f"Scenario {scenario.name}: {len(scenario.events)} events", highlight=False)
     for e in scenario.events:
-        console.print(f"  {e.describe()}", highlight=False, markup=False, soft_wrap=True)
+        _print(f"  {e.describe()}")
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console) as progress:
             out = run_scenario(scenario, text, str(file), store, faults, targets=targets, hosts=fleet,
@@ -71,10 +79,9 @@ def scenario_command(
         from ..report.scenario import scenario_lines, scenario_record  # here: it imports plotly (~0.3 s)
         record = scenario_record(run.methodology)
         for line in scenario_lines(record) if record else []:
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+            _print(line)
         db = store.path
-    console.print(f"Run {out.run.run_id} {out.run.status}. Results: {db} (see `iofleet results show "
-                  f"{out.run.run_id}`)", highlight=False, markup=False, soft_wrap=True)
+    _print(f"Run {out.run.run_id} {out.run.status}. Results: {db} (see `iofleet results show {out.run.run_id}`)")
     if out.run.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
     if not out.ok:

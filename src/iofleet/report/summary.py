@@ -21,7 +21,7 @@ from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host
 from ..results.methodology import PrepareRecord, ResumeRecord, TestMethodology
 from ..results.model import Run, TestRecord
-from ..units import format_value, to_ms
+from ..units import escaped, format_value, to_ms
 from .fit import fit_table, left_out_line
 
 MISSING = "n/a"  # unavailable, never shown as 0
@@ -450,7 +450,7 @@ def row_style(status: str) -> str | None:
 
 def run_title(run: Run) -> str:
     host = run.host_facts.get("hostname") or ", ".join(run.host_facts.get("hosts", []))
-    return f"Run {run.id} · {run.plan_name} · {run.status} · {run.fio_version or 'fio ?'} · {host}"
+    return escaped(f"Run {run.id} · {run.plan_name} · {run.status} · {run.fio_version or 'fio ?'} · {host}")
 
 
 # Below the full width, the terminal keeps these columns (and the tail
@@ -463,7 +463,7 @@ def summary_table(run: Run, width: int | None = None):
     """A rich renderable: the table, one line per failed test, notes on the
     fleet and methodology, then the diagnostics. With a width (a terminal's),
     the table leaves out columns to fit it (report.fit) and says which."""
-    table = Table(title=run_title(run), title_justify="left", box=box.SIMPLE_HEAD, caption=summary_caption(run),
+    table = Table(title=Text(run_title(run)), title_justify="left", box=box.SIMPLE_HEAD, caption=summary_caption(run),
                   caption_justify="left")
     rows = summary_rows(run)
     columns = list(rows[0]) if rows else ["test"]

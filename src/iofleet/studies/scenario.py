@@ -25,6 +25,7 @@ from ..fleet.inventory import Host
 from ..plan.scenario import Scenario
 from ..results.methodology import ScenarioRecord
 from ..results.store import Store
+from ..units import escaped
 from .events import RunObserver, RunOutcome
 from .run import RunSession
 
@@ -54,13 +55,15 @@ class ScenarioOutcome:
 
 def check_scenario(scenario: Scenario, source: str, hosts: list[Host] | None, target: str | None,
                    yes: bool) -> list[Fault]:
-    """Every fault on its host, checked before anything runs; `run:`
-    commands need `yes` (the CLI shows them first)."""
+    """Every fault on its host, checked before anything runs; the user's
+    commands (`run`'s command and undo, process-kill's restart) need `yes`
+    (the CLI shows them first)."""
     faults = plan_faults(scenario, source, hosts, target, secrets.token_hex(3))
     if scenario.commands and not yes:
-        shown = "; ".join(f"{e.host}: {e.command}" for e in scenario.commands)
-        raise IofleetError(f"{source}: the scenario runs commands on hosts as root ({shown}); check them and "
-                           f"run again with --yes")
+        shown = "; ".join(f"{e.host or 'this host'}{'' if key == 'command' else f' ({key})'}: {text}"
+                          for e, key, text in scenario.commands)
+        raise IofleetError(escaped(f"{source}: the scenario runs commands on hosts as root ({shown}); check them "
+                                   f"and run again with --yes"))
     return faults
 
 

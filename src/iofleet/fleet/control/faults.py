@@ -2,10 +2,11 @@
 any exit (undo is idempotent).
 
 On a fleet host they run as root through the SSH control channel
-(ssh.run_on_all); on this host (`--target`) only device-slow exists, run
-here. Every value that reaches a shell is one quoted argument of a fixed
-script (shlex.quote), except a `run:` event's command, which is the
-user's shell text by design (shown before the run, confirmed with --yes).
+(ssh.run_on_all); on this host (`--target`) device-slow and the process
+faults exist, run here. Every value that reaches a shell is one quoted
+argument of a fixed script (shlex.quote), except the user's commands (a
+`run:` event's command and undo, a process-kill's restart), which are
+shell text by design (shown before the run, confirmed with --yes).
 
   host-down    kill -9 the host's fio server (the process listening on
                its port) and its children; undo starts it again with its
@@ -15,7 +16,12 @@ user's shell text by design (shown before the run, confirmed with --yes).
   device-slow  a blkio (cgroup v1) throttle on the target's disk, for the
                fio server's processes (here: the fio processes using the
                target); undo moves them back and removes the cgroup.
-  run          the command, once; nothing to undo.
+  process-stop SIGSTOP to the processes a `pattern` (pgrep -f) or a
+               `pid_file` names; undo sends them SIGCONT.
+  process-kill SIGKILL to them; undo runs the user's `restart` command,
+               if any (and only if something was killed).
+  run          the command, once; undo runs the user's `undo` command, if
+               any (also after a failed command: it may have done part).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from ..fio_link.procs import fio_using
 from .ssh import run_on_all
 
 BLKIO_ROOT = "/sys/fs/cgroup/blkio"
+# The faults a scenario on this host (--target) can have: run here, as root.
+ON_TARGET = ("device-slow", "process-stop", "process-kill")
 FAULT_TIMEOUT_S = 30.0
 
 
@@ -126,6 +134,49 @@ i=0; while ! rmdir "$cg" 2>/dev/null && [ $i -lt 50 ]; do
 """
 
 
+# $1 pid_file or pattern, $2 its value: `named` sets $pids to the processes it names, or says why none.
+_NAMED = r"""
+named() {
+  if [ "$1" = pid_file ]; then
+    [ -r "$2" ] || { echo "no pid file $2" >&2; return 3; }
+    pids=$(head -n 1 "$2" | tr -d ' \t\r')
+    case $pids in ''|*[!0-9]*) echo "the pid file $2 holds no pid" >&2; return 3;; esac
+    [ -d "/proc/$pids" ] || { echo "no process $pids (the pid in $2) runs" >&2; return 3; }
+    return 0
+  fi
+  # pgrep -f reads whole command lines, and the pattern is on this shell's and its parents' (sudo,
+  # the login shell, iofleet on this host): they are left out, and so is the subshell pgrep ran in
+  # (a copy of this shell, gone once pgrep has answered).
+  ours=" $$ "; p=$$
+  while [ "$p" -gt 1 ]; do p=$(ps -o ppid= -p "$p" | tr -d ' '); [ -n "$p" ] || break; ours="$ours$p "; done
+  found=$(pgrep -f -- "$2"); rc=$?
+  [ $rc -le 1 ] || { echo "pgrep refused the pattern $2" >&2; return 3; }
+  pids=
+  for p in $found; do
+    case $ours in *" $p "*) continue;; esac
+    [ -d "/proc/$p" ] && pids="$pids $p"
+  done
+  [ -n "$pids" ] || { echo "no process matches the pattern $2" >&2; return 3; }
+}
+"""
+
+# $3 the signal; prints the pids it reached.
+PROCESS_SIGNAL = _NAMED + r"""
+named "$1" "$2" || exit 3
+sent=
+for p in $pids; do kill -s "$3" "$p" 2>/dev/null && sent="$sent $p"; done
+[ -n "$sent" ] || { echo "the processes ($pids) ended before they got SIG$3" >&2; exit 3; }
+echo "pids=${sent# }"
+"""
+
+# SIGCONT to the pids stopped ($3..), or, if none are known (an apply cut short), to what the subject names now.
+PROCESS_CONT = _NAMED + r"""
+kind=$1 value=$2; shift 2
+if [ $# -eq 0 ]; then named "$kind" "$value" 2>/dev/null || exit 0; set -- $pids; fi
+for p in "$@"; do kill -s CONT "$p" 2>/dev/null || true; done
+"""
+
+
 def script(text: str, *args) -> str:
     """`sh -c TEXT iofleet-fault ARGS…`, every word quoted."""
     return " ".join(["sh", "-c", shlex.quote(text), "iofleet-fault", *(shlex.quote(str(a)) for a in args)])
@@ -199,11 +250,21 @@ class Fault:
         elif e.fault == "device-slow":
             self.undo_command = script(DEVICE_UNDO, self.cgroup)
             out = self._device_slow()
+        elif e.fault == "process-stop":
+            self.undo_command = script(PROCESS_CONT, *e.subject)  # first: continues a part-done apply's
+            out = self._run(script(PROCESS_SIGNAL, *e.subject, "STOP"), "applied")
+            self.undo_command = script(PROCESS_CONT, *e.subject, *_pids(out))
+        elif e.fault == "process-kill":
+            out = self._run(script(PROCESS_SIGNAL, *e.subject, "KILL"), "applied")
+            self.undo_command = e.restart  # the user's shell text; None: a killed process has nothing to undo
         else:  # run: the user's own shell text, as one argument of the remote shell
+            self.undo_command = e.undo  # first: a command that failed may have done part of its work
             out = self._run(e.command, "run")
         self.applied = True
         self.detail = {k: v for k, _, v in (line.partition("=") for line in out.splitlines())
                        if k in ("dev", "device")}
+        if e.subject:
+            self.detail["pids"] = _pids(out)
 
     def _device_slow(self) -> str:
         pairs = throttles(self.event)
@@ -227,6 +288,12 @@ class Fault:
     def undo_at_end(self) -> bool:
         """host-down is undone once the run is over: a lost host does not rejoin a running test."""
         return self.event.fault == "host-down"
+
+
+def _pids(out: str) -> list[int]:
+    """The `pids=1 2` line of a process fault's script."""
+    line = next((line for line in out.splitlines() if line.startswith("pids=")), "pids=")
+    return [int(p) for p in line[5:].split()]
 
 
 def _fio_on(target: str) -> list[int]:
@@ -257,9 +324,9 @@ def plan_faults(scenario: Scenario, source: str, hosts: list[Host] | None, targe
     for i, e in enumerate(scenario.events):
         where = f"{source}: events[{i}]"
         if hosts is None:
-            if e.fault != "device-slow":
+            if e.fault not in ON_TARGET:
                 raise FaultError(f"{where}: {e.fault} needs a fleet host; run the scenario with --hosts INVENTORY "
-                                 f"(on --target only device-slow applies)")
+                                 f"(on --target only {', '.join(ON_TARGET)} apply)")
             if e.host is not None:
                 raise FaultError(f"{where}.host: {e.host} is a fleet host, and the scenario runs on --target; "
                                  f"leave `host` out or run with --hosts INVENTORY")
