@@ -54,7 +54,8 @@ def test_a_scenario_becomes_a_one_test_plan_with_one_second_rounds():
     ({"at": "5s", "fault": "host-down", "host": "h1", "mbit": 3}, "events[0]", "host-down does not take mbit"),
     ({"at": "5s", "fault": "host-down", "host": "h1", "for": "2s"}, "events[0]", "host-down takes no `for`"),
     ({"at": "5s", "fault": "run", "host": "h1"}, "events[0]", "run needs `command`"),
-    ({"at": "5s", "fault": "run", "host": "h1", "command": "a\nb"}, "events[0]", "command is one line"),
+    ({"at": "5s", "fault": "run", "host": "h1", "command": "a\nb", "for": 1}, "events[0]", "command is one line"),
+    ({"at": "5s", "fault": "run", "host": "h1", "command": "x"}, "events[0]", "run needs `for`: the span its impact"),
     ({"at": "0s", "fault": "host-down", "host": "h1"}, "events[0]", "at least 1s"),
     ({"at": "5x", "fault": "host-down", "host": "h1"}, "events[0].at", "not a duration"),
     ({"at": "5s", "fault": "disk-fire", "host": "h1"}, "events[0].fault", "host-down"),
@@ -68,10 +69,12 @@ def test_bad_events_are_named_by_file_and_field(event, where, text):
 
 def test_the_load_is_checked_by_the_parameter_table_and_takes_one_test():
     (line,) = _problems({"name": "s", "load": {**LOAD, "iodepth": 0}, "events": [{"at": 1, "fault": "run",
-                                                                                  "host": "h", "command": "x"}]})
+                                                                                  "host": "h", "command": "x",
+                                                                                  "for": 1}]})
     assert line.startswith("s.yaml: load.iodepth: ")
     (line,) = _problems({"name": "s", "load": {**LOAD, "repeat": 3}, "events": [{"at": 1, "fault": "run",
-                                                                                 "host": "h", "command": "x"}]})
+                                                                                 "host": "h", "command": "x",
+                                                                                 "for": 1}]})
     assert "load.repeat: not in a scenario" in line
     assert _problems({"name": "s", "load": LOAD, "events": []}) == [
         "s.yaml: events: give 1 to 100 events, e.g. `- {at: 2m, fault: host-down, host: h2}` (got [])"]
@@ -95,7 +98,7 @@ def test_faults_are_checked_against_the_inventory_and_the_place():
 
 
 def test_run_commands_need_yes_and_are_shown():
-    s = _scenario({"at": "5s", "fault": "run", "host": "h1", "command": "systemctl restart ceph-osd@3"})
+    s = _scenario({"at": "5s", "fault": "run", "host": "h1", "command": "systemctl restart ceph-osd@3", "for": "5s"})
     with pytest.raises(IofleetError, match=r"runs commands on hosts as root \(h1: systemctl restart ceph-osd@3\); "
                                            r"check them and run again with --yes"):
         check_scenario(s, "s.yaml", _inventory(), None, yes=False)
@@ -106,7 +109,7 @@ def test_the_cli_refuses_run_commands_without_yes_before_anything_runs(tmp_path)
     inv = tmp_path / "inv.yaml"
     inv.write_text("hosts:\n- {name: h1, address: 10.0.0.1, targets: [/mnt/a], ssh: {}}\n")
     f = tmp_path / "s.yaml"
-    f.write_text("name: s\nload: {runtime: 20s}\nevents:\n- {at: 5s, fault: run, host: h1, command: 'echo hi'}\n")
+    f.write_text("name: s\nload: {runtime: 20s}\nevents:\n- {at: 5s, fault: run, host: h1, command: 'echo hi', for: 2s}\n")
     proc = iofleet("scenario", f, "--hosts", inv, data_dir=tmp_path / "d", check_rc=2)
     assert "check them and run again with --yes" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "d").exists()  # nothing ran, nothing stored
@@ -159,7 +162,7 @@ def test_the_timeline_fires_in_order_and_undoes_every_fault_when_stopped():
     import threading
     import time
     s = _scenario({"at": "1s", "fault": "device-slow", "iops": 9, "for": "1s"},
-                  {"at": "1s", "fault": "run", "host": "h1", "command": "x"},
+                  {"at": "1s", "fault": "run", "host": "h1", "command": "x", "for": "1s"},
                   {"at": "2s", "fault": "link-slow", "host": "h1", "mbit": 9})
     log, stop = [], threading.Event()
     faults = [_Fake(e, log) for e in s.events]

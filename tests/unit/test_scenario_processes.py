@@ -54,10 +54,9 @@ RUN = {"at": "5s", "fault": "run", "host": "h1", "command": "x"}
     ({**STOP, "pattern": "a", "pid_file": "/a", "for": "2s"}, "events[0]: process-stop needs one of `pattern`"),
     ({**STOP, "pattern": "osd"}, "events[0]: process-stop needs `for` (a stopped process is continued at its end, "
                                  "e.g. for: 30s)"),
-    ({**KILL, "pattern": "osd", "for": "2s"}, "events[0]: process-kill takes `for` only with `restart` (a killed "
-                                              "process has nothing to undo); add `restart: COMMAND`"),
-    ({**KILL, "pattern": "osd", "restart": "x"}, "events[0]: process-kill with `restart` needs `for` (when the "
-                                                 "restart runs, e.g. for: 30s)"),
+    ({**KILL, "pattern": "osd"}, "events[0]: process-kill needs `for`: the span its impact is measured over (and "
+                                 "when its `restart` runs, if any), e.g. for: 30s"),
+    ({**KILL, "pattern": "osd", "restart": "x"}, "events[0]: process-kill needs `for`"),
     ({**KILL, "pid_file": "run/osd.pid"}, "events[0].pid_file: not an absolute path; give the file's whole path on "
                                           "the host, e.g. /run/ceph/osd.3.pid (got 'run/osd.pid')"),
     ({**KILL, "pattern": "a\nb"}, "events[0].pattern: pattern is one line (no newline or NUL); fix it"),
@@ -67,7 +66,8 @@ RUN = {"at": "5s", "fault": "run", "host": "h1", "command": "x"}
     ({**KILL, "pattern": "osd", "restart": "a\nb", "for": "2s"},
      "events[0].restart: restart is one line (no newline or NUL); join commands with ';' or '&&'"),
     ({**STOP, "pattern": "osd", "for": "2s", "restart": "x"}, "events[0]: process-stop does not take restart"),
-    ({**RUN, "undo": "y"}, "events[0]: run with `undo` needs `for` (when the undo runs, e.g. for: 30s)"),
+    ({**RUN, "undo": "y"}, "events[0]: run needs `for`: the span its impact is measured over (and when its `undo` "
+                           "runs), e.g. for: 30s"),
     ({**RUN, "undo": "x" * 4097, "for": "2s"}, "events[0].undo: String should have at most 4096 characters"),
     ({**RUN, "pattern": "osd"}, "events[0]: run does not take pattern"),
     ({"at": "5s", "fault": "link-slow", "host": "h1", "mbit": 9, "pid_file": "/a"},
@@ -84,17 +84,17 @@ def test_each_event_says_what_it_does_and_on_what():
         {**KILL, "pid_file": "/run/ceph/osd.3.pid", "restart": "systemctl start ceph-osd@3", "for": "12s"},
         {**RUN, "command": "tc qdisc add dev eth0 root netem delay 5ms", "undo": "tc qdisc del dev eth0 root",
          "for": "3s"},
-        {"at": "6s", "fault": "process-kill", "pattern": "fio --server"}).events
+        {"at": "6s", "fault": "process-kill", "pattern": "fio --server", "for": "2s"}).events
     assert stop.describe() == "at 5s: process-stop on h1 (pattern: ceph-osd --id 3) for 10s"
     assert kill.describe() == ("at 5s: process-kill on h1 (pid_file: /run/ceph/osd.3.pid) for 12s; restart at 17s: "
                                "systemctl start ceph-osd@3")
     assert run.describe() == ("at 5s: run on h1 for 3s: tc qdisc add dev eth0 root netem delay 5ms; undo at 8s: "
                               "tc qdisc del dev eth0 root")
-    assert bare.describe() == "at 6s: process-kill on this host (pattern: fio --server)"
+    assert bare.describe() == "at 6s: process-kill on this host (pattern: fio --server) for 2s"
     # What the overlap check reads: process faults of one kind on one host are one fault when this is equal.
     assert (stop.subject, kill.subject, run.subject) == (("pattern", "ceph-osd --id 3"),
                                                          ("pid_file", "/run/ceph/osd.3.pid"), None)
-    assert (stop.end_s, kill.end_s, bare.end_s) == (15, 17, None)
+    assert (stop.end_s, kill.end_s, bare.end_s) == (15, 17, 8)
 
 
 def test_every_user_command_needs_yes_and_is_listed_escaped():
@@ -114,13 +114,13 @@ def test_every_user_command_needs_yes_and_is_listed_escaped():
 
 def test_process_faults_apply_on_this_host_and_run_still_needs_a_fleet():
     s = _scenario({"at": "5s", "fault": "process-stop", "pattern": "osd", "for": "2s"},
-                  {"at": "6s", "fault": "process-kill", "pid_file": "/run/x.pid"})
+                  {"at": "6s", "fault": "process-kill", "pid_file": "/run/x.pid", "for": "2s"})
     stop, kill = plan_faults(s, "s.yaml", None, "/tmp/t", "tok")
     assert stop.host is None and kill.name == "local"
     with pytest.raises(FaultError, match=r"^s.yaml: events\[0\]: run needs a fleet host; run the scenario with "
                                          r"--hosts INVENTORY \(on --target only device-slow, process-stop, "
                                          r"process-kill apply\)$"):
-        plan_faults(_scenario({"at": "5s", "fault": "run", "command": "x"}), "s.yaml", None, "/tmp/t", "tok")
+        plan_faults(_scenario({"at": "5s", "fault": "run", "command": "x", "for": "1s"}), "s.yaml", None, "/tmp/t", "tok")
     with pytest.raises(FaultError, match=r"events\[0\].host: h1 is a fleet host, and the scenario runs on --target"):
         plan_faults(_scenario({**STOP, "pattern": "a", "for": "2s"}), "s.yaml", None, "/tmp/t", "tok")
 
@@ -146,7 +146,7 @@ def test_the_cli_shows_a_command_with_control_characters_escaped_in_its_yes_erro
     inv.write_text("hosts:\n- {name: h1, address: 10.0.0.1, targets: [/mnt/a], ssh: {}}\n")
     f = tmp_path / "s.yaml"
     f.write_text('name: s\nload: {runtime: 20s}\nevents:\n'
-                 '- {at: 5s, fault: run, host: h1, command: "echo hi \\e[2K\\rrm -rf /"}\n')
+                 '- {at: 5s, fault: run, host: h1, command: "echo hi \\e[2K\\rrm -rf /", for: 2s}\n')
     proc = iofleet("scenario", f, "--hosts", inv, data_dir=tmp_path / "d", check_rc=2)
     assert proc.stderr == (f"error: {f}: the scenario runs commands on hosts as root (h1: {SHOWN}); check them and "
                            f"run again with --yes\n")

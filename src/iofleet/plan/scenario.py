@@ -99,8 +99,9 @@ class Event(BaseModel):
             raise ValueError("device-slow needs `mbps` or `iops` (the device's limit)")
         if self.fault == "run" and self.command is None:
             raise ValueError("run needs `command` (run on the host by ssh)")
-        if self.fault == "run" and self.undo is not None and self.for_s is None:
-            raise ValueError("run with `undo` needs `for` (when the undo runs, e.g. for: 30s)")
+        if self.fault == "run" and self.for_s is None:
+            raise ValueError("run needs `for`: the span its impact is measured over (and when its `undo` runs), "
+                             "e.g. for: 30s")
         if self.fault == "host-down" and self.for_s is not None:
             raise ValueError("host-down takes no `for`: a host lost mid-test does not rejoin it "
                              "(its fio server is started again at the end of the run)")
@@ -118,11 +119,9 @@ class Event(BaseModel):
                              f"or `pid_file` (e.g. pid_file: /run/ceph/osd.3.pid), not both")
         if self.fault == "process-stop" and self.for_s is None:
             raise ValueError("process-stop needs `for` (a stopped process is continued at its end, e.g. for: 30s)")
-        if self.fault == "process-kill" and self.restart is not None and self.for_s is None:
-            raise ValueError("process-kill with `restart` needs `for` (when the restart runs, e.g. for: 30s)")
-        if self.fault == "process-kill" and self.restart is None and self.for_s is not None:
-            raise ValueError("process-kill takes `for` only with `restart` (a killed process has nothing to undo); "
-                             "add `restart: COMMAND` to start it again at the end, or leave `for` out")
+        if self.fault == "process-kill" and self.for_s is None:
+            raise ValueError("process-kill needs `for`: the span its impact is measured over (and when its "
+                             "`restart` runs, if any), e.g. for: 30s")
 
     @property
     def end_s(self) -> int | None:
