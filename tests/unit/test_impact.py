@@ -152,3 +152,14 @@ def test_a_wait_at_fio_s_histogram_ceiling_is_a_lower_bound():
     out = impact({"h1": [_round(0, 1000, 100), held]}, [{"at_s": 1.5, "end_s": 2.5}])
     assert out["events"][0]["during"]["p99_lower_bound"] is True
     assert out["events"][0]["during"]["p99_ms"] == round(HIST_CEILING_NS / 1e6, 3)
+
+
+def test_seconds_without_an_io_are_a_stall_when_fio_kept_reporting():
+    """An engine that polls (librbd's) keeps fio's status coming through a stall: its seconds hold no IO. The IO
+    that completes after them waited through them."""
+    empty = [Round(1500 + 1000 * k, 2500 + 1000 * k, Totals(), Totals(), 0.0) for k in range(3)]
+    after = Round(4500, 5500, Totals(), Totals(900, 900 * 4096, 900, 900 * 100e3, {100_000: 896, 3_400_000_000: 4}),
+                  0.0)
+    seconds, (stall,) = on_grid("h1", [_round(0, 1000, 100)] + empty + [after])
+    assert [s.stalled for s in seconds] == [False, True, True, True, False]
+    assert (stall.from_s, stall.to_s, stall.waited_s) == (1.5, 4.9, 3.4)

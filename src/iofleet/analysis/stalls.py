@@ -93,10 +93,10 @@ def _split(r: Round, n: int) -> list[Round]:
     return out
 
 
-def on_grid(host: str, rounds: list[Round], interval_ms: int = 1000) -> tuple[list[Second], list[Stall]]:
-    """A host's rounds as whole seconds, and the stalls found in them."""
+def _expand(rounds: list[Round], interval_ms: int) -> list[Second]:
+    """Each round as whole seconds: a held status line's round as a stall's
+    seconds (0 IOs, then its IOs in its last second), a late one's spread."""
     seconds: list[Second] = []
-    stalls: list[Stall] = []
     for i, r in enumerate(rounds):
         n = round((r.end_ms - r.start_ms) / interval_ms)
         if r.end_ms - r.start_ms < GAP_INTERVALS * interval_ms or n < 2:
@@ -104,19 +104,45 @@ def on_grid(host: str, rounds: list[Round], interval_ms: int = 1000) -> tuple[li
             continue
         wait_ns = longest_wait_ns(*rounds[max(0, i - 1):i + 1])
         length = (r.end_ms - r.start_ms) / 1000
-        bounded = wait_ns >= HIST_CEILING_NS  # waited at least that long: maybe the whole round
-        waited = max(wait_ns / 1e9, length - interval_ms / 1000) if bounded else wait_ns / 1e9
-        if waited < length - GAP_INTERVALS * interval_ms / 1000:
+        # An IO waited about as long as the round (or at least fio's ceiling): fio's status was held by it.
+        if wait_ns < HIST_CEILING_NS and wait_ns / 1e9 < length - GAP_INTERVALS * interval_ms / 1000:
             seconds += [Second(p, estimated=True) for p in _split(r, n)]
             continue
         step = (r.end_ms - r.start_ms) / n
         for k in range(n - 1):
             seconds.append(Second(Round(round(r.start_ms + k * step), round(r.start_ms + (k + 1) * step),
                                         Totals(), Totals(), 0.0), stalled=True))
-        last_start = round(r.start_ms + (n - 1) * step)
-        seconds.append(Second(Round(last_start, r.end_ms, r.read, r.write, r.cpu_ms)))
-        # The stalled IO was in flight when the held status line was asked for (the round's start),
-        # and completed `waited` later, before the round's end.
-        start = min(r.start_ms / 1000, r.end_ms / 1000 - waited)
-        stalls.append(Stall(host, round(start, 1), round(start + waited, 1), round(waited, 1), bounded))
+        seconds.append(Second(Round(round(r.start_ms + (n - 1) * step), r.end_ms, r.read, r.write, r.cpu_ms)))
+    return seconds
+
+
+def _ios(s: Second) -> int:
+    return s.round.read.ios + s.round.write.ios
+
+
+def on_grid(host: str, rounds: list[Round], interval_ms: int = 1000) -> tuple[list[Second], list[Stall]]:
+    """A host's rounds as whole seconds, and its stalls: each run of
+    seconds in which no IO completed (fio's status held, or an engine
+    that polls and so kept reporting). An IO completing next to the run
+    waited through it: the longest such wait says how long IO paused
+    (the run's last second may end after the stall did)."""
+    seconds = _expand(rounds, interval_ms)
+    stalls: list[Stall] = []
+    k = 0
+    while k < len(seconds):
+        if _ios(seconds[k]):
+            k += 1
+            continue
+        first = k
+        while k < len(seconds) and not _ios(seconds[k]):
+            seconds[k].stalled = True
+            k += 1
+        around = [s.round for s in seconds[max(0, first - 1):k + 1]]
+        wait_ns = longest_wait_ns(*around)
+        start, end = seconds[first].round.start_ms / 1000, seconds[k - 1].round.end_ms / 1000
+        limit = seconds[k].round.end_ms / 1000 if k < len(seconds) else end
+        bounded = wait_ns >= HIST_CEILING_NS
+        waited = max(wait_ns / 1e9, end - start) if bounded else wait_ns / 1e9
+        stop = min(limit, max(end, start + waited))
+        stalls.append(Stall(host, round(start, 1), round(stop, 1), round(max(waited, end - start), 1), bounded))
     return seconds, stalls
