@@ -59,8 +59,10 @@ def _p99(bins: dict[int, int], waiting: dict[int, int]) -> tuple[float | None, b
     p = percentile_from_bins(merged, 99.0) if merged else None
     if p is None:
         return None, False
-    bound = p >= HIST_CEILING_NS or (p in waiting and p not in bins)
-    return round(min(p, HIST_CEILING_NS) / 1e6, 3), bound
+    if p in waiting and p not in bins:  # a waiting IO's age: its own value, at least
+        return round(p / 1e6, 3), True
+    ceiling = p >= HIST_CEILING_NS  # fio's top bucket: from its lower edge up
+    return round(min(p, HIST_CEILING_NS) / 1e6, 3), ceiling
 
 
 class Grid:
