@@ -193,10 +193,10 @@ def test_the_summary_gives_the_storage_account_of_each_event():
     assert lines == [
         "  storage's account: `ceph health --format json` on h1 every 1s, 8 samples, 1 failed or unanswered "
         "(first: no answer: not done in 0.9 s):",
-        "    link-slow h1 at 1.5 s: storage HEALTH_OK before, reported HEALTH_WARN OSD_DOWN at 2.5 s; not back to "
-        "HEALTH_OK before the next event (at 3.6 s)",
-        "    host-down h2 at 3.6 s: storage HEALTH_WARN OSD_DOWN before, reported no answer: not done in 0.9 s at "
-        "4.0 s; not back to HEALTH_WARN OSD_DOWN by the end"]
+        "    link-slow h1 at 3s, in place 1.5–2.4 s: storage HEALTH_OK before, reported HEALTH_WARN OSD_DOWN at "
+        "2.5 s; not back to HEALTH_OK before the next event (at 3.6 s)",
+        "    host-down h2 at 5s, in place from 3.6 s: storage HEALTH_WARN OSD_DOWN before, reported no answer: not "
+        "done in 0.9 s at 4.0 s; not back to HEALTH_WARN OSD_DOWN by the end"]
     assert scenario_lines(_record(samples, accounts))[-3:] == lines
     accounts = storage_recovery(samples, [{"index": 1, "at_s": 2.0, "end_s": 3.0}])
     (_, line) = watch_lines(_record(samples, accounts))
@@ -205,10 +205,11 @@ def test_the_summary_gives_the_storage_account_of_each_event():
     assert watch_lines(_record(samples, accounts))[1].endswith(
         "back to its state before the fault (HEALTH_OK) at 6.5 s (5.9 s after the fault began)")
     accounts = storage_recovery(samples, [{"index": 0, "at_s": 0.2, "end_s": 1.0}])
-    assert watch_lines(_record(samples, accounts))[1] == "    link-slow h1 at 0.2 s: no storage sample before it began"
+    assert watch_lines(_record(samples, accounts))[1] == (
+        "    link-slow h1 at 3s, in place 0.2–1.0 s: no storage sample before it began")
     accounts = storage_recovery(samples[:2], [{"index": 0, "at_s": 1.0, "end_s": 2.0}])
     assert watch_lines(_record(samples[:2], accounts))[1] == (
-        "    link-slow h1 at 1.0 s: storage stayed HEALTH_OK (1 sample)")
+        "    link-slow h1 at 3s, in place 1.0–2.0 s: storage stayed HEALTH_OK (1 sample)")
     assert watch_lines(ScenarioRecord.from_dict(FLEET)) == []  # no watch: no lines
 
 

@@ -62,6 +62,8 @@ def scenario_command(
     console.print(f"Scenario {scenario.name}: {len(scenario.events)} events", highlight=False)
     for e in scenario.events:
         console.print(f"  {e.describe()}", highlight=False, markup=False, soft_wrap=True)
+    if scenario.watch:
+        console.print(f"  {scenario.watch.describe()}", highlight=False, markup=False, soft_wrap=True)
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console) as progress:
             out = run_scenario(scenario, text, str(file), store, faults, targets=targets, hosts=fleet,

@@ -157,6 +157,12 @@ def _account(a: dict) -> str:
     return line + f"back to its state before the fault ({a['before']}) at {a['back_s']:.1f} s ({since})"
 
 
+def _when(e: dict, a: dict) -> str:
+    """`link-slow h1 at 3s, in place 2.4–4.4 s`: its planned time, then its span on fio's clock."""
+    span = f"{a['at_s']:.1f}–{a['end_s']:.1f} s" if a["end_s"] is not None else f"from {a['at_s']:.1f} s"
+    return f"{event_label(e)} at {e['at_s']}s, in place {span}"
+
+
 def watch_lines(record: ScenarioRecord) -> list[str]:
     """The storage's own account: its command and samples, then a line per event."""
     w = record.watch
@@ -169,7 +175,7 @@ def watch_lines(record: ScenarioRecord) -> list[str]:
     if failed:
         head += f", {len(failed)} failed or unanswered (first: {failed[0]['state']})"
     by_index = {e["index"]: e for e in record.events}
-    return [head + ":"] + [f"    {event_label(by_index[a['index']])} at {a['at_s']:.1f} s: {_account(a)}"
+    return [head + ":"] + [f"    {_when(by_index[a['index']], a)}: {_account(a)}"
                            for a in w.get("events") or [] if a["index"] in by_index]
 
 
