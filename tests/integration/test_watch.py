@@ -81,3 +81,15 @@ def test_a_failing_command_is_a_sample_with_its_exit_status():
         w.stop()
     s = w.samples[0]
     assert (s["exit"], s["output"], s["state"]) == (3, "", "exit 3: no cluster here")
+
+
+def test_a_chatty_command_is_read_to_its_end_and_kept_in_part():
+    # 20 MB on one line, then an exit status of its own: read through, its first bytes kept.
+    w = Watcher(Watch(command="head -c 20000000 /dev/zero | tr '\\0' x; echo; exit 4", every=5), None, _clock(0))
+    try:
+        wait_for(lambda: w.samples, timeout=30, what="a sample")
+    finally:
+        w.stop()
+    s = w.samples[0]
+    assert s["exit"] == 4 and s["output"] == "x" * 4096
+    assert s["state"] == "exit 4: " + "x" * 191 + "…"

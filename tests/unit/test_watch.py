@@ -10,18 +10,24 @@ import pytest
 
 from iofleet.analysis.watch_recovery import MAX_STATE, state_of, storage_recovery
 from iofleet.errors import IofleetError, PlanError
+from iofleet.fleet.inventory import Inventory
 from iofleet.plan.scenario import parse_scenario
 from iofleet.report.scenario import scenario_chart, scenario_lines, watch_lines
 from iofleet.results.methodology import ScenarioRecord
 from iofleet.studies.scenario import check_scenario
 from iofleet.studies.watch import watch_host
 
-from .test_scenario import LOAD, _inventory
-
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "scenario"
 CEPH = json.loads((FIXTURES / "ceph-health.json").read_text())["samples"]
 FLEET = json.loads((FIXTURES / "fleet-faults.json").read_text())
 EVENT = {"at": "5s", "fault": "device-slow", "iops": 100, "for": "2s"}
+LOAD = {"bs": "4k", "runtime": "20s", "ramp": "2s"}
+
+
+def _inventory() -> list:
+    """h1 with `ssh:`, h2 without."""
+    return Inventory.model_validate({"hosts": [{"name": "h1", "address": "10.0.0.1", "targets": ["/mnt/a"], "ssh": {}},
+                                               {"name": "h2", "address": "10.0.0.2", "targets": ["/mnt/a"]}]}).hosts
 
 
 def _scenario(watch, *events):

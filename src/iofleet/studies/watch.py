@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import selectors
 import signal
 import subprocess
 import threading
@@ -32,6 +33,7 @@ from ..fleet.inventory import Host
 from ..plan.scenario import Watch
 
 MAX_OUTPUT = 4096  # characters of a sample's output kept
+MAX_READ = 2**20  # bytes of each of its outputs read for its state (a health report in full)
 # A run's timeout: most of `every`, and no longer than a stuck command deserves.
 TIMEOUT_SHARE, MAX_TIMEOUT_S = 0.9, 30.0
 
@@ -59,6 +61,27 @@ def watch_host(watch: Watch | None, source: str, hosts: list[Host] | None) -> Ho
 def shown(watch: Watch | None) -> list[str]:
     """The watch's command as the --yes line lists user commands."""
     return [] if watch is None else [f"{watch.host or 'this host'}, every {watch.every}s: {watch.command}"]
+
+
+def _read_bounded(proc: subprocess.Popen, deadline: float) -> tuple[bytes, bytes]:
+    """A process's stdout and stderr until both close, the first MAX_READ
+    bytes of each (the rest read and dropped: a chatty command neither
+    blocks on a full pipe nor fills memory). TimeoutExpired at `deadline`."""
+    kept = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    with selectors.DefaultSelector() as pipes:
+        for f in kept:
+            pipes.register(f, selectors.EVENT_READ)
+        while pipes.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, 0)
+            for key, _ in pipes.select(left):
+                data = os.read(key.fd, 65536)
+                if not data:
+                    pipes.unregister(key.fileobj)
+                    continue
+                kept[key.fileobj] += data[:max(0, MAX_READ - len(kept[key.fileobj]))]
+    return bytes(kept[proc.stdout]), bytes(kept[proc.stderr])
 
 
 class Watcher:
@@ -104,14 +127,17 @@ class Watcher:
         # Its own session: a timeout kills the shell and everything it started.
         proc = subprocess.Popen(self.watch.command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
-        self._proc = proc
+        self._proc, deadline = proc, time.monotonic() + self.timeout_s
         try:
-            out, err = proc.communicate(timeout=self.timeout_s)
+            out, err = _read_bounded(proc, deadline)
+            proc.wait(timeout=max(0.05, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self._kill(proc)
             return None, "", "", f"not done in {self.timeout_s:g} s"
         finally:
             self._proc = None
+            proc.stdout.close()
+            proc.stderr.close()
         return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"), ""
 
     @staticmethod
@@ -121,8 +147,8 @@ class Watcher:
         except ProcessLookupError:
             pass
         try:
-            proc.communicate(timeout=2)
-        except subprocess.TimeoutExpired:  # a child that left the session holds the pipes: let them be
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:  # not ours to wait for longer: the next run goes on
             pass
 
     def stop(self) -> None:
