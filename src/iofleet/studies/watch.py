@@ -125,8 +125,11 @@ class Watcher:
                                                           else reply.error or "no exit status")
             return reply.exit_status, reply.stdout, reply.stderr, ""
         # Its own session: a timeout kills the shell and everything it started.
-        proc = subprocess.Popen(self.watch.command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            proc = subprocess.Popen(self.watch.command, shell=True, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:  # out of processes or files: this sample has no answer, the next may
+            return None, "", "", f"cannot start it: {exc.strerror or exc}"
         self._proc, deadline = proc, time.monotonic() + self.timeout_s
         try:
             out, err = _read_bounded(proc, deadline)
