@@ -1,14 +1,11 @@
 """device-slow on this host (`--target`): a blkio (cgroup v1) throttle of
 iofleet's own fio on a loop device's filesystem, undone at its end and on
-Ctrl-C. Needs root, loop devices and the blkio controller."""
+Ctrl-C. Needs root, loop devices and the blkio controller (`loop_target`,
+conftest.py)."""
 
-import os
-import shutil
 import signal
-import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 
 from iofleet.fleet.control.faults import BLKIO_ROOT
@@ -19,28 +16,6 @@ from ..cli import iofleet, wait_for
 
 def _ours() -> list[str]:
     return sorted(p.name for p in Path(BLKIO_ROOT).glob("iofleet-*"))
-
-
-@pytest.fixture
-def loop_target(tmp_path):
-    """A directory on an ext4 filesystem on a 96 MiB loop device."""
-    if os.geteuid() != 0 or not Path(BLKIO_ROOT).is_dir() or not shutil.which("losetup"):
-        pytest.skip("needs root, losetup and the blkio cgroup (v1)")
-    image, mnt = tmp_path / "disk.img", tmp_path / "mnt"
-    with open(image, "wb") as f:
-        f.truncate(96 * 2**20)
-    dev = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True, check=True)
-    dev = dev.stdout.strip()
-    try:
-        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
-        mnt.mkdir()
-        subprocess.run(["mount", dev, str(mnt)], check=True, capture_output=True)
-        try:
-            yield mnt
-        finally:
-            subprocess.run(["umount", str(mnt)], capture_output=True)
-    finally:
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
 def test_device_slow_throttles_the_load_and_every_fault_is_undone_on_ctrl_c(tmp_path, loop_target, spawn,

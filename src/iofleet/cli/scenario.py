@@ -70,6 +70,8 @@ def scenario_command(
     console.print(f"Scenario {scenario.name}: {len(scenario.events)} events", highlight=False)
     for e in scenario.events:
         _print(f"  {e.describe()}")
+    if scenario.watch:
+        _print(f"  {scenario.watch.describe()}")
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console) as progress:
             out = run_scenario(scenario, text, str(file), store, faults, targets=targets, hosts=fleet,

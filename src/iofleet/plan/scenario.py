@@ -6,12 +6,15 @@
       - {at: 2m, fault: host-down, host: h2}
       - {at: 5m, fault: link-slow, host: h3, mbit: 100, for: 1m}
       - {at: 7m, fault: process-stop, host: h1, pattern: "ceph-osd --id 3", for: 30s}
+    watch: {command: "ceph health --format json", every: 1s, host: h1}
 
 `load` holds the parameters of ONE test, checked by the plan's parameter
 table (plan/params.py); `at` and `for` are durations as in a plan, counted
 from the start of the measured part (after the warm-up). The scenario is
 run as a one-test plan (`plan()`), with one-second rounds: the per-second
-series the impact is measured on.
+series the impact is measured on. `watch` (optional) is a command giving
+the storage's own account of its state, run every `every` seconds while
+the load runs (studies/watch.py).
 """
 
 from __future__ import annotations
@@ -161,6 +164,34 @@ class Event(BaseModel):
         return escaped(line)
 
 
+class Watch(BaseModel):
+    """The storage's own account: the user's shell text, run every `every`
+    seconds on `host` (by ssh) or on this host, each answer kept."""
+    model_config = ConfigDict(extra="forbid")
+
+    command: Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)]
+    every: Seconds = 1
+    host: Optional[Annotated[str, BeforeValidator(check_name)]] = None
+
+    @model_validator(mode="after")
+    def _fits(self):
+        if "\n" in self.command or "\0" in self.command:
+            raise ValueError("command is one line")
+        if self.every < 1:
+            raise ValueError("every: at least 1s")
+        return self
+
+    @staticmethod
+    def mapping(value: Any) -> Any:
+        if value is not None and not isinstance(value, (dict, Watch)):
+            raise ValueError('a mapping, e.g. {command: "ceph health --format json", every: 1s, host: h1}')
+        return value
+
+    def describe(self) -> str:
+        """One line: `watch: ceph health --format json on h1 every 1s`."""
+        return f"watch: {self.command} on {self.host or 'this host'} every {self.every}s"
+
+
 class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -168,6 +199,7 @@ class Scenario(BaseModel):
     description: str = ""
     load: WorkloadParams  # type: ignore[valid-type]
     events: list[Event]
+    watch: Optional[Annotated[Watch, BeforeValidator(Watch.mapping)]] = None
 
     @field_validator("events")
     @classmethod

@@ -1,17 +1,20 @@
 """A scenario's results shown: the summary lines (baseline, each event's
-impact and recovery, hosts lost) and the chart of the per-second IOPS and
-p99 with the events drawn on the time axis. Both read the record the
+impact and recovery, hosts lost, the storage's own account of each event)
+and the chart of the per-second IOPS and p99 with the events and the
+storage's states drawn on the time axis. Both read the record the
 scenario study stores in the run's methodology (`scenario`)."""
 
 from __future__ import annotations
 
+import itertools
 import math
+from html import escape
 from collections.abc import Mapping
 
 import plotly.graph_objects as go
 
 from ..fio.records import Series
-from ..results.methodology import RunMethodology, ScenarioRecord
+from ..results.methodology import RunMethodology, ScenarioRecord, count
 from ..results.model import Run
 from ..units import MISSING
 from .charts import NEUTRAL, PALETTE, READ, WRITE, _figure
@@ -95,7 +98,7 @@ def scenario_lines(record: ScenarioRecord) -> list[str]:
     out += [stall_line(st, hosts) for st in imp.get("stalls") or []]
     if record.lost:
         out.append(f"  hosts lost: {', '.join(record.lost)} (their data kept up to the loss)")
-    return out
+    return out + watch_lines(record)
 
 
 def scenario_chart(record: ScenarioRecord) -> go.Figure | None:
@@ -142,6 +145,7 @@ def scenario_chart(record: ScenarioRecord) -> go.Figure | None:
         fig.add_vrect(x0=st["from_s"], x1=st["to_s"], fillcolor=WRITE, opacity=0.12, line=dict(color=WRITE, width=1),
                       annotation_text=f"IO paused{where} ({st['to_s'] - st['from_s']:.1f} s)",
                       annotation_position="bottom left")
+    _watch_states(fig, record)
     fig.update_xaxes(title_text="seconds into the measured part", rangemode="tozero")
     fig.update_yaxes(title_text="IOPS", secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text="p99 latency, ms", secondary_y=True, rangemode="tozero", showgrid=False)
@@ -159,3 +163,88 @@ def scenario_section(run: Run, series: Mapping[int, list[Series]]) -> dict | Non
                "applied at s": e["applied_s"], "undone at s": e["undone_s"], "command": e.get("command") or "",
                "error": "; ".join(x for x in (e["error"], e.get("undo_error")) if x)} for e in record.events]
     return {"chart": chart.to_json() if chart else None, "lines": scenario_lines(record), "events": events}
+
+
+# ---- the storage's own account (the scenario's `watch:`, studies/watch.py) ----
+
+def _account(a: dict) -> str:
+    """What the storage said of one event (analysis/watch_recovery.py)."""
+    if a["before"] is None:
+        return "no storage sample before it began"
+    if a["changed_s"] is None:
+        return (f"storage stayed {a['before']} ({count(a['samples'], 'sample')})" if a["samples"]
+                else "no storage sample after it began")
+    line = f"storage {a['before']} before, reported {a['changed_to']} at {a['changed_s']:.1f} s; "
+    if a["back_s"] is None:
+        return line + f"not back to {a['before']} " + (
+            "by the end" if a["until_s"] is None else f"before the next event (at {a['until_s']:.1f} s)")
+    after = a["back_after_s"]
+    since = (f"{after:.1f} s after the fault {'ended' if a['end_s'] is not None else 'began'}" if after >= 0
+             else f"{-after:.1f} s before the fault ended")
+    return line + f"back to its state before the fault ({a['before']}) at {a['back_s']:.1f} s ({since})"
+
+
+def _when(e: dict, a: dict) -> str:
+    """`link-slow h1 at 3s, in place 2.4–4.4 s`: its planned time, then its span on fio's clock."""
+    span = f"{a['at_s']:.1f}–{a['end_s']:.1f} s" if a["end_s"] is not None else f"from {a['at_s']:.1f} s"
+    return f"{event_label(e)} at {e['at_s']}s, in place {span}"
+
+
+def watch_lines(record: ScenarioRecord) -> list[str]:
+    """The storage's own account: its command and samples, then a line per event."""
+    w = record.watch
+    if not w:
+        return []
+    samples = w["samples"]
+    head = (f"  storage's account: `{w['command']}` on {w['host'] or 'this host'} every {w['every_s']}s, "
+            f"{count(len(samples), 'sample')}")
+    failed = [s for s in samples if s["exit"] != 0]
+    if failed:
+        head += f", {len(failed)} failed or unanswered (first: {failed[0]['state']})"
+    by_index = {e["index"]: e for e in record.events}
+    return [head + ":"] + [f"    {_when(by_index[a['index']], a)}: {_account(a)}"
+                           for a in w.get("events") or [] if a["index"] in by_index]
+
+
+# States Ceph names: green, amber, red; others in the palette's order; no answer grey.
+_HEALTH = {"HEALTH_OK": PALETTE[2], "HEALTH_WARN": PALETTE[1], "HEALTH_ERR": PALETTE[5]}
+
+
+def _state_colours(states: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    others = iter(PALETTE[i % len(PALETTE)] for i in itertools.count(3))
+    for state in states:
+        if state not in out:
+            word = state.split(" ", 1)[0].rstrip(":")
+            out[state] = (_HEALTH.get(word) or (NEUTRAL if word in ("exit", "no") else None)
+                          or next(others))
+    return out
+
+
+def _watch_states(fig: go.Figure, record: ScenarioRecord) -> None:
+    """The storage's states on the time axis: a band along the bottom,
+    coloured by state, a marker per sample (its state and output in the
+    hover), and the new state written at each change."""
+    samples = (record.watch or {}).get("samples") or []
+    if not samples:
+        return
+    every = record.watch["every_s"]
+    states = [s["state"] for s in samples]
+    colour = _state_colours(states)
+    changes = [k for k in range(len(samples)) if k == 0 or states[k] != states[k - 1]]
+    for n, k in enumerate(changes):
+        # A sample's state stands until the next sample (the last: for one interval).
+        end = samples[changes[n + 1]]["t_s"] if n + 1 < len(changes) else samples[-1]["t_s"] + every
+        fig.add_shape(type="rect", xref="x", yref="paper", x0=samples[k]["t_s"], x1=end, y0=0, y1=0.03,
+                      fillcolor=colour[states[k]], opacity=0.7, line_width=0)
+        fig.add_annotation(x=samples[k]["t_s"], y=0.04, xref="x", yref="paper", text=escape(states[k][:60]),
+                           showarrow=False, textangle=-90, xanchor="center", yanchor="bottom",
+                           font=dict(size=10, color=colour[states[k]]))
+    # Plotly reads hover text as HTML: the command's output is escaped.
+    hover = [escape(s["state"]) + (f"<br>{escape(s['output'][:200])}" if s["output"] and s["output"] != s["state"]
+                                   else "") for s in samples]
+    name = escape(f"storage: {record.watch['command'][:40]}")
+    fig.add_trace(go.Scatter(x=[s["t_s"] for s in samples], y=[0] * len(samples), mode="markers", name=name,
+                             hovertext=hover, hoverinfo="x+text",
+                             marker=dict(color=[colour[x] for x in states], symbol="line-ns-open", size=10)),
+                  secondary_y=False)

@@ -254,7 +254,9 @@ class CurveRecord(Record):
 @dataclass
 class ScenarioRecord(Record):
     """A scenario run: its file, each event as applied and undone (or not),
-    hosts lost or downed, and the impact measured around each event."""
+    hosts lost or downed, the impact measured around each event, and the
+    storage's own account when the scenario has a `watch:` (studies/watch.py:
+    command, host, every_s, timeout_s, samples and each event's `events`)."""
 
     name: str | None = None
     source: str | None = None
@@ -264,6 +266,9 @@ class ScenarioRecord(Record):
     downed: list[str] = field(default_factory=list)
     clock_shift_s: float | None = None
     impact: dict | None = None
+    watch: dict | None = None
+
+    OPTIONAL = ("watch",)
 
 
 @dataclass

@@ -28,6 +28,7 @@ from ..results.store import Store
 from ..units import escaped
 from .events import RunObserver, RunOutcome
 from .run import RunSession
+from .watch import Watcher, shown, watch_host
 
 # The longest start-up of fio (connect, fork, open files) believed: a longer one is not its start-up.
 MAX_SHIFT_S = 3.0
@@ -43,6 +44,7 @@ class ScenarioOutcome:
     lost: list[str] = field(default_factory=list)  # hosts lost during the load
     downed: list[str] = field(default_factory=list)  # hosts a host-down event took down
     clock_shift_s: float = 0.0  # fio's clock behind the timeline's (clock_shift)
+    watch: dict | None = None  # the storage's own account (studies/watch.py)
 
     @property
     def ok(self) -> bool:
@@ -56,14 +58,15 @@ class ScenarioOutcome:
 def check_scenario(scenario: Scenario, source: str, hosts: list[Host] | None, target: str | None,
                    yes: bool) -> list[Fault]:
     """Every fault on its host, checked before anything runs; the user's
-    commands (`run`'s command and undo, process-kill's restart) need `yes`
-    (the CLI shows them first)."""
+    commands (`run`'s command and undo, process-kill's restart, the
+    `watch:` command) need `yes` (the CLI shows them first)."""
     faults = plan_faults(scenario, source, hosts, target, secrets.token_hex(3))
-    if scenario.commands and not yes:
-        shown = "; ".join(f"{e.host or 'this host'}{'' if key == 'command' else f' ({key})'}: {text}"
-                          for e, key, text in scenario.commands)
-        raise IofleetError(escaped(f"{source}: the scenario runs commands on hosts as root ({shown}); check them "
-                                   f"and run again with --yes"))
+    watch_host(scenario.watch, source, hosts)
+    commands = [f"{e.host or 'this host'}{'' if key == 'command' else f' ({key})'}: {text}"
+                for e, key, text in scenario.commands] + shown(scenario.watch)
+    if commands and not yes:
+        raise IofleetError(escaped(f"{source}: the scenario runs commands on hosts as root ({'; '.join(commands)}); "
+                                   f"check them and run again with --yes"))
     return faults
 
 
@@ -198,7 +201,7 @@ def _impact_events(records: list[dict], shift: float) -> list[dict]:
         end = None
         if r["for_s"] is not None:
             end = r["undone_s"] - shift if r["undone_s"] is not None else r["at_s"] + r["for_s"]
-        out.append({"at_s": round(at, 2), "end_s": None if end is None else round(end, 2)})
+        out.append({"index": r["index"], "at_s": round(at, 2), "end_s": None if end is None else round(end, 2)})
     return out
 
 
@@ -225,12 +228,16 @@ def run_scenario(scenario: Scenario, scenario_text: str, source: str, store: Sto
     place, specs = place_for(plan, hosts)
     recorder = _Recorder(place)
     timeline = Timeline(faults, stop, on_event)
+    watcher = scenario.watch and Watcher(scenario.watch, watch_host(scenario.watch, source, hosts),
+                                         lambda: timeline.seconds_at(time.monotonic()))
     try:
         plan_text = yaml.safe_dump(plan.model_dump(exclude_none=True, exclude_defaults=True), sort_keys=False)
         with RunSession(plan, plan_text, store, specs=specs, place=recorder, label=label,
                         observer=_Observer(observer, timeline), stop=stop) as session:
             result = session.run(specs[0])
             timeline.finish()
+            if watcher:
+                watcher.stop()
             out = ScenarioOutcome(session.outcome, timeline.records, lost=list(result.lost),
                                   downed=[f.event.host for f in faults if f.event.fault == "host-down" and f.applied])
             rounds = recorder.measured.rounds if recorder.measured else {}
@@ -239,13 +246,18 @@ def run_scenario(scenario: Scenario, scenario_text: str, source: str, store: Sto
             if rounds and any(rounds.values()):
                 out.impact = impact(rounds, _impact_events(out.events, out.clock_shift_s),
                                     _load(scenario, specs[0], len(rounds)))
+            if watcher:
+                out.watch = watcher.record(out.clock_shift_s, _impact_events(out.events, out.clock_shift_s))
             store.set_run_methodology(session.run_id, copy_with(session.methodology, scenario=_record(
                 scenario, scenario_text, source, out)))
     finally:
         timeline.finish()  # any exit: every fault undone
+        if watcher:
+            watcher.stop()
     return out
 
 
 def _record(scenario: Scenario, text: str, source: str, out: ScenarioOutcome) -> ScenarioRecord:
     return ScenarioRecord(name=scenario.name, source=source, file=text, events=out.events, lost=out.lost,
-                          downed=out.downed, clock_shift_s=out.clock_shift_s, impact=out.impact)
+                          downed=out.downed, clock_shift_s=out.clock_shift_s, impact=out.impact,
+                          watch=out.watch)
