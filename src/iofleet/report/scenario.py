@@ -73,7 +73,7 @@ def stall_line(stall: dict, hosts: int) -> str:
     where = f" on {stall['host']}" if hosts > 1 else ""
     return (f"  IO paused{where} from {stall['from_s']:.1f} to {stall['to_s']:.1f} s "
             f"({stall['to_s'] - stall['from_s']:.1f} s); IOs waited at least {stall['waited_s']:.1f} s"
-            + (" (fio's histogram ceiling)" if stall.get("bounded") else ""))
+            + (" (past the end of fio's latency histogram, 17.0 s)" if stall.get("bounded") else ""))
 
 
 def scenario_lines(record: ScenarioRecord) -> list[str]:
