@@ -5,9 +5,10 @@ import json
 from pathlib import Path
 
 from iofleet.analysis.impact import RECOVERY_BAND_PCT, Load, impact, per_second, recovery_s
-from iofleet.analysis.stalls import HIST_CEILING_NS, on_grid
+from iofleet.analysis.stalls import on_grid
 from iofleet.fio.parse import DocumentSplitter
 from iofleet.fio.status import Round, Rounds, Totals, snapshot
+from iofleet.units import LATENCY_CEILING_NS
 
 US = 1000  # ns
 
@@ -148,10 +149,10 @@ def test_a_wait_at_fio_s_histogram_ceiling_is_a_lower_bound():
     held = Round(1500, 2500, Totals(), Totals(5, 5 * 4096, 5, 5 * top, {top: 5}), 0.0)
     long = Round(2500, 22500, Totals(), Totals(10, 10 * 4096, 10, 10 * 100e3, {100_000: 10}), 0.0)
     _, (stall,) = on_grid("h1", [_round(0, 1000, 100), held, long])
-    assert stall.bounded and stall.waited_s >= HIST_CEILING_NS / 1e9 - 0.1
+    assert stall.bounded and stall.waited_s >= LATENCY_CEILING_NS / 1e9 - 0.1
     out = impact({"h1": [_round(0, 1000, 100), held]}, [{"at_s": 1.5, "end_s": 2.5}])
     assert out["events"][0]["during"]["p99_lower_bound"] is True
-    assert out["events"][0]["during"]["p99_ms"] == round(HIST_CEILING_NS / 1e6, 3)
+    assert out["events"][0]["during"]["p99_ms"] == round(LATENCY_CEILING_NS / 1e6, 3)
 
 
 def test_seconds_without_an_io_are_a_stall_when_fio_kept_reporting():

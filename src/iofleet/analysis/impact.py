@@ -35,7 +35,8 @@ from dataclasses import asdict
 
 from ..fio.merge import merge_bins, percentile_from_bins
 from ..fio.status import Round
-from .stalls import HIST_CEILING_NS, Second, Stall, on_grid
+from ..units import LATENCY_CEILING_NS
+from .stalls import Second, Stall, on_grid
 
 RECOVERY_BAND_PCT = 10.0
 RECOVERY_HOLD_S = 3
@@ -61,8 +62,8 @@ def _p99(bins: dict[int, int], waiting: dict[int, int]) -> tuple[float | None, b
         return None, False
     if p in waiting and p not in bins:  # a waiting IO's age: its own value, at least
         return round(p / 1e6, 3), True
-    ceiling = p >= HIST_CEILING_NS  # fio's top bucket: from its lower edge up
-    return round(min(p, HIST_CEILING_NS) / 1e6, 3), ceiling
+    ceiling = p >= LATENCY_CEILING_NS  # fio's top bucket: from its lower edge up
+    return round(min(p, LATENCY_CEILING_NS) / 1e6, 3), ceiling
 
 
 class Grid:
@@ -96,10 +97,11 @@ class Grid:
 def per_second(per_host: dict[str, list[Round]], grid: Grid | None = None) -> dict:
     """The series a scenario is judged on: per second, its end (s into the
     measured part), the fleet's IOPS and p99 (ms), each host's IOPS (None
-    once it no longer reports), how many hosts reported, and whether a
-    host was stalled in it (0 IOPS from that host, not a gap)."""
+    once it no longer reports), how many hosts reported, whether a host
+    was stalled in it (0 IOPS from that host, not a gap), and whether a
+    host's figures in it are a late status line's, spread evenly."""
     grid = grid or Grid(per_host)
-    out: dict = {"t_s": [], "iops": [], "p99_ms": [], "hosts_reporting": [], "stalled": [],
+    out: dict = {"t_s": [], "iops": [], "p99_ms": [], "hosts_reporting": [], "stalled": [], "estimated": [],
                  "hosts": {h: [] for h in grid.seconds}}
     for k in range(grid.n):
         rs = grid.at(k)
@@ -109,6 +111,7 @@ def per_second(per_host: dict[str, list[Round]], grid: Grid | None = None) -> di
         out["p99_ms"].append(_p99(_bins(rs), {})[0])
         out["hosts_reporting"].append(len(rs))
         out["stalled"].append(any(k < len(s) and s[k].stalled for s in grid.seconds.values()))
+        out["estimated"].append(any(k < len(s) and s[k].estimated for s in grid.seconds.values()))
         for h, secs in grid.seconds.items():
             r = secs[k].round if k < len(secs) else None
             out["hosts"][h].append(None if r is None else round(_ios(r) / max(r.seconds, 1e-3), 1))

@@ -11,11 +11,13 @@ therefore a stall only if an IO completing around it waited about as long
 as the round: a status line merely late (fio's thread starved of CPU)
 has no such IO, and is a missing sample, not a stall.
 
-`on_grid` turns each host's rounds into whole seconds: a stall's seconds
-are seconds of 0 IOPS (its IOs, the stalled ones and the backlog issued
-once it ended, all complete in its last second), a late sample's IOs are
-spread evenly over its seconds (marked estimated). Hosts' seconds then
-line up by index, as the series needs.
+`on_grid` turns each host's rounds into whole seconds: a held round's
+seconds are seconds of 0 IOPS (its IOs, the stalled ones and the backlog
+issued once it ended, all complete in its last second), a late sample's
+IOs are spread evenly over its seconds (marked estimated). Hosts' seconds
+then line up by index, as the series needs. A stall is then any run of
+seconds without an IO: a held round's, or those of an engine that polls
+and so kept fio's status coming (librbd's).
 """
 
 from __future__ import annotations
@@ -41,10 +43,6 @@ class Stall:
     waited_s: float
     bounded: bool = False
 
-    @property
-    def seconds(self) -> float:
-        return round(self.to_s - self.from_s, 1)
-
 
 @dataclass
 class Second:
@@ -55,14 +53,11 @@ class Second:
     estimated: bool = False  # a late status line's IOs, spread evenly
 
 
-HIST_CEILING_NS = LATENCY_CEILING_NS  # fio's histogram ends there (units.py)
-
-
 def longest_wait_ns(*rounds: Round) -> float:
     """The longest latency of an IO completed in the rounds (a bucket's
     value; the ceiling's lower edge for the top bucket)."""
     top = max((v for r in rounds for b in (r.read.bins, r.write.bins) if b for v in b), default=0)
-    return min(top, HIST_CEILING_NS)
+    return min(top, LATENCY_CEILING_NS)
 
 
 def _part(t: Totals, share: float) -> Totals:
@@ -105,7 +100,7 @@ def _expand(rounds: list[Round], interval_ms: int) -> list[Second]:
         wait_ns = longest_wait_ns(*rounds[max(0, i - 1):i + 1])
         length = (r.end_ms - r.start_ms) / 1000
         # An IO waited about as long as the round (or at least fio's ceiling): fio's status was held by it.
-        if wait_ns < HIST_CEILING_NS and wait_ns / 1e9 < length - GAP_INTERVALS * interval_ms / 1000:
+        if wait_ns < LATENCY_CEILING_NS and wait_ns / 1e9 < length - GAP_INTERVALS * interval_ms / 1000:
             seconds += [Second(p, estimated=True) for p in _split(r, n)]
             continue
         step = (r.end_ms - r.start_ms) / n
@@ -141,7 +136,7 @@ def on_grid(host: str, rounds: list[Round], interval_ms: int = 1000) -> tuple[li
         wait_ns = longest_wait_ns(*around)
         start, end = seconds[first].round.start_ms / 1000, seconds[k - 1].round.end_ms / 1000
         limit = seconds[k].round.end_ms / 1000 if k < len(seconds) else end
-        bounded = wait_ns >= HIST_CEILING_NS
+        bounded = wait_ns >= LATENCY_CEILING_NS
         waited = max(wait_ns / 1e9, end - start) if bounded else wait_ns / 1e9
         stop = min(limit, max(end, start + waited))
         stalls.append(Stall(host, round(start, 1), round(stop, 1), round(max(waited, end - start), 1), bounded))
