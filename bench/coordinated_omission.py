@@ -204,6 +204,9 @@ def run_case(case: Case, a, mnt: Path, dev: str, out: Path) -> Run:
             time.sleep(max(0.0, began + a.fault_for - time.time()))
             ended = time.time()
             during = len(docs) - before
+    except BaseException:
+        child.kill()  # our fio: not left running its load after a failure or Ctrl-C
+        raise
     finally:
         child.wait()
         reader.join()
