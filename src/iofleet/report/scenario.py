@@ -96,6 +96,9 @@ def scenario_lines(record: ScenarioRecord) -> list[str]:
     out += [_event_line(e, by_event.get(id(e)), band) for e in ordered]
     hosts = len((imp.get("series") or {}).get("hosts") or {})
     out += [stall_line(st, hosts) for st in imp.get("stalls") or []]
+    if any((h.get("during") or {}).get("p99_lower_bound") for h in hits):
+        out.append("  p99 is fio's latency from issue; \"≥\": a lower bound that also counts the IOs that waited "
+                   "in a stall, from when the rate wanted them issued")
     if record.lost:
         out.append(f"  hosts lost: {', '.join(record.lost)} (their data kept up to the loss)")
     return out + watch_lines(record)
