@@ -14,6 +14,7 @@ from .testhost import TestHost
 SSHD = "/usr/sbin/sshd"
 SSH_PORT = 22
 DEPLOY_ROOT = Path("/var/tmp/iofleet")  # where `iofleet hosts deploy` keeps a host's pid files (fleet/control/deploy.py)
+FAULTS_ROOT = Path("/run/iofleet/faults")  # where a scenario records a host's faults (fleet/control/fault_records.py)
 # `ip netns exec` mounts a fresh /sys for the namespace, without the cgroup
 # mounts: sshd (and so a scenario's device-slow fault) sees the machine's
 # blkio (v1) hierarchy again at /sys/fs/cgroup/blkio, as on a real host.
@@ -79,3 +80,10 @@ def sshd_argv(host: TestHost, ssh_dir: Path) -> list[str]:
 def deploy_dirs(hosts: list[TestHost]) -> list[Path]:
     """The `hosts deploy` directories of these hosts that exist."""
     return [d for h in hosts if (d := DEPLOY_ROOT / f"{h.address}-{h.port}").exists()]
+
+
+def fault_dirs(hosts: list[TestHost]) -> list[Path]:
+    """The directories of these hosts' fault records that exist: a test that
+    fails with a fault in place leaves one, which a later fleet on the same
+    addresses would take for a fault of its own."""
+    return [d for h in hosts if (d := FAULTS_ROOT / f"{h.address}-{h.port}").exists()]

@@ -45,7 +45,7 @@ from .hostcontrol import HostControl
 from .network import MAX_HOSTS, PREFIX, STATE_DIR, FleetError, FleetNetwork, link_names, netns_names, token_of
 from .prerequisites import unavailable_reason
 from .processes import die_with_parent, kill_group
-from .sshd import DEPLOY_ROOT, SSH_PORT, deploy_dirs, make_key, make_ssh_keys, sshd_argv
+from .sshd import DEPLOY_ROOT, SSH_PORT, deploy_dirs, fault_dirs, make_key, make_ssh_keys, sshd_argv
 from .stale import cleanup_stale, leftovers
 from .statefile import default_base_dir, filesystem_type, take_token
 from .testhost import FIO_PORT, METRICS_PORT, TestHost, exporter_argv, fio_server_argv, wait_ready
@@ -206,6 +206,8 @@ class TestFleet(HostControl):
         for i in range(1, self.n + 1):
             self.hosts.append(self._add_host(i))
         if self.ssh:
+            for d in fault_dirs(self.hosts):  # an earlier fleet's on these addresses, its test killed
+                shutil.rmtree(d, ignore_errors=True)
             self.ssh_key, self.known_hosts = make_ssh_keys(self.ssh_dir, self.hosts, f"{PREFIX}{self.token}")
         for h in self.hosts:
             if self.fio_server:
@@ -315,6 +317,8 @@ class TestFleet(HostControl):
                 shutil.rmtree(d, ignore_errors=True)
             with contextlib.suppress(OSError):
                 DEPLOY_ROOT.rmdir()  # only when empty: other fleets may have hosts deployed
+            for d in fault_dirs(self.hosts):  # (the faults themselves went with the namespaces, or the test undid them)
+                shutil.rmtree(d, ignore_errors=True)
         problems += self.leftovers()
         if self._state_fd is not None:
             if not problems:  # else leave it, unlocked, for cleanup_stale

@@ -66,7 +66,7 @@ def test_a_pattern_finds_the_process_and_never_the_faults_own_shell(victims):
         missing.apply()
     assert str(exc.value) == f"local: process-stop could not be applied: no process matches the pattern {marker}-none"
     missing.undo()  # continues nothing, fails on nothing
-    gone = Fault(_event(at=1, fault="process-kill", pid_file="/nonexistent/x.pid"), None)
+    gone = Fault(_event(at=1, fault="process-kill", pid_file="/nonexistent/x.pid", for_s=1), None)
     with pytest.raises(FaultError, match=r"^local: process-kill could not be applied: no pid file /nonexistent/x.pid$"):
         gone.apply()
     assert not gone.in_place  # nothing was killed: nothing to restart

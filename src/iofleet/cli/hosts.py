@@ -80,18 +80,22 @@ def _check_table(fleet: "FleetCheck", inventory: Path) -> Table:
 @user_errors
 def hosts_clean(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
+    yes: bool = typer.Option(False, "--yes", help="Also run the undo commands a scenario's file gave (your "
+                                                  "shell text, run as root; listed without --yes)."),
 ):
-    """Remove iofleet's data files that runs left on the hosts."""
-    from ..fleet.check import clean_hosts
+    """Undo a killed scenario's faults; remove data files runs left."""
     from ..fleet.inventory import load_inventory
+    from ..studies.hosts import clean_fleet
     hosts = load_inventory(inventory).hosts
-    with console.status(f"Removing iofleet's data files from {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
-        removed, problems = clean_hosts(hosts)
-    for name, count in removed.items():
+    with console.status(f"Cleaning {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
+        cleaned = clean_fleet(hosts, inventory, yes)
+    for line in cleaned.undone:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    for name, count in cleaned.removed.items():
         console.print(f"{name}: {count} data file{'s' if count != 1 else ''} removed", highlight=False, markup=False)
-    for line in problems:
+    for line in cleaned.problems:
         err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
-    if problems:
+    if cleaned.problems:
         raise typer.Exit(EXIT_FAILED)
 
 

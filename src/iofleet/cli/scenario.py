@@ -24,9 +24,11 @@ def _said(record: dict) -> None:
     elif record["undone"]:
         line = (f"event {record['index'] + 1}: {record['fault']} on {who} undone"
                 + (f" at {record['undone_s']:.1f} s" if record["undone_s"] is not None else "")
+                + _late(record, "undo_late_s")
                 + (f" (failed: {record['undo_error']})" if record.get("undo_error") else ""))
     else:
-        line = f"event {record['index'] + 1}: {record['fault']} on {who} applied at {record['applied_s']:.1f} s"
+        line = (f"event {record['index'] + 1}: {record['fault']} on {who} applied at {record['applied_s']:.1f} s"
+                + _late(record, "late_s"))
     _print(line)
 
 
@@ -34,6 +36,10 @@ def _print(line: str) -> None:
     """A line that may hold the user's text (a command, a pattern, an error quoting them): as written,
     its control characters escaped."""
     console.print(escaped(line), highlight=False, markup=False, soft_wrap=True)
+
+
+def _late(record: dict, key: str) -> str:
+    return f" ({record[key]:.1f} s late; bound {record['late_bound_s']:g} s)" if record.get(key) else ""
 
 
 @user_errors
@@ -57,7 +63,7 @@ def scenario_command(
     from ..plan.scenario import parse_scenario
     from ..report.summary import summary_table
     from ..results.store import Store, default_data_dir
-    from ..studies.scenario import check_scenario, run_scenario
+    from ..studies.scenario import check_scenario, clear_left_faults, run_scenario
     from .progress import TerminalProgress
     check_label(label)
     if bool(target) == bool(hosts):
@@ -67,6 +73,8 @@ def scenario_command(
     targets = checked_targets(target)
     fleet = load_inventory(hosts).hosts if hosts else None
     faults = check_scenario(scenario, str(file), fleet, str(targets[0].resolve()) if targets else None, yes)
+    for line in clear_left_faults(fleet, str(hosts) if hosts else None):  # a killed scenario's (docs/scenarios.md)
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     console.print(f"Scenario {scenario.name}: {len(scenario.events)} events", highlight=False)
     for e in scenario.events:
         _print(f"  {e.describe()}")

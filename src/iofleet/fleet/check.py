@@ -17,7 +17,10 @@ Per host, in parallel:
    run left behind (a host lost during a run keeps them): `iofleet hosts
    clean` removes them, as does the next run's clean-up there;
 5. in the same fio run too, when a run asks, the engine probe of its IO
-   engine (remote.resolve_fleet_engines need not ask again where it works).
+   engine (remote.resolve_fleet_engines need not ask again where it works);
+6. meanwhile, over SSH where the inventory gives `ssh:`, the faults a
+   scenario recorded there and did not undo (control/fault_records.py): a
+   host with one is not ready (`iofleet hosts clean` undoes them).
 
 Step 2 runs first as ONE fio client for every host with directory targets
 (each fio process spends ~0.1 s of CPU calibrating its clock: a client per
@@ -42,7 +45,9 @@ from ..fio.jobfile import render_leftover_check, render_probe, render_target_che
 from ..fio.parse import parse_output
 from .targets.device_checks import RemoteDevice, exporter_mounts
 from .inventory import Host
+from .control.fault_records import FaultRecord, read_records
 from .control.host import free_space
+from .control.left_faults import fix_line
 from .control.host import host_facts as ssh_host_facts
 from .targets.kept import KeptData, host_key
 from .metrics import fetch_metrics, free_bytes
@@ -83,6 +88,8 @@ class HostCheck:
     leftovers: bool | None = None  # iofleet's data files of an earlier run are there (None: not known)
     engines: dict[tuple[str, bool], str] = field(default_factory=dict)  # (engine, direct) asked → engine that works
     target: Target | None = None  # the host's target (fleet/targets)
+    faults: list[FaultRecord] = field(default_factory=list)  # faults a scenario recorded there, still in place
+    faults_unread: str | None = None  # why its fault records could not be read (its SSH channel)
 
     @property
     def ok(self) -> bool:
@@ -97,14 +104,29 @@ def host_targets(hosts: list[Host], access: Access = Access()) -> dict[str, Targ
 def check_hosts(hosts: list[Host], controller_version: str, destroy_data: list[str] | None = None,
                 targets: dict[str, Target] | None = None,
                 probes: dict[str, list[tuple[str, bool]]] | None = None,
-                ssh_facts: Callable[[], dict] | None = None) -> list[HostCheck]:
+                ssh_facts: Callable[[], dict] | None = None, inventory: str | None = None) -> list[HostCheck]:
     """Check every host at once; the result is in the inventory's order.
     A run passes its plan's `destroy_data` and each host's target as the
     run fitted it (a device's regions: how far they reach); without them
     (`hosts check`) a device is only looked at. `probes`: host → the
     (engine, direct) pairs its tests use, probed in the same fio run where
     the host has directory targets (HostCheck.engines). `ssh_facts()`: the
-    hosts' SSH facts when the caller reads them anyway (else read here)."""
+    hosts' SSH facts when the caller reads them anyway (else read here).
+    `inventory`: its file, named in the fix of a fault left on a host."""
+    with ThreadPoolExecutor(max_workers=1) as aside:  # over SSH, while fio checks the hosts
+        recorded = aside.submit(read_records, hosts)
+        checks = _check_hosts(hosts, controller_version, destroy_data, targets, probes, ssh_facts)
+        records, unread = recorded.result()
+    for c in checks:
+        c.faults = [r for r in records if r.host.name == c.host.name]
+        c.faults_unread = unread.get(c.host.name)
+        c.problems += [fix_line(r, inventory) for r in c.faults]
+    return checks
+
+
+def _check_hosts(hosts: list[Host], controller_version: str, destroy_data: list[str] | None,
+                 targets: dict[str, Target] | None, probes: dict[str, list[tuple[str, bool]]] | None,
+                 ssh_facts: Callable[[], dict] | None) -> list[HostCheck]:
     targets, probes = targets or host_targets(hosts), probes or {}
     checks = [HostCheck(h, targets=[TargetCheck(t) for t in h.targets], target=targets[h.name]) for h in hosts]
     with ThreadPoolExecutor(max_workers=min(64, len(hosts)) or 1) as pool:

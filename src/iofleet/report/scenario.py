@@ -43,6 +43,9 @@ def _event_line(e: dict, hit: dict | None, band: str) -> str:
     if e["error"]:
         return f"  {event_label(e)} {when}: not applied: {e['error']}"
     line = f"  {event_label(e)} {when}"
+    for key, what in (("late_s", "applied"), ("undo_late_s", "undone")):
+        if e.get(key):
+            line += f" ({what} {e[key]:.1f} s late, bound {e['late_bound_s']:g} s)"
     if e.get("undo_error"):
         line += f" (UNDO FAILED: {e['undo_error']})"
     if hit and hit["during"]:

@@ -425,7 +425,8 @@ def summary_notes(run: Run) -> list[tuple[str, str | None]]:
     notes += host_facts_notes(run) + methodology_notes(run)
     if run.status not in ("complete", "running"):
         notes.append((f"This run is {run.status}: {len(run.tests)} of "
-                      f"{run.tests_planned} planned tests were stored.", "yellow"))
+                      f"{run.tests_planned} planned tests were stored" + (f"; {run.note}" if run.note else "") + ".",
+                      "yellow"))
     return notes
 
 

@@ -1,7 +1,9 @@
 """Checking a fleet's hosts (`iofleet hosts check`; the web's Fleet page
 shows the same checks): the per-host checks, one line per problem, and the
-notes on what is not a problem but worth knowing. Deploying and stopping
-their fio servers over SSH (`iofleet hosts deploy|undeploy`)."""
+notes on what is not a problem but worth knowing. Cleaning what runs left
+on them (`iofleet hosts clean`): faults a killed scenario left in place,
+then data files. Deploying and stopping their fio servers over SSH
+(`iofleet hosts deploy|undeploy`)."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,7 +11,9 @@ from typing import Callable
 
 from ..fio.command import fio_version
 from ..fleet.control import deploy
-from ..fleet.check import HostCheck, check_hosts, filesystem_problems, problem_lines
+from ..fleet.check import HostCheck, check_hosts, clean_hosts, filesystem_problems, problem_lines
+from ..fleet.control.fault_records import read_records
+from ..fleet.control.left_faults import undo_left_faults
 from ..fleet.control.host import host_facts as ssh_host_facts
 from ..fleet.targets.device_checks import REMOTE_UNSEEN
 from ..fleet.inventory import Host, InventoryError
@@ -32,7 +36,7 @@ def check_fleet(hosts: list[Host], inventory: Path | str) -> FleetCheck:
     version = fio_version()
     # What each fio server sees under its targets, read over SSH in its mount namespace.
     facts = ssh_host_facts(hosts) if any(h.ssh for h in hosts) else {}
-    checks = check_hosts(hosts, version, ssh_facts=lambda: facts)
+    checks = check_hosts(hosts, version, ssh_facts=lambda: facts, inventory=str(inventory))
     by_host = {c.host.name: c for c in checks}
     group_wide = []
     for host, problem in filesystem_problems(hosts, facts):
@@ -53,11 +57,33 @@ def check_notes(checks: list[HostCheck], inventory: Path | str) -> list[str]:
             if t.device and t.device.summary != "no":
                 notes.append(f"host {c.host.name}: target {t.path} is a block device; a run writes to it only "
                              f"when the plan's destroy_data (or --destroy-data) names it: {REMOTE_UNSEEN}")
+        if c.faults_unread:
+            notes.append(f"host {c.host.name}: could not look for faults a scenario left there: {c.faults_unread}")
         if c.leftovers:
             notes.append(f"host {c.host.name}: iofleet's data files from an earlier run are left on target "
                          f"{c.host.targets[0]} (a run that lost this host could not remove them); "
                          f"`iofleet hosts clean {inventory}` removes them, as does the next run's clean-up")
     return notes
+
+
+@dataclass
+class FleetClean:
+    undone: list[str]  # a line per fault undone
+    removed: dict[str, int]  # host → data files removed
+    problems: list[str]  # a line per fault or host that could not be cleaned, and why
+
+
+def clean_fleet(hosts: list[Host], inventory: Path | str, yes: bool = False) -> FleetClean:
+    """`iofleet hosts clean`: undo the faults a scenario left on the hosts
+    (host-down's first restarts the fio server the data files are removed
+    through; `yes`: the user's own undo commands too), then remove iofleet's
+    data files."""
+    records, unread = read_records(hosts)
+    faults = undo_left_faults(records, yes, str(inventory))
+    problems = [f"host {name}: could not look for faults a scenario left there: {why}"
+                for name, why in unread.items()] + faults.problems
+    removed, files = clean_hosts(hosts)
+    return FleetClean(faults.lines, removed, problems + files)
 
 
 def _ssh_hosts(hosts: list[Host], inventory: Path | str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from dataclasses import replace as copy_with
 from pathlib import Path
@@ -20,7 +21,9 @@ import yaml
 from ..analysis.impact import Load, impact
 from ..errors import IofleetError
 from ..fleet.places import place_for
+from ..fleet.control.fault_records import read_records
 from ..fleet.control.faults import Fault, FaultError, plan_faults
+from ..fleet.control.left_faults import left_line, undo_left_faults
 from ..fleet.inventory import Host
 from ..plan.scenario import Scenario
 from ..results.methodology import ScenarioRecord
@@ -34,6 +37,11 @@ from .watch import Watcher, shown, watch_host
 MAX_SHIFT_S = 3.0
 # The phases a place reports just before fio starts the test (fleet/places/).
 _STARTING = ("warm-up", "measuring", "running on")
+# A fault applied (or undone) more than this after its time did not happen as
+# the file says: the scenario fails. One fault is one command over SSH, a few
+# tenths of a second (its connection's handshake most of it); a second is one
+# round of the per-second series the impact is measured on.
+LATE_BOUND_S = 1.0
 
 
 @dataclass
@@ -47,12 +55,17 @@ class ScenarioOutcome:
     watch: dict | None = None  # the storage's own account (studies/watch.py)
 
     @property
+    def problems(self) -> list[str]:
+        """Each event that did not happen as the file says (event_problems)."""
+        return event_problems(self.events)
+
+    @property
     def ok(self) -> bool:
-        """The load ran, every fault was applied and undone, and a host lost is one a host-down event
-        took down."""
-        return self.run.status == "complete" or (
-            self.run.status == "partial" and bool(self.lost) and set(self.lost) <= set(self.downed)
-            and not any(e["error"] or e.get("undo_error") for e in self.events))
+        """The load ran, every fault was applied and undone in time, and a
+        host lost is one a host-down event took down."""
+        ran = self.run.status == "complete" or (
+            self.run.status == "partial" and bool(self.lost) and set(self.lost) <= set(self.downed))
+        return ran and not self.problems
 
 
 def check_scenario(scenario: Scenario, source: str, hosts: list[Host] | None, target: str | None,
@@ -70,10 +83,39 @@ def check_scenario(scenario: Scenario, source: str, hosts: list[Host] | None, ta
     return faults
 
 
+def clear_left_faults(hosts: list[Host] | None, inventory: str | None = None) -> list[str]:
+    """Before a scenario, the faults recorded on its hosts and not undone
+    (control/fault_records.py): on a fleet host, FaultError naming each and
+    the fix (`iofleet hosts clean`), nothing started; on this host
+    (--target), those of an iofleet that has ended are undone here (a line
+    each, returned), as no inventory names this host for `hosts clean`."""
+    records, _ = read_records(hosts)
+    if hosts is not None:
+        if records:
+            fix = (f"undo them with `iofleet hosts clean {inventory or 'INVENTORY'}`"
+                   if any(not r.running for r in records) else "wait for the scenario that runs them to end")
+            raise FaultError("faults are in place on the scenario's hosts: "
+                             + "; ".join(f"{r.place}: {left_line(r)}" for r in records) + f"; {fix}, then run again")
+        return []
+    undone = undo_left_faults([r for r in records if not r.running], yes=False)
+    if undone.problems:
+        raise FaultError("; ".join(undone.problems))
+    return undone.lines
+
+
 class Timeline:
     """Fires the faults at their times, counted from the measured part's
     start (`begin`), until the test ends (`finish`, which undoes every
-    fault still applied)."""
+    fault still applied).
+
+    One worker per host (this host's faults: one more): a fault is a
+    command over SSH of a few tenths of a second, so one host's faults never
+    wait behind another's. A host's own steps go in time order, an undo
+    before an apply due at the same moment (the next fault of its kind may
+    start when one ends). A step done more than LATE_BOUND_S after its time
+    is recorded late (`late_s`, `undo_late_s`, and the bound); an event the
+    load ended before is recorded not applied, saying why. Either is a
+    failure of the scenario (`problems`)."""
 
     def __init__(self, faults: list[Fault], stop: threading.Event, on_event=None):
         self.faults, self.stop, self.on_event = faults, stop, on_event or (lambda record: None)
@@ -82,8 +124,20 @@ class Timeline:
                          "undone_s": None, "error": None, "detail": {}} for i, f in enumerate(faults)]
         self._t0: float | None = None
         self._begun, self._over = threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self._run, name="iofleet-scenario", daemon=True)
-        self._thread.start()
+        self._tried: set[int] = set()  # the events whose apply was started
+        self._by_host: dict[str | None, list[int]] = {}  # host (None: this one) → its events
+        for i, f in enumerate(faults):
+            self._by_host.setdefault(f.event.host, []).append(i)
+        self._workers = [threading.Thread(target=self._run, args=(self._steps(events),), daemon=True,
+                                          name=f"iofleet-scenario-{host or 'local'}")
+                         for host, events in self._by_host.items()]
+        for worker in self._workers:
+            worker.start()
+
+    def _steps(self, events: list[int]) -> list[tuple[int, int, int]]:
+        """A host's steps in order: (time, 0 undo / 1 apply, event index)."""
+        return sorted([(self.faults[i].event.at, 1, i) for i in events]
+                      + [(self.faults[i].event.end_s, 0, i) for i in events if self.faults[i].event.end_s is not None])
 
     def begin(self, delay_s: float) -> None:
         """fio starts now; its measured part `delay_s` later (the warm-up)."""
@@ -95,8 +149,8 @@ class Timeline:
         """A time.monotonic() reading on the timeline's clock (None before it began)."""
         return None if when is None or self._t0 is None else when - self._t0
 
-    def _now(self) -> float:
-        return round(time.monotonic() - self._t0, 2)
+    def _now(self) -> float | None:
+        return None if self._t0 is None else round(time.monotonic() - self._t0, 2)
 
     def _wait_until(self, t: float) -> bool:
         while not (self._over.is_set() or self.stop.is_set()):
@@ -106,38 +160,90 @@ class Timeline:
             self._over.wait(min(left, 0.1))
         return False
 
-    def _run(self) -> None:
+    def _run(self, steps: list[tuple[int, int, int]]) -> None:
         while not self._begun.wait(0.1):
             if self._over.is_set() or self.stop.is_set():
                 return
-        steps = sorted([(f.event.at, 0, i) for i, f in enumerate(self.faults)]
-                       + [(f.event.end_s, 1, i) for i, f in enumerate(self.faults) if f.event.end_s is not None])
-        for t, undo, i in steps:
+        for t, apply, i in steps:
             if not self._wait_until(t):
                 return
-            self._step(i, undo=bool(undo))
+            self._step(i, undo=not apply, due=t)
 
-    def _step(self, i: int, undo: bool) -> None:
+    def _step(self, i: int, undo: bool, due: float | None) -> None:
         fault, record = self.faults[i], self.records[i]
         if undo and not fault.in_place:
             return
+        if not undo:
+            self._tried.add(i)
         try:
             fault.undo() if undo else fault.apply()
         except (FaultError, OSError) as exc:
             record["error" if not undo else "undo_error"] = str(exc)
         else:
-            record["undone_s" if undo else "applied_s"] = self._now() if self._t0 else None
+            now = self._now()
+            record["undone_s" if undo else "applied_s"] = now
             record["detail"] = fault.detail
+            late = None if due is None or now is None else round(now - due, 1)  # as the lines show it
+            if late is not None and late > LATE_BOUND_S:
+                record["undo_late_s" if undo else "late_s"] = late
+                record["late_bound_s"] = LATE_BOUND_S
         self.on_event(dict(record, undone=undo))
 
     def finish(self) -> None:
-        """Stop firing and undo every fault still applied (host-down's fio
-        server is started again here). Idempotent."""
+        """Stop firing, record the events never applied, and undo every
+        fault still applied, the hosts at once (host-down's fio server is
+        started again here). Idempotent."""
+        first = not self._over.is_set()
+        ended = self._now()
         self._over.set()
-        self._thread.join(timeout=60)
-        for i, f in enumerate(self.faults):
-            if f.in_place:
-                self._step(i, undo=True)
+        for worker in self._workers:
+            worker.join(timeout=60)
+        if first:
+            self._not_applied(ended)
+
+        def undo(events: list[int]) -> None:
+            for i in events:
+                if self.faults[i].in_place:
+                    self._step(i, undo=True, due=self.faults[i].event.end_s)
+
+        with ThreadPoolExecutor(max_workers=len(self._by_host) or 1) as pool:
+            list(pool.map(undo, self._by_host.values()))
+
+    def _not_applied(self, ended: float | None) -> None:
+        """Each event whose apply never started: why, as its error (an error is an event not applied)."""
+        for i, (f, record) in enumerate(zip(self.faults, self.records)):
+            if i in self._tried or record["error"]:
+                continue
+            at, where = f.event.at, f.event.host or "this host"
+            if ended is None:
+                why = "the load ended before its measured part began"
+            elif self.stop.is_set():
+                why = f"the run was stopped at {ended:.1f} s, before its turn"
+            elif at <= ended:
+                why = (f"the load ended at {ended:.1f} s, {ended - at:.1f} s after its time, while {where}'s "
+                       f"earlier faults were still being applied or undone (each is a command over SSH)")
+            else:
+                why = f"the load ended at {ended:.1f} s, before its time"
+            record["error"] = why
+            if ended is not None:  # a load that never began has failed already, saying why
+                self.on_event(dict(record, undone=False))
+
+
+def event_problems(records: list[dict]) -> list[str]:
+    """What did not happen as the scenario file says, one line per event:
+    not applied (failed, or never reached), applied or undone late, undo
+    failed."""
+    out = []
+    for r in records:
+        name = f"event {r['index'] + 1} ({r['fault']} on {r['host'] or 'this host'})"
+        if r["error"]:
+            out.append(f"{name} not applied: {r['error']}")
+        for key, what in (("late_s", "applied"), ("undo_late_s", "undone")):
+            if r.get(key):
+                out.append(f"{name} {what} {r[key]:.1f} s late (bound {r['late_bound_s']:g} s)")
+        if r.get("undo_error"):
+            out.append(f"{name}: undo failed: {r['undo_error']}")
+    return out
 
 
 class _Observer(RunObserver):
@@ -250,6 +356,12 @@ def run_scenario(scenario: Scenario, scenario_text: str, source: str, store: Sto
                 out.watch = watcher.record(out.clock_shift_s, _impact_events(out.events, out.clock_shift_s))
             store.set_run_methodology(session.run_id, copy_with(session.methodology, scenario=_record(
                 scenario, scenario_text, source, out)))
+        if out.run.status == "complete" and out.problems:
+            # Measured whole, but not the scenario the file describes: partial, saying why.
+            more = len(out.problems) - 2
+            store.finish_run(out.run.run_id, "partial", note="scenario not as written: " + "; ".join(
+                out.problems[:2]) + (f"; and {more} more" if more > 0 else ""))
+            out.run.status = "partial"
     finally:
         timeline.finish()  # any exit: every fault undone
         if watcher:

@@ -22,6 +22,14 @@ shell text by design (shown before the run, confirmed with --yes).
                if any (and only if something was killed).
   run          the command, once; undo runs the user's `undo` command, if
                any (also after a failed command: it may have done part).
+
+Each fault that leaves something to undo is recorded on its host by the
+command that applies it, and its record removed by the one that undoes it
+(fault_records.py); a fixed script exits 3 when it refused before doing
+anything (its record goes then). Two faults of one kind on one host at
+once are refused before the load starts (refuse_overlaps): the second
+would replace the first (tc), or take its processes (blkio), and one undo
+would end both.
 """
 
 from __future__ import annotations
@@ -29,7 +37,6 @@ from __future__ import annotations
 import os
 import shlex
 import stat
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +46,7 @@ from ...fio.jobfile import DATA_DIR_NAME
 from ...plan.scenario import Event, Scenario
 from ..inventory import Host
 from ..fio_link.procs import fio_using
-from .ssh import run_on_all
+from .fault_records import FACTS, LOCAL, controller, record_path, recorded, run_as_root, unrecorded
 
 BLKIO_ROOT = "/sys/fs/cgroup/blkio"
 # The faults a scenario on this host (--target) can have: run here, as root.
@@ -57,9 +64,9 @@ dev=$(ip -o addr show | awk -v a="$1" '{split($4, p, "/"); if (p[1] == a) {print
 [ -n "$dev" ] || { echo "no interface has the address $1" >&2; exit 3; }
 """
 
-LINK_SLOW = _FIND_DEV + r"""
+LINK_SLOW = FACTS + _FIND_DEV + r"""
+fact dev "$dev"
 tc qdisc replace dev "$dev" root tbf rate "$2mbit" burst "$3" latency 50ms
-echo "dev=$dev"
 """
 
 LINK_UNDO = _FIND_DEV + r"""
@@ -78,9 +85,10 @@ for p in $pids; do echo "$pids" | grep -qx "$(ps -o ppid= -p "$p" | tr -d ' ')" 
 [ -n "$server" ] || { echo "no process listens on port $PORT (no fio server)" >&2; exit 3; }
 """
 
-HOST_DOWN = "PORT=$1" + _SERVER_TREE + r"""
-printf 'exe=%s\n' "$(readlink "/proc/$server/exe")"
-tr '\0' '\n' < "/proc/$server/cmdline" | sed 's/^/arg=/'
+HOST_DOWN = "PORT=$1" + FACTS + _SERVER_TREE + r"""
+fact server_pid "$server"
+fact exe "$(readlink "/proc/$server/exe")"
+tr '\0' '\n' < "/proc/$server/cmdline" | sed 's/^/arg=/' | facts
 kill -9 $(tree "$server")
 """
 
@@ -88,6 +96,7 @@ kill -9 $(tree "$server")
 HOST_UP = r"""
 port=$1; shift
 ss -Hltn "sport = :$port" | grep -q . && exit 0
+[ $# -gt 0 ] || { echo "no fio server listens on port $port and its command line is not known; start it with \`iofleet hosts deploy\`" >&2; exit 3; }
 setsid "$@" < /dev/null > /dev/null 2>&1 &
 i=0; while ! ss -Hltn "sport = :$port" | grep -q . && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 """
@@ -105,14 +114,14 @@ fi
 [ -e "/sys/dev/block/$mm/partition" ] && mm=$(cat "/sys/dev/block/$mm/../dev")
 """
 
-DEVICE_SLOW = _TARGET_DISK + r"""
+DEVICE_SLOW = FACTS + _TARGET_DISK + r"""
 cg=$2; shift 2
 [ -d /sys/fs/cgroup/blkio ] || { echo "no blkio cgroup (v1) at /sys/fs/cgroup/blkio" >&2; exit 3; }
+fact device "$mm"
 mkdir -p "$cg"
 while [ "$1" != "--" ]; do echo "$mm $2" > "$cg/blkio.throttle.$1"; shift 2; done
 shift
 for p in "$@"; do echo "$p" > "$cg/cgroup.procs" 2>/dev/null || true; done
-echo "device=$mm"
 """
 
 DEVICE_SLOW_REMOTE = _SERVER_TREE + r"""
@@ -208,6 +217,8 @@ class Fault:
     cgroup: str = ""  # device-slow: its cgroup
     target: str = ""  # device-slow: the target whose disk is throttled
     undo_command: str | None = None
+    record: str = ""  # where it is recorded on its host ("": a fault that leaves nothing to undo)
+    record_values: list[tuple[str, str]] = field(default_factory=list)  # what its record holds
     detail: dict = field(default_factory=dict)
     applied: bool = False
     undone: bool = False
@@ -217,15 +228,14 @@ class Fault:
         return self.host.name if self.host else "local"
 
     def _run(self, command: str, what: str) -> str:
-        """Run a command as root on the host (SSH) or here; its stdout. FaultError naming the host on failure."""
-        if self.host is None:
-            proc = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=FAULT_TIMEOUT_S)
-            ok, out, err, failed = proc.returncode == 0, proc.stdout, proc.stderr, None
-        else:
-            reply = run_on_all([self.host], command, timeout_s=FAULT_TIMEOUT_S, as_root=True)[self.host.name]
-            ok, out, err, failed = reply.ok, reply.stdout, reply.stderr, reply.error
+        """Run a command as root on the host (SSH) or here, in the same shell
+        as writing (apply) or removing (undo) the fault's record; its stdout.
+        FaultError naming the host on failure."""
+        if self.record:
+            command = (unrecorded(command, self.record) if what == "undone" else
+                       recorded(command, self.record, self.record_values, fixed=what == "applied"))
+        ok, out, why = run_as_root(self.host, command, FAULT_TIMEOUT_S)
         if not ok:
-            why = failed or " ".join(err.split())[-300:] or "failed without a message"
             raise FaultError(f"{self.name}: {self.event.fault} could not be {what}: {why}")
         return out
 
@@ -342,7 +352,79 @@ def plan_faults(scenario: Scenario, source: str, hosts: list[Host] | None, targe
             raise FaultError(f"{where}: {e.fault} on {e.host} needs the SSH control channel; add `ssh:` to "
                              f"{e.host} in the inventory")
         faults.append(Fault(e, host, cgroup=f"{BLKIO_ROOT}/iofleet-{token}-{i}", target=host.targets[0]))
+    refuse_overlaps(scenario, source)
+    for i, f in enumerate(faults):
+        _keep_record(f, scenario.name, i, token)
     return faults
+
+
+# Faults done once: nothing stays in place after them, unless the user gave their undo (these fields).
+ONE_SHOT = ("run", "process-kill")
+USER_UNDO = ("undo", "restart")
+
+
+def _keep_record(fault: Fault, scenario: str, index: int, token: str) -> None:
+    """Where and what the fault's record on its host is (fault_records.py),
+    for a fault that leaves something to undo: its kind, scenario, event and
+    run, and the values its undo is rebuilt from: the event's own (mbit,
+    iops, a command...), the host's address and port, a device-slow's cgroup
+    and target."""
+    e = fault.event
+    if e.fault in ONE_SHOT and not any(getattr(e, k, None) for k in USER_UNDO):
+        return
+    values = [("kind", e.fault), ("scenario", scenario), ("event", str(index + 1)), ("token", token),
+              *controller()]
+    values += [(k, str(v)) for k, v in e.model_dump(exclude_none=True, exclude={"at", "fault", "host", "for_s"}).items()]
+    if fault.host is not None:
+        values += [("address", fault.host.endpoint[0]), ("port", str(fault.host.endpoint[1]))]
+    if e.fault == "device-slow":
+        values += [("cgroup", fault.cgroup), ("target", fault.target)]
+    fault.record, fault.record_values = record_path(fault.host, token, index), values
+
+
+def _span(e: Event, runtime: int) -> tuple[int, int]:
+    return e.at, e.end_s if e.end_s is not None else runtime
+
+
+def _span_text(e: Event) -> str:
+    return f"{e.at}s–{e.end_s}s" if e.end_s is not None else f"{e.at}s to the end"
+
+
+def _same_fault(e: Event, o: Event) -> bool:
+    """Two events that would act on one thing: one kind, and (a process
+    fault) one process named (plan/scenario.py's `subject`, where it
+    exists). A `run` acts on what its command does: two conflict only when
+    both have an `undo` (one might end what both did)."""
+    if e.fault != o.fault or e.subject != o.subject:
+        return False
+    return e.fault != "run" or (e.undo is not None and o.undo is not None)
+
+
+def refuse_overlaps(scenario: Scenario, source: str) -> None:
+    """Two faults of one kind on one host (this host for --target) whose
+    spans overlap (an event without `for` lasts to the test's end), or any
+    event on a host at or after a host-down there (the host is gone for the
+    rest of the test): FaultError naming both events and the fix. An event
+    may start when another of its kind ends (its undo comes first)."""
+    events = scenario.events
+    for i, e in enumerate(events):
+        place = e.host or LOCAL
+        for j, o in enumerate(events[:i]):
+            if (o.host or LOCAL) != place:
+                continue
+            where = e.host or "this host"
+            for late, li, down, di in ((e, i, o, j), (o, j, e, i)):
+                if down.fault == "host-down" and late.at >= down.at:
+                    raise FaultError(
+                        f"{source}: events[{li}]: {late.fault} on {where} starts at {late.at}s, when {where} is "
+                        f"down (events[{di}]: host-down at {down.at}s takes it for the rest of the test); move it "
+                        f"before {down.at}s or to another host")
+            (a1, b1), (a2, b2) = _span(e, scenario.runtime), _span(o, scenario.runtime)
+            if _same_fault(e, o) and a1 < b2 and a2 < b1:
+                raise FaultError(
+                    f"{source}: events[{i}]: {e.fault} on {where} ({_span_text(e)}) overlaps events[{j}] "
+                    f"({o.fault} on {where}, {_span_text(o)}); one {e.fault} at a time on a host: move or "
+                    f"shorten one")
 
 
 def now_s(start: float) -> float:
