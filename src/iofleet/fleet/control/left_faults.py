@@ -148,5 +148,7 @@ def _undone_words(r: FaultRecord) -> str:
         return f"cgroup {v['cgroup']} removed, its processes moved back"
     if r.kind == "host-down":
         return f"fio server on port {v['port']} listening again"
+    if r.kind == "process-stop":
+        return f"processes {v.get('pids')} continued (SIGCONT)"
     user = _user_undo(r)
     return f"ran its {user[0]}: {user[1]}" if user else "undone"
