@@ -145,9 +145,10 @@ def test_a_host_whose_faults_queue_has_them_late_or_not_applied_and_other_hosts_
     assert 2 <= len(applied) < 10 and [r["index"] for r in applied] == list(range(len(applied)))
     for k, r in enumerate(applied):
         assert r["applied_s"] >= 1 + 0.4 * (k + 1) - 0.05
-        if round(r["applied_s"] - 1, 1) > LATE_BOUND_S:
-            assert r["late_s"] == round(r["applied_s"] - 1, 1) and r["late_bound_s"] == LATE_BOUND_S
-        else:
+        began = r["applied_s"] - 0.4  # lateness is when the apply began, not its own length
+        if round(began - 1, 1) > LATE_BOUND_S + 0.1:
+            assert r["late_s"] == pytest.approx(began - 1, abs=0.15) and r["late_bound_s"] == LATE_BOUND_S
+        elif round(began - 1, 1) < LATE_BOUND_S - 0.1:
             assert "late_s" not in r
     assert any(r.get("late_s") for r in applied)
     # The rest never began: not applied, saying why, and said as they were recorded.
