@@ -66,3 +66,18 @@ def test_the_html_report_and_the_web_result_page_show_the_scenario():
     assert section.count("<tr") == 1 + len(RECORD["events"]) and "link-slow" in section and "host-down" in section
     plain, _ = recorded_run("buffered")
     assert '<h2 id="scenario">' not in run_report_html(plain, {})
+
+
+def test_each_impact_goes_with_its_own_event_by_index():
+    """Impacts name their event: two events at one time, the first not applied, each line gets its own."""
+    record = json.loads(json.dumps(RECORD))
+    link, down = record["events"]
+    down["at_s"] = link["at_s"]
+    link["error"] = "h1: link-slow could not be applied: no interface has the address 10.0.0.1"
+    hit = record["impact"]["events"][1]
+    record["impact"]["events"] = [dict(hit, index=down["index"])]
+    lines = scenario_lines(ScenarioRecord.from_dict(record))
+    assert lines[2].startswith("  link-slow h1 at 3s for 1s: not applied")
+    assert lines[3].startswith("  host-down h2 at 3s, measured 3.6–7.6 s")
+    record["impact"]["events"] = [dict(hit, index=link["index"])]  # an impact of the failed one: not the other's
+    assert "measured" not in scenario_lines(ScenarioRecord.from_dict(record))[3]

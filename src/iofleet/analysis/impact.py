@@ -267,7 +267,8 @@ def impact(per_host: dict[str, list[Round]], events: list[dict], load: Load | No
         during = _figures(grid, grid.inside(e["at_s"], until), load, (e["at_s"], until))
         ended = e["end_s"] if e["end_s"] is not None else e["at_s"]
         catch_up = drained_at(series, backlog, e["at_s"], load.rate and load.rate * len(per_host))
-        entry = {"from_s": e["at_s"], "to_s": round(until, 2), "during": during,
+        entry = {**({"index": e["index"]} if "index" in e else {}), "from_s": e["at_s"], "to_s": round(until, 2),
+                 "during": during,
                  "iops_change_pct": _change(during and during["iops"], baseline and baseline["iops"]),
                  "p99_change_pct": _change(during and during["p99_ms"], baseline and baseline["p99_ms"]),
                  "recovery_s": None, "catch_up": catch_up}

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..plan.units import format_bytes
+from ..units import escaped
 from .common import EXIT_FAILED, console, err_console, user_errors
 from .server import DEFAULT_BIND, serve_fio
 
@@ -43,9 +44,9 @@ def hosts_check(
         fleet = check_fleet(hosts, inventory)
     console.print(_check_table(fleet, inventory))
     for line in fleet.problems:
-        err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
+        err_console.print(Text.assemble(("error:", "red"), " ", escaped(line)), highlight=False, soft_wrap=True)
     for line in fleet.notes:
-        err_console.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(f"note: {escaped(line)}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"{fleet.ready} of {len(fleet.checks)} hosts ready.")
     if fleet.problems:
         raise typer.Exit(EXIT_FAILED)
@@ -90,11 +91,11 @@ def hosts_clean(
     with console.status(f"Cleaning {len(hosts)} host{'s' if len(hosts) > 1 else ''}…"):
         cleaned = clean_fleet(hosts, inventory, yes)
     for line in cleaned.undone:
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        console.print(escaped(line), highlight=False, markup=False, soft_wrap=True)
     for name, count in cleaned.removed.items():
         console.print(f"{name}: {count} data file{'s' if count != 1 else ''} removed", highlight=False, markup=False)
     for line in cleaned.problems:
-        err_console.print(Text.assemble(("error:", "red"), " ", line), highlight=False, soft_wrap=True)
+        err_console.print(Text.assemble(("error:", "red"), " ", escaped(line)), highlight=False, soft_wrap=True)
     if cleaned.problems:
         raise typer.Exit(EXIT_FAILED)
 

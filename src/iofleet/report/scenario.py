@@ -79,6 +79,16 @@ def stall_line(stall: dict, hosts: int) -> str:
             + (" (past the end of fio's latency histogram, 17.0 s)" if stall.get("bounded") else ""))
 
 
+def _hits_by_event(ordered: list[dict], hits: list[dict]) -> dict[int, dict]:
+    """Each event's impact (by id of its record): by its index, or, in a
+    record stored before impacts had one, by position among the applied."""
+    if all("index" in h for h in hits):
+        by_index = {h["index"]: h for h in hits}
+        return {id(e): by_index[e["index"]] for e in ordered if e["index"] in by_index}
+    applied = [e for e in ordered if not e["error"]]
+    return {id(e): hits[i] for i, e in enumerate(applied) if i < len(hits)}
+
+
 def scenario_lines(record: ScenarioRecord) -> list[str]:
     """The scenario's summary in words, one line each."""
     imp = record.impact or {}
@@ -94,8 +104,7 @@ def scenario_lines(record: ScenarioRecord) -> list[str]:
         out.append("  baseline: no second before the first event was measured")
     hits = imp.get("events") or []
     ordered = sorted(record.events, key=lambda e: e["at_s"])
-    applied = [e for e in ordered if not e["error"]]
-    by_event = {id(e): hits[i] for i, e in enumerate(applied) if i < len(hits)}
+    by_event = _hits_by_event(ordered, hits)
     out += [_event_line(e, by_event.get(id(e)), band) for e in ordered]
     hosts = len((imp.get("series") or {}).get("hosts") or {})
     out += [stall_line(st, hosts) for st in imp.get("stalls") or []]
@@ -132,11 +141,12 @@ def scenario_chart(record: ScenarioRecord) -> go.Figure | None:
         first = min((e["from_s"] for e in imp.get("events") or []), default=x[-1])
         fig.add_vrect(x0=0, x1=first, fillcolor=NEUTRAL, opacity=0.10, line_width=0,
                       annotation_text="baseline", annotation_position="top left")
-    hits = iter(imp.get("events") or [])
-    for i, e in enumerate(sorted(record.events, key=lambda e: e["at_s"])):
+    ordered = sorted(record.events, key=lambda e: e["at_s"])
+    by_event = _hits_by_event(ordered, imp.get("events") or [])
+    for i, e in enumerate(ordered):
         if e["error"]:
             continue
-        hit = next(hits, None)
+        hit = by_event.get(id(e))
         start = hit["from_s"] if hit else e["at_s"]
         label = event_label(e)
         color = PALETTE[(i + 1) % len(PALETTE)]

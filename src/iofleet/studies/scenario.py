@@ -112,7 +112,7 @@ class Timeline:
     command over SSH of a few tenths of a second, so one host's faults never
     wait behind another's. A host's own steps go in time order, an undo
     before an apply due at the same moment (the next fault of its kind may
-    start when one ends). A step done more than LATE_BOUND_S after its time
+    start when one ends). A step begun more than LATE_BOUND_S after its time
     is recorded late (`late_s`, `undo_late_s`, and the bound); an event the
     load ended before is recorded not applied, saying why. Either is a
     failure of the scenario (`problems`)."""
@@ -175,15 +175,15 @@ class Timeline:
             return
         if not undo:
             self._tried.add(i)
+        started = self._now()  # late is when it began: a command's own length (a restart's) is not lateness
         try:
             fault.undo() if undo else fault.apply()
         except (FaultError, OSError) as exc:
             record["error" if not undo else "undo_error"] = str(exc)
         else:
-            now = self._now()
-            record["undone_s" if undo else "applied_s"] = now
+            record["undone_s" if undo else "applied_s"] = self._now()
             record["detail"] = fault.detail
-            late = None if due is None or now is None else round(now - due, 1)  # as the lines show it
+            late = None if due is None or started is None else round(started - due, 1)  # as the lines show it
             if late is not None and late > LATE_BOUND_S:
                 record["undo_late_s" if undo else "late_s"] = late
                 record["late_bound_s"] = LATE_BOUND_S

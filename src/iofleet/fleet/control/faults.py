@@ -170,12 +170,12 @@ named() {
 """
 
 # $3 the signal; prints the pids it reached.
-PROCESS_SIGNAL = _NAMED + r"""
+PROCESS_SIGNAL = FACTS + _NAMED + r"""
 named "$1" "$2" || exit 3
 sent=
 for p in $pids; do kill -s "$3" "$p" 2>/dev/null && sent="$sent $p"; done
 [ -n "$sent" ] || { echo "the processes ($pids) ended before they got SIG$3" >&2; exit 3; }
-echo "pids=${sent# }"
+fact pids "${sent# }"
 """
 
 # SIGCONT to the pids stopped ($3..), or, if none are known (an apply cut short), to what the subject names now.

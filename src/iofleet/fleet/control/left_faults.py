@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .fault_records import FaultRecord, run_as_root, unrecorded
-from .faults import BLKIO_ROOT, DEVICE_UNDO, FAULT_TIMEOUT_S, HOST_UP, LINK_UNDO, USER_UNDO, FaultError, script
+from .faults import (BLKIO_ROOT, DEVICE_UNDO, FAULT_TIMEOUT_S, HOST_UP, LINK_UNDO, PROCESS_CONT, USER_UNDO,
+                     FaultError, script)
 
 _CGROUP = re.compile(rf"{re.escape(BLKIO_ROOT)}/iofleet-[A-Za-z0-9]+-[0-9]+")
 _ADDRESS = re.compile(r"[A-Za-z0-9.:_-]+")
@@ -37,10 +38,22 @@ def what_is_left(r: FaultRecord) -> str:
     if r.kind == "host-down":
         return (f"fio server on port {v.get('port', '?')} killed (pid {v.get('server_pid', '?')})"
                 + ("" if r.args else "; its command line is not recorded: `iofleet hosts deploy` starts it"))
+    if r.kind == "process-stop":
+        named = next((f"{k} {v[k]}" for k in ("pattern", "pid_file") if v.get(k)), "?")
+        return f"processes {v.get('pids') or '(not recorded)'} stopped (SIGSTOP; {named})"
     user = _user_undo(r)
     if user:
         return f"{r.kind} done; its {user[0]} not run yet: {user[1]}"
     return f"{r.kind} ({', '.join(f'{k}={x}' for k, x in v.items() if k not in _HEADER)})"
+
+
+def _stopped(r: FaultRecord) -> tuple[tuple[str, str], list[str]] | None:
+    """A process-stop's subject (pattern or pid_file, as recorded) and the pids it stopped (digits only)."""
+    subject = next(((k, r.values[k]) for k in ("pattern", "pid_file") if r.values.get(k)), None)
+    pids = r.values.get("pids", "").split()
+    if subject is None or not all(p.isdigit() for p in pids):
+        return None
+    return subject, pids
 
 
 def _user_undo(r: FaultRecord) -> tuple[str, str] | None:
@@ -58,6 +71,9 @@ def undo_command(r: FaultRecord) -> str:
         return script(DEVICE_UNDO, v["cgroup"])
     if r.kind == "host-down" and v.get("port", "").isdigit():
         return script(HOST_UP, v["port"], *([v.get("exe") or r.args[0], *r.args[1:]] if r.args else []))
+    if r.kind == "process-stop" and _stopped(r):
+        (named, value), pids = _stopped(r)
+        return script(PROCESS_CONT, named, value, *pids)
     user = _user_undo(r)
     if user:
         return user[1]
@@ -132,5 +148,7 @@ def _undone_words(r: FaultRecord) -> str:
         return f"cgroup {v['cgroup']} removed, its processes moved back"
     if r.kind == "host-down":
         return f"fio server on port {v['port']} listening again"
+    if r.kind == "process-stop":
+        return f"processes {v.get('pids')} continued (SIGCONT)"
     user = _user_undo(r)
     return f"ran its {user[0]}: {user[1]}" if user else "undone"
