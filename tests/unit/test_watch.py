@@ -80,7 +80,7 @@ def test_the_watch_host_is_a_host_of_the_inventory_with_ssh():
         watch_host(w, "s.yaml", None)
     with pytest.raises(IofleetError, match=r"^s.yaml: watch.host: h3 is not a host of the inventory \(h1, h2\)"):
         watch_host(_scenario({"command": "x", "host": "h3"}).watch, "s.yaml", _inventory())
-    with pytest.raises(IofleetError, match=r"^s.yaml: watch.host: the watch on h2 needs the SSH control channel; "
+    with pytest.raises(IofleetError, match=r"^s.yaml: watch: the watch on h2 needs the SSH control channel; "
                                            r"add `ssh:` to h2 in the inventory"):
         watch_host(_scenario({"command": "x", "host": "h2"}).watch, "s.yaml", _inventory())
     assert watch_host(_scenario({"command": "x"}).watch, "s.yaml", _inventory()) is None  # this host

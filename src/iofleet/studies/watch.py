@@ -28,6 +28,7 @@ from typing import Callable
 
 from ..analysis.watch_recovery import state_of, storage_recovery
 from ..errors import IofleetError
+from ..fleet.control.faults import control_host
 from ..fleet.control.ssh import run_on_all
 from ..fleet.inventory import Host
 from ..plan.scenario import Watch
@@ -47,15 +48,7 @@ def watch_host(watch: Watch | None, source: str, hosts: list[Host] | None) -> Ho
     if hosts is None:
         raise IofleetError(f"{where}: {watch.host} is a fleet host, and the scenario runs on --target; leave "
                            f"`host` out (the command runs on this host) or run with --hosts INVENTORY")
-    by_name = {h.name: h for h in hosts}
-    host = by_name.get(watch.host)
-    if host is None:
-        raise IofleetError(f"{where}: {watch.host} is not a host of the inventory ({', '.join(by_name)}); "
-                           f"fix the name")
-    if host.ssh is None:
-        raise IofleetError(f"{where}: the watch on {watch.host} needs the SSH control channel; add `ssh:` to "
-                           f"{watch.host} in the inventory")
-    return host
+    return control_host(watch.host, hosts, f"{source}: watch", "the watch")
 
 
 def shown(watch: Watch | None) -> list[str]:

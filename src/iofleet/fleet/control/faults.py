@@ -324,6 +324,19 @@ def _fio_on(target: str) -> list[int]:
     return sorted(found)
 
 
+def control_host(name: str, hosts: list[Host], where: str, what: str) -> Host:
+    """The inventory's host `name`, with the SSH control channel that `what`
+    (a fault, the watch) needs; FaultError naming `where` and the fix."""
+    by_name = {h.name: h for h in hosts}
+    host = by_name.get(name)
+    if host is None:
+        raise FaultError(f"{where}.host: {name} is not a host of the inventory ({', '.join(by_name)}); fix the name")
+    if host.ssh is None:
+        raise FaultError(f"{where}: {what} on {name} needs the SSH control channel; add `ssh:` to {name} in the "
+                         f"inventory")
+    return host
+
+
 def plan_faults(scenario: Scenario, source: str, hosts: list[Host] | None, target: str | None,
                 token: str) -> list[Fault]:
     """Each event as a fault on its host, checked before the run starts:
@@ -344,13 +357,7 @@ def plan_faults(scenario: Scenario, source: str, hosts: list[Host] | None, targe
             continue
         if e.host is None:
             raise FaultError(f"{where}.host: missing; name the host it happens on ({', '.join(by_name)})")
-        host = by_name.get(e.host)
-        if host is None:
-            raise FaultError(f"{where}.host: {e.host} is not a host of the inventory ({', '.join(by_name)}); "
-                             f"fix the name")
-        if host.ssh is None:
-            raise FaultError(f"{where}: {e.fault} on {e.host} needs the SSH control channel; add `ssh:` to "
-                             f"{e.host} in the inventory")
+        host = control_host(e.host, hosts, where, e.fault)
         faults.append(Fault(e, host, cgroup=f"{BLKIO_ROOT}/iofleet-{token}-{i}", target=host.targets[0]))
     refuse_overlaps(scenario, source)
     for i, f in enumerate(faults):
