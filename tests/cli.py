@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -38,3 +39,22 @@ def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def sampled_while(run, probe, every_s: float = 0.05):
+    """`run()` while `probe()` is sampled every `every_s` on a thread (what a
+    fault did while a scenario ran): (run's result, the samples)."""
+    seen, done = [], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            seen.append(probe())
+            time.sleep(every_s)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        return run(), seen
+    finally:
+        done.set()
+        sampler.join()

@@ -4,14 +4,12 @@ its span and continued after, beside the real fio load; the remote shell
 
 import secrets
 import sys
-import threading
-import time
 
 import yaml
 
 from iofleet.results.store import Store
 
-from ..cli import iofleet
+from ..cli import iofleet, sampled_while
 from .sshfleet import ssh_fleet
 
 LOAD = {"bs": "4k", "read_pct": 0, "iodepth": 1, "size": "8m", "runtime": "7s", "ramp": "1s", "engine": "psync",
@@ -33,20 +31,8 @@ def test_process_stop_on_a_fleet_host_stops_it_for_its_span(tmp_path, make_fleet
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump({"name": "stop", "load": LOAD, "events": [
         {"at": "2s", "fault": "process-stop", "host": "h1", "pattern": marker, "for": "2s"}]}))
-    seen, done = [], threading.Event()
-
-    def watch():
-        while not done.is_set():
-            seen.append(_state(victim.pid))
-            time.sleep(0.05)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
-        proc = iofleet("scenario", f, "--hosts", inv, data_dir=data_dir, timeout=120)
-    finally:
-        done.set()
-        watcher.join()
+    proc, seen = sampled_while(lambda: iofleet("scenario", f, "--hosts", inv, data_dir=data_dir, timeout=120),
+                               lambda: _state(victim.pid))
     assert f"  at 2s: process-stop on h1 (pattern: {marker}) for 2s\n" in proc.stdout
     assert "event 1: process-stop on h1 applied at" in proc.stdout and "Run 1 complete." in proc.stdout
     assert "T" in seen and seen[-1] != "T" and _state(victim.pid) != "T"

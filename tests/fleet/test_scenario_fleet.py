@@ -4,8 +4,6 @@ blkio on its target's disk and let go, a host lost mid-test with its data
 kept up to the fault and its fio server started again afterwards."""
 
 import subprocess
-import threading
-import time
 
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import yaml
 from iofleet.fleet.control.faults import BLKIO_ROOT
 from iofleet.results.store import Store
 
-from ..cli import iofleet
+from ..cli import iofleet, sampled_while
 from .testhost import accepts
 from .sshfleet import ssh_fleet
 
@@ -44,20 +42,8 @@ def test_link_slow_is_undone_and_a_lost_host_keeps_its_data_up_to_the_fault(tmp_
         {"at": "5s", "fault": "link-slow", "host": "h1", "mbit": 50, "for": "1s"},
         {"at": "7s", "fault": "host-down", "host": "h2"},
         {"at": "4s", "fault": "device-slow", "host": "h1", "iops": 100, "for": "3s"}]}))
-    seen, done = [], threading.Event()
-
-    def watch():  # h1's root qdisc while the scenario runs
-        while not done.is_set():
-            seen.append("rate 50Mbit" in _qdisc(fleet, "h1"))
-            time.sleep(0.1)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
-        proc = iofleet("scenario", f, "--hosts", inv, data_dir=data_dir, timeout=120)
-    finally:
-        done.set()
-        watcher.join()
+    proc, seen = sampled_while(lambda: iofleet("scenario", f, "--hosts", inv, data_dir=data_dir, timeout=120),
+                               lambda: "rate 50Mbit" in _qdisc(fleet, "h1"), every_s=0.1)  # h1's root qdisc
     out = " ".join(proc.stdout.split())
     assert "event 1: link-slow on h1 applied at" in out and "event 1: link-slow on h1 undone at" in out
     assert "event 2: host-down on h2 applied at" in out

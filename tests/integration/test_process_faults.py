@@ -7,8 +7,6 @@ load running beside them."""
 import secrets
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 import yaml
@@ -17,7 +15,7 @@ from iofleet.fleet.control.faults import Fault, FaultError
 from iofleet.plan.scenario import parse_scenario
 from iofleet.results.store import Store
 
-from ..cli import iofleet
+from ..cli import iofleet, sampled_while
 
 
 def _victim(marker: str) -> subprocess.Popen:
@@ -86,20 +84,9 @@ def test_process_stop_and_kill_with_restart_beside_the_real_load(tmp_path, disk_
         {"at": "2s", "fault": "process-stop", "pattern": f"{marker}-stop", "for": "2s"},
         {"at": "3s", "fault": "process-kill", "pid_file": str(pid_file), "restart": restart, "for": "2s"}]}))
     iofleet("scenario", f, "--target", disk_dir, data_dir=data_dir, check_rc=2)  # the restart needs --yes
-    seen, done = [], threading.Event()
-
-    def watch():  # the stopped process's state while the scenario runs
-        while not done.is_set():
-            seen.append(_state(stopped.pid))
-            time.sleep(0.05)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
-        proc = iofleet("scenario", f, "--target", disk_dir, "--yes", data_dir=data_dir, timeout=120)
-    finally:
-        done.set()
-        watcher.join()
+    proc, seen = sampled_while(
+        lambda: iofleet("scenario", f, "--target", disk_dir, "--yes", data_dir=data_dir, timeout=120),
+        lambda: _state(stopped.pid))  # the stopped process's state while the scenario runs
     assert f"  at 2s: process-stop on this host (pattern: {marker}-stop) for 2s\n" in proc.stdout
     assert (f"  at 3s: process-kill on this host (pid_file: {pid_file}) for 2s; restart at 5s: true '\\x1b[2K\\x0d'; "
             f"echo restarted > {restarted}\n") in proc.stdout
