@@ -79,7 +79,7 @@ test: system browser ceph $(STAMP)
 # host whose link vanishes, a second run on a busy fleet target), and a second
 # Ceph cluster torn down to nothing.
 test-scale: system ceph $(STAMP)
-	$(BIN)/pytest -q tests/fleet tests/ceph -m scale
+	$(BIN)/pytest -q tests -m scale
 
 # Performance measurements (not part of the tests); writes BENCHMARKS.md.
 # The grid runs of easy_vs_best.py are reused by saturate_vs_grid.py.

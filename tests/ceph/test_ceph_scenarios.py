@@ -44,7 +44,7 @@ def _scenario(tmp_path, ceph, monkeypatch, doc: dict, *args):
     return out.stdout, run.methodology.scenario
 
 
-def test_an_osd_hung_for_20_s_is_a_stall_of_20_s_not_a_hole(ceph, tmp_path, monkeypatch):
+def test_an_osd_hung_for_20_s_is_a_stall_of_at_least_20_s_not_a_hole(ceph, tmp_path, monkeypatch):
     c = ceph.cluster
     pid_file = c.dir / "run" / "osd.1.pid"
     # Ceph would mark the hung OSD down after its heartbeat grace (20 s) and re-peer once it is back (some seconds
@@ -60,14 +60,20 @@ def test_an_osd_hung_for_20_s_is_a_stall_of_20_s_not_a_hole(ceph, tmp_path, monk
     series = sc.impact["series"]
     steps = [b - a for a, b in zip(series["t_s"], series["t_s"][1:])]
     assert all(0.8 <= d <= 1.2 for d in steps), f"a hole in the series: {series['t_s']}"
-    # Every PG of the 3-OSD pool (size 3) has osd.1: every write waits for it.
+    # Every PG of the 3-OSD pool (size 3) has osd.1: every write waits for it, at least while it is stopped
+    # (Ceph may take longer to serve IO again: once it took 24 s more here). The stall named is the series' own
+    # seconds without an IO, to 2 s.
     (stall,) = sc.impact["stalls"]
-    assert abs((stall["to_s"] - stall["from_s"]) - 20) <= 2, stall
-    assert sum(series["stalled"]) >= 17 and all(i == 0 for i, s in zip(series["iops"], series["stalled"]) if s)
+    zero = [t for t, i in zip(series["t_s"], series["iops"]) if i == 0]
+    assert stall["to_s"] - stall["from_s"] >= 18 and stall["waited_s"] >= 18, stall
+    assert abs((stall["to_s"] - stall["from_s"]) - len(zero)) <= 2, (stall, zero)
+    assert zero == [t for t, s in zip(series["t_s"], series["stalled"]) if s]
     (hit,) = sc.impact["events"]
     during = hit["during"]
-    # The span's p99 counts the IOs that waited through the stall: at least most of the wait, and a lower bound.
-    assert during["p99_lower_bound"] is True and during["p99_ms"] >= 0.8 * stall["waited_s"] * 1000, hit
+    # The span's p99 counts the IOs that waited through the stall: at least most of its part of the wait, and a
+    # lower bound.
+    waited_in_span = min(stall["to_s"], hit["to_s"]) - max(stall["from_s"], hit["from_s"])
+    assert during["p99_lower_bound"] is True and during["p99_ms"] >= 0.8 * waited_in_span * 1000, hit
     assert hit["catch_up"] is not None and hit["catch_up"]["behind_ios"] > 2000
     assert f"IO paused from {stall['from_s']:.1f} to {stall['to_s']:.1f} s" in said
     assert "p99 ≥ " in said and "p99 is fio's latency from issue" in said

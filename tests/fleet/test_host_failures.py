@@ -6,6 +6,8 @@ as left behind, found by `hosts check` and removed once it is back."""
 import json
 import time
 
+import pytest
+
 from iofleet.fleet.fio_link.remote import LATE_HOST_S
 
 from iofleet.results.store import Store
@@ -14,6 +16,7 @@ from ..cli import iofleet, show_json, write_plan
 from .helpers import SHORT, host_files, wait_for_jobs
 
 
+@pytest.mark.scale  # about 24 s: `make test-scale` (make test keeps under 20 minutes)
 def test_a_frozen_host_is_lost_soon_after_the_planned_end_and_the_others_kept(tmp_path, make_fleet, data_dir,
                                                                                spawn):
     fleet = make_fleet(3)
@@ -59,6 +62,7 @@ def test_a_frozen_host_is_lost_soon_after_the_planned_end_and_the_others_kept(tm
     assert not host_files(fleet, "h1") and not host_files(fleet, "h2") and host_files(fleet, "h3")
 
 
+@pytest.mark.scale  # about 21 s: `make test-scale` (make test keeps under 20 minutes)
 def test_a_host_frozen_while_preparing_the_data_ends_the_run_in_bounded_time(tmp_path, make_fleet, data_dir,
                                                                               spawn):
     fleet = make_fleet(2)

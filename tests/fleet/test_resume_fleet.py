@@ -3,12 +3,15 @@ servers, found again through the inventory path stored with the run."""
 
 import time
 
+import pytest
+
 from iofleet.results.store import Store
 
 from ..cli import iofleet, write_plan
 from .helpers import SHORT, data_files, wait_for_jobs
 
 
+@pytest.mark.scale  # about 28 s: `make test-scale` (make test keeps under 20 minutes)
 def test_a_killed_fleet_run_is_resumed_on_the_same_hosts(tmp_path, make_fleet, data_dir, spawn):
     fleet = make_fleet(2)
     inv = fleet.write_inventory(tmp_path / "inv.yaml")

@@ -7,6 +7,8 @@ import dataclasses
 import hashlib
 import json
 
+import pytest
+
 from iofleet.fleet.inventory import load_inventory
 from iofleet.fleet.targets.kept import KEPT_NAME
 from iofleet.plan.easy import MiB, Durations
@@ -29,6 +31,7 @@ def heads(files) -> dict:
     return out
 
 
+@pytest.mark.scale  # about 21 s: `make test-scale` (make test keeps under 20 minutes)
 def test_easy_runs_profiles_extend_the_probes_data_on_every_host(tmp_path, make_fleet, data_dir):
     fleet = make_fleet(2)
     hosts = load_inventory(fleet.write_inventory(tmp_path / "inv.yaml")).hosts

@@ -1,6 +1,8 @@
 """`iofleet saturate` with real fio on a file target: the sweep, the knee,
 the best configuration, the latency target with bisection, Little's law."""
 
+import pytest
+
 from iofleet.analysis.saturation import more_iops, saturation_of_run
 from iofleet.results.model import Run
 from tests.cli import iofleet, show_json
@@ -37,6 +39,7 @@ def test_sweep_finds_the_knee_and_the_best_configuration(disk_dir, data_dir):
     assert "Saturation sweep of run 1" in shown and "Most IOPS under the target: jobs" in shown
 
 
+@pytest.mark.scale  # about 17 s: `make test-scale` (make test keeps under 20 minutes)
 def test_latency_target_is_refined_by_bisection(disk_dir, data_dir):
     # 4k random reads on this VM: mean latency ~0.2 ms at iodepth 32 and
     # ~0.34 ms at 64, while IOPS still grow, so the target breaks between
