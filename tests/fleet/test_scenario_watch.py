@@ -31,7 +31,8 @@ def _throttled() -> bool:
 
 
 class _Flipper:
-    """Writes `degraded` to a state file while `faulty()` holds, `ok` otherwise, until stopped."""
+    """Writes `degraded` to a state file while `faulty()` holds, `ok` otherwise, until stopped (the `with`
+    block's end)."""
 
     def __init__(self, path: Path, faulty):
         self.path, self.faulty, self.flips = path, faulty, []
@@ -50,7 +51,10 @@ class _Flipper:
                 now = new
             time.sleep(0.05)
 
-    def stop(self):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
         self._done.set()
         self._thread.join()
 
@@ -104,11 +108,8 @@ def test_a_local_watch_gives_the_storages_account_of_a_slowed_device(tmp_path, l
     proc = iofleet("scenario", f, "--target", loop_target, data_dir=data_dir, check_rc=2)
     assert proc.stderr.strip() == (f"error: {f}: the scenario runs commands on hosts as root (this host, every 1s: "
                                    f"cat {state}); check them and run again with --yes")
-    flipper = _Flipper(state, _throttled)
-    try:
+    with _Flipper(state, _throttled) as flipper:
         proc = iofleet("scenario", f, "--target", loop_target, "--yes", data_dir=data_dir, timeout=120)
-    finally:
-        flipper.stop()
     assert flipper.flips == ["degraded", "ok"]
     out = " ".join(proc.stdout.split())
     assert f"watch: cat {state} on this host every 1s" in out
@@ -143,11 +144,8 @@ def test_a_watch_on_a_fleet_host_runs_there_over_ssh(tmp_path, make_fleet, data_
     f.write_text(yaml.safe_dump({"name": "watched", "load": LOAD,
                                  "events": [{"at": "3s", "fault": "device-slow", "host": "h1", "iops": 100, "for": "2s"}],
                                  "watch": {"command": command.strip(), "host": "h1"}}))
-    flipper = _Flipper(state, _throttled)
-    try:
+    with _Flipper(state, _throttled) as flipper:
         proc = iofleet("scenario", f, "--hosts", inv, "--yes", data_dir=data_dir, timeout=120)
-    finally:
-        flipper.stop()
     assert flipper.flips == ["degraded", "ok"]
     with Store.open(data_dir) as store:
         sc = store.get_run(1).methodology.scenario.to_dict()
