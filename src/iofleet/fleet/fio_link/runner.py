@@ -28,15 +28,31 @@ STOP_GRACE_S = 5.0
 
 
 @dataclass
+class RoundFigures:
+    """One fleet host's latest status round, exact, from its fio server's
+    own status as the relay decodes it (fio_link/status_frames.py)."""
+
+    end_s: float  # the round's end, on the host's measured clock
+    seconds: float  # the round's length
+    iops: float
+    bw_bytes_s: float
+    lat_mean_ns: float | None
+    p99_ns: float | None
+
+
+@dataclass
 class LiveFigures:
-    """Rates over the last status interval, summed over jobs (None where fio
-    gives none live: a fleet test), and each fleet host's latest metrics."""
+    """Rates over the last status interval (a fleet: its last round every
+    host has), summed over jobs and hosts (None before any), each fleet
+    host's latest metrics (node_exporter) and, where its fio server's
+    status is decoded, its latest round (`rounds`)."""
 
     elapsed_s: float
     iops: float | None
     bw_bytes_s: float | None
     lat_mean_ns: float | None
     hosts: dict[str, HostSample | None] | None = None
+    rounds: dict[str, RoundFigures | None] | None = None
 
 
 @dataclass
