@@ -70,35 +70,55 @@ class Round:
         return (self.end_ms - self.start_ms) / 1000
 
 
-def snapshot(entries: list[dict], where: str = "status") -> Snapshot | None:
-    """The measured jobs' sum from one snapshot's job entries (the
-    warm-up group and fio's "All clients" sum left out); None before the
-    measured jobs have done any IO."""
-    measured = [e for e in entries if e.get("jobname") not in (WARMUP_JOB, ALL_CLIENTS)]
-    if not measured:
+@dataclass
+class JobStatus:
+    """One job's cumulative figures at a status tick, from fio's JSON
+    status or its server's binary status frame (status_frames.py)."""
+
+    name: str
+    runtime_ms: int  # fio's job_runtime: how long the job has run
+    read: Totals
+    write: Totals
+    cpu_ms: float  # user + system CPU the job used so far
+
+
+def job_status(entry: dict, where: str) -> JobStatus:
+    """One job entry of fio's JSON status."""
+    runtime = entry.get("job_runtime")
+    if not isinstance(runtime, int) or isinstance(runtime, bool):
+        raise ImportFormatError(f"{where}: no job_runtime in fio's status")
+    totals = {}
+    for name in ("read", "write"):
+        d = _direction(entry, name, where)
+        totals[name] = Totals(d.ios, d.io_bytes, d.lat_n, (d.lat_mean_ns or 0.0) * d.lat_n, dict(d.bins or {}))
+    cpu = (entry.get("usr_cpu") or 0.0) + (entry.get("sys_cpu") or 0.0)
+    # fio's CPU shares are of the job's runtime
+    return JobStatus(entry.get("jobname", ""), runtime, totals["read"], totals["write"], cpu / 100 * runtime)
+
+
+def measured_sum(jobs: list[JobStatus]) -> Snapshot | None:
+    """The measured jobs' sum at one tick (the warm-up group and fio's "All
+    clients" sum left out); None before the measured jobs have done any IO
+    (fio shows their process age there)."""
+    measured = [j for j in jobs if j.name not in (WARMUP_JOB, ALL_CLIENTS)]
+    if not any(j.read.ios or j.write.ios for j in measured):
         return None
-    totals = {"read": Totals(), "write": Totals()}
-    t_ms, cpu_ms, any_io = 0, 0.0, False
-    for i, entry in enumerate(measured):
-        runtime = entry.get("job_runtime")
-        if not isinstance(runtime, int) or isinstance(runtime, bool):
-            raise ImportFormatError(f"{where}[{i}]: no job_runtime in fio's status")
-        for name in ("read", "write"):
-            d = _direction(entry, name, f"{where}[{i}]")
-            acc = totals[name]
+    read, write = Totals(), Totals()
+    for j in measured:
+        for acc, d in ((read, j.read), (write, j.write)):
             acc.ios += d.ios
             acc.io_bytes += d.io_bytes
             acc.lat_n += d.lat_n
-            acc.lat_sum_ns += (d.lat_mean_ns or 0.0) * d.lat_n
+            acc.lat_sum_ns += d.lat_sum_ns
             if d.bins:
                 acc.bins = merge_bins([acc.bins, d.bins]) if acc.bins else dict(d.bins)
-            any_io = any_io or d.ios > 0
-        t_ms = max(t_ms, runtime)
-        cpu = (entry.get("usr_cpu") or 0.0) + (entry.get("sys_cpu") or 0.0)
-        cpu_ms += cpu / 100 * runtime  # fio's CPU shares are of the job's runtime
-    if not any_io:
-        return None  # before the measured jobs start (fio shows their process age there)
-    return Snapshot(t_ms, totals["read"], totals["write"], cpu_ms)
+    return Snapshot(max(j.runtime_ms for j in measured), read, write, sum(j.cpu_ms for j in measured))
+
+
+def snapshot(entries: list[dict], where: str = "status") -> Snapshot | None:
+    """The measured jobs' sum from one snapshot's job entries of fio's JSON status."""
+    measured = [e for e in entries if e.get("jobname") not in (WARMUP_JOB, ALL_CLIENTS)]
+    return measured_sum([job_status(e, f"{where}[{i}]") for i, e in enumerate(measured)])
 
 
 class Rounds:

@@ -124,8 +124,10 @@ class TestMethodology(Record):
     working_set: dict[str, CacheVerdict] = field(default_factory=dict)  # per host
     measured_from_ms: int | None = None  # the first IOPS interval, as the skew windows count it
     fio_steady: dict | None = None  # older runs: fio's own steady-state check per metric
+    round_spread_s: float | None = None  # a fleet: the most seconds between hosts closing the same round
+    live_note: str | None = None  # a fleet: why some host's status was not known live (no early stop)
 
-    OPTIONAL = ("fio_steady",)
+    OPTIONAL = ("fio_steady", "round_spread_s", "live_note")
 
     @classmethod
     def _from(cls, d: dict) -> dict:

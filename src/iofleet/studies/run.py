@@ -243,7 +243,8 @@ def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, cach
     out = TestMethodology(
         steady=dict(verdicts), rounds_source=source, until="steady" if "steady" in until else "time",
         early_stop=EarlyStop(stopped_at_s=m.ended_early_s, rule=EARLY_STOP_RULE) if m.ended_early_s else None,
-        window=window, latency_rounds=per_round, prepared=prepared, cache=m.cache)
+        window=window, latency_rounds=per_round, prepared=prepared, cache=m.cache,
+        round_spread_s=None if m.round_spread_s is None else round(m.round_spread_s, 3), live_note=m.live_note)
     for host, s in by_host.items():
         stated, source, ram = caches.get(host, (None, "", None))
         if stated is None and not s.direct:
@@ -278,6 +279,8 @@ def _run_test(index, spec, place: Place, store, run_id, observer, stop, prepared
                 steady_now=lambda per_host: steady_now(per_host, spec.round))
         except FioError as exc:
             m = Measured("failed", str(exc))
+    if m.live_note:
+        observer.warning(f"test {spec.id}: {m.live_note}")
     # The raw files are compressed on a thread while the test is summed up.
     artifacts = store.start_artifacts(run_id, index, spec.id, m.artifacts or {})
     try:

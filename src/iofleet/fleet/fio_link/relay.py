@@ -12,9 +12,11 @@ the others'), and the server stops its jobs, as when its client dies.
 
 The relay also reads the headers of what each server sends (fio's network
 protocol, server.h: a 24-byte little-endian header, then `pdu_len` bytes):
-when the server ended (STOP carries its exit value, QUIT follows) and its
+when the server ended (STOP carries its exit value, QUIT follows), its
 messages (TEXT), which fio's client would prefix with the server's own
-hostname only (the same on every host of some fleets).
+hostname only (the same on every host of some fleets), and, given
+`LiveRounds`, its periodic status (TS: each job's figures, which fio's
+client holds until the end), so each host's rounds are known live.
 
 fio's client names a server's logs and JSON entries by the address it
 connected to, so each host gets an address of its own on loopback
@@ -32,10 +34,11 @@ import threading
 import time
 
 from ...errors import FioError
+from .live_rounds import LiveRounds
 
 # fio's network protocol (server.h).
 _HEADER = struct.Struct("<HHIQIHH")  # version, opcode, flags, tag, pdu_len, cmd_crc16, pdu_crc16
-_QUIT, _TEXT, _STOP = 1, 5, 12
+_QUIT, _TEXT, _TS, _STOP = 1, 5, 6, 12
 _MORE = 1  # FIO_NET_CMD_F_MORE: the payload goes on in the next frame
 _TEXT_HEAD = struct.Struct("<IIQQ")  # level, buf_len, log_sec, log_usec
 _END = struct.Struct("<II")  # exit value, signal
@@ -55,16 +58,19 @@ RELAY_ADDRESS = re.compile(r"(?<![0-9.])127\.100\.[0-9]+\.[0-9]+(?![0-9])")
 
 class _Frames:
     """Reads fio's frames from a server's byte stream: keeps the payloads
-    of STOP and TEXT (fragments joined), counts its way past the rest."""
+    of STOP and TEXT, and with `status` TS (fragments joined), counts its
+    way past the rest."""
 
-    def __init__(self):
+    def __init__(self, status: bool = False):
+        self.kept = (_STOP, _TEXT, _TS) if status else (_STOP, _TEXT)
+        self.version = 0  # the server's protocol version (every frame's header)
         self.head = bytearray()
         self.left = 0  # payload bytes of the current frame still to come
         self.opcode = self.flags = 0
         self.payload = bytearray()  # of a STOP or TEXT, fragments so far
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
-        """The whole STOP and TEXT payloads completed by `data`, and (QUIT, b"")."""
+        """The whole payloads kept completed by `data`, and (QUIT, b"")."""
         out, view, i = [], memoryview(data), 0
         while i < len(view):
             if self.left == 0 and len(self.head) < _HEADER.size:
@@ -73,9 +79,9 @@ class _Frames:
                 i += take
                 if len(self.head) < _HEADER.size:
                     break
-                _, self.opcode, self.flags, _, self.left, _, _ = _HEADER.unpack(self.head)
+                self.version, self.opcode, self.flags, _, self.left, _, _ = _HEADER.unpack(self.head)
             take = min(self.left, len(view) - i)
-            if self.opcode in (_STOP, _TEXT):
+            if self.opcode in self.kept:
                 self.payload += view[i:i + take]
             i += take
             self.left -= take
@@ -83,7 +89,7 @@ class _Frames:
                 self.head.clear()
                 if self.opcode == _QUIT:
                     out.append((_QUIT, b""))
-                elif self.opcode in (_STOP, _TEXT) and not self.flags & _MORE:
+                elif self.opcode in self.kept and not self.flags & _MORE:
                     out.append((self.opcode, bytes(self.payload)))
                     self.payload.clear()
         return out
@@ -92,13 +98,13 @@ class _Frames:
 class _Link:
     """One host: fio's client ↔ the relay ↔ the host's fio server."""
 
-    def __init__(self, name: str, upstream: tuple[str, int], address: str):
+    def __init__(self, name: str, upstream: tuple[str, int], address: str, status: bool):
         self.name, self.upstream, self.address = name, upstream, address
         self.listener: socket.socket | None = None
         self.client: socket.socket | None = None
         self.server: socket.socket | None = None
         self.pending: dict[socket.socket, bytearray] = {}  # bytes still to write to that socket
-        self.frames = _Frames()
+        self.frames = _Frames(status)
         self.connected = False
         self.unreachable: str | None = None  # why the server did not accept the relay's connection
         self.ended_at: float | None = None  # monotonic time the connection was over
@@ -116,10 +122,13 @@ class _Link:
 class Relay:
     """A relay per host (name → (address, port) of its fio server), run on
     one thread. `open()` connects to every server; `client_arg(name)` is
-    fio's --client value for the host's relay; `drop(name)` ends it."""
+    fio's --client value for the host's relay; `drop(name)` ends it.
+    `status`: takes each host's status frames as they pass."""
 
-    def __init__(self, upstreams: dict[str, tuple[str, int]]):
-        self.links = {name: _Link(name, up, loopback_address(i)) for i, (name, up) in enumerate(upstreams.items())}
+    def __init__(self, upstreams: dict[str, tuple[str, int]], status: "LiveRounds | None" = None):
+        self.status = status
+        self.links = {name: _Link(name, up, loopback_address(i), status is not None)
+                      for i, (name, up) in enumerate(upstreams.items())}
         self._sel = selectors.DefaultSelector()
         self._closing = False
         self._thread = threading.Thread(target=self._loop, name="iofleet-relay", daemon=True)
@@ -273,6 +282,8 @@ class Relay:
         for opcode, payload in link.frames.feed(data):
             if opcode == _QUIT:
                 link.quit_at = time.monotonic()
+            elif opcode == _TS:
+                self.status.take(link.name, link.frames.version, payload)
             elif opcode == _STOP and len(payload) >= _END.size:
                 link.exit = _END.unpack_from(payload)
             elif opcode == _TEXT and len(payload) >= _TEXT_HEAD.size:

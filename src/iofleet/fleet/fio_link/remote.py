@@ -23,6 +23,7 @@ from ...fio.status import Round, client_rounds
 from ...fio.records import DiskUtil, JobResult
 from ..inventory import Host
 from ..local import engine_candidates
+from .live_rounds import LiveRounds
 from .relay import RELAY_ADDRESS, Relay
 from .runner import MOUNTED_REFUSAL, STOP_GRACE_S, FioRun, killed_reason, run_fio
 
@@ -65,7 +66,7 @@ def run_on_hosts(
     jobfiles: dict[str, str], hosts: list[Host], work: Path, stop: threading.Event,
     timeout_s: float | None = None, tag: str = "job", planned_s: dict[str, float] | None = None,
     work_bytes: dict[str, int] | None = None, status_s: int | None = None, per_tick: dict[str, int] | None = None,
-    start_together: bool = False,
+    start_together: bool = False, live: LiveRounds | None = None, finish: threading.Event | None = None,
 ) -> FleetRun:
     """Run one job file per host (by host name), all through one fio
     client. A host that has not ended `timeout_s` after the start, or, with
@@ -80,9 +81,11 @@ def run_on_hosts(
     its status every so many seconds, one round each (fio/status.py);
     `per_tick` (host → its job file's jobs) splits them. `start_together`
     (a measured test): the client keeps fio's own clock choice
-    (fio.command.QUICK_CLOCK)."""
+    (fio.command.QUICK_CLOCK). `live`: takes each host's status as it
+    passes the relay. Setting `finish` ends every host's jobs at once, as
+    planned (the fleet is steady): each host's results are kept whole."""
     late: dict[str, str] = {}  # host → why it was ended as lost
-    with Relay({h.name: h.endpoint for h in hosts}) as relay:
+    with Relay({h.name: h.endpoint for h in hosts}, status=live) as relay:
         for name, why in relay.open().items():
             late[name] = f"no result (fio server not reachable: {why})"
         pairs = []
@@ -93,16 +96,17 @@ def run_on_hosts(
                 pairs.append((relay.client_arg(h.name), str(path)))
         fio = _client(client_command(pairs, status_s, quick_clock=not start_together), work, stop, relay,
                       [h.name for h in hosts if h.name not in late], late,
-                      lambda name, now, done: _overdue(name, now, timeout_s, planned_s, done, work_bytes))
+                      lambda name, now, done: _overdue(name, now, timeout_s, planned_s, done, work_bytes), finish)
     views, docs, fio = _split(fio, hosts, relay, work)
     return _collect(hosts, views, docs, fio, late, per_tick if status_s else None, (status_s or 1) * 1000)
 
 
 def _client(cmd: list[str], work: Path, stop: threading.Event, relay: Relay, names: list[str],
-            late: dict[str, str], overdue) -> FioRun:
+            late: dict[str, str], overdue, finish: threading.Event | None = None) -> FioRun:
     """Run the one fio client, ending hosts as the rules say: `overdue(name,
     seconds from the start, {finished host: seconds})` says why a host is
-    lost; after a stop, hosts still silent STOP_DROP_S later are ended."""
+    lost; after a stop or `finish` (fio's client then asks every server to
+    end its jobs), hosts still silent STOP_DROP_S later are ended."""
     if not names:
         return FioRun(returncode=1, final_output=None, stdout="", stderr="", stopped=stop.is_set(),
                       killed=False, wall_s=0.0)
@@ -112,7 +116,7 @@ def _client(cmd: list[str], work: Path, stop: threading.Event, relay: Relay, nam
 
     def drive() -> None:
         try:
-            result.append(run_fio(cmd, work, halt, abandon=give_up))
+            result.append(run_fio(cmd, work, halt, abandon=give_up, finish=finish))
         except BaseException as exc:  # raised below
             result.append(exc)
 
@@ -127,8 +131,9 @@ def _client(cmd: list[str], work: Path, stop: threading.Event, relay: Relay, nam
             all_ended_at = all_ended_at or now
             if now - all_ended_at > STOP_GRACE_S:  # every host is over: the client has nothing left to wait for
                 give_up.set()
-        elif stop.is_set():
-            halt.set()
+        elif stop.is_set() or finish is not None and finish.is_set():
+            if stop.is_set():
+                halt.set()
             stopped_at = stopped_at or now
             if now - stopped_at > STOP_DROP_S:
                 for name in open_:

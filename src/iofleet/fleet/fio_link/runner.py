@@ -260,12 +260,13 @@ def killed_reason(fio: FioRun) -> str | None:
 
 
 class LiveHosts:
-    """Live progress of a fleet test: fio's client gives no per-host figures
-    while it runs, so each host's live IO rate and CPU come from its
-    node_exporter (hosts without one show as unknown)."""
+    """Live progress of a fleet test, once a second: each host's latest
+    status round from its fio server (`live`, where its status is decoded),
+    the fleet's last whole round, and each host's CPU, disk and network
+    from its node_exporter (hosts without one show as unknown)."""
 
-    def __init__(self, sampler: MetricsSampler, on_live):
-        self.sampler, self.on_live = sampler, on_live
+    def __init__(self, sampler: MetricsSampler, on_live, live=None, names: list[str] | None = None):
+        self.sampler, self.on_live, self.live, self.names = sampler, on_live, live, names or []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -284,8 +285,11 @@ class LiveHosts:
         while not self._stop.wait(1.0):
             latest = self.sampler.latest()
             hosts = {h: latest.get(h) for h in self.sampler.sources}
-            self.on_live(LiveFigures(elapsed_s=time.monotonic() - self._start, iops=None,
-                                     bw_bytes_s=None, lat_mean_ns=None, hosts=hosts))
+            fleet = self.live.fleet_round(self.names) if self.live is not None else None
+            iops, bw, lat = fleet or (None, None, None)
+            self.on_live(LiveFigures(elapsed_s=time.monotonic() - self._start, iops=iops, bw_bytes_s=bw,
+                                     lat_mean_ns=lat, hosts=hosts,
+                                     rounds=self.live.latest() if self.live is not None else None))
 
 
 def _signal(proc: subprocess.Popen, sig: int) -> None:

@@ -36,6 +36,8 @@ class Measured:
     cache: dict[str, str] = field(default_factory=dict)  # host → what was done to its caches
     rounds: dict[str, list[Round]] = field(default_factory=dict)  # host → its rounds (fio/status.py)
     ended_early_s: float | None = None  # until: steady: the measured second at which it was steady
+    round_spread_s: float | None = None  # a fleet: the most seconds between hosts closing the same round
+    live_note: str | None = None  # a fleet: why some host's live status was not decoded
 
 
 @dataclass

@@ -21,6 +21,7 @@ from ..metrics import MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
 from .base import (CONTROLLER, Measured, Place, Prepared, collect_artifacts, prepare_sizes, test_timeout, verdict,
                    written_bytes)
 from ..fio_link.remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts
+from ..fio_link.live_rounds import LiveRounds, SteadyWatch, not_decoded_note
 from ..fio_link.runner import LiveHosts, read_series, rebase_series
 from ..targets import Access, target_for
 from ..targets.lock import TargetLock, holder_facts
@@ -253,9 +254,11 @@ class FleetPlace(Place):
 
     def run_test(self, step: TestSpec | MixedStep, work: Path, stop: threading.Event, phase, on_live,
                  steady_now=None) -> Measured:
-        """fio's client holds its servers' status until the end, so an
-        until: steady test runs to max_runtime here (`steady_now` is not
-        used); its rounds are judged afterwards (docs/steady-state.md)."""
+        """Every host runs its test at once; each host's status rounds are
+        known as its server sends them (LiveRounds), so an until: steady test
+        ends on every host together at the first round the fleet's summed
+        rounds hold by `steady_now` (host → rounds), the rule that judges
+        them afterwards."""
         specs = self.specs_by_host(step)
         hosts = [h for h in self.hosts if h.name in specs]
         self._max_jobs = max(self._max_jobs, step.jobs)
@@ -285,15 +288,25 @@ class FleetPlace(Place):
         round_s = next(iter(specs.values())).round
         # fio lists each job every snapshot: the warm-up group's and the measured one's.
         per_tick = {h.name: specs[h.name].jobs * (2 if specs[h.name].ramp else 1) for h in hosts}
+        names = [h.name for h in hosts]
+        finish, steady = threading.Event(), SteadyWatch(names, step.until == "steady" and steady_now, phase)
+        live = LiveRounds(per_tick, round_s * 1000, on_round=lambda host: steady.check(live, finish))
         with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
-                LiveHosts(sampler, on_live):
+                LiveHosts(sampler, on_live, live, names):
             run = run_on_hosts(jobfiles, hosts, work, stop, timeout_s=timeout,
                                planned_s={h.name: specs[h.name].ramp + specs[h.name].longest_s for h in hosts},
-                               status_s=round_s, per_tick=per_tick, start_together=True)
+                               status_s=round_s, per_tick=per_tick, start_together=True, live=live, finish=finish)
         self.lost |= set(run.lost)  # left out of cleanup: gone, or frozen
         m = verdict(run.fio, run.jobs, run.disks, run.job_errors, parse_error=run.parse_error, lost=run.lost,
                      lost_why=lost_reason(run) if run.lost else "")
         m.engine, m.rounds = engine, run.rounds
+        if run.fio.ended_early and steady.at_s is not None:
+            # Judged afterwards on exactly the rounds that ended it (a round may close as the hosts stop).
+            m.rounds = {h: r[:steady.rounds] for h, r in run.rounds.items()}
+            m.ended_early_s = steady.at_s
+        m.round_spread_s = live.spread_s([n for n in names if n not in run.lost])
+        unreadable = live.unreadable()
+        m.live_note = not_decoded_note(unreadable) if unreadable else None
         # fio invalidates the files' page cache on each host; the kernel's
         # caches were dropped where SSH reaches the host (as root).
         m.cache = {h.name: self.targets[h.name].cache_note(self.clear_cache, dropped.get(h.name, NO_SSH),
