@@ -12,7 +12,7 @@ from iofleet.results.store import Store
 from iofleet.studies.events import RunObserver
 from iofleet.studies.run import run_plan
 
-from ..cli import show_json
+from ..cli import iofleet, show_json
 from .helpers import SHORT
 
 # A rate-limited load is steady from its first rounds: the fleet ends long before max_runtime.
@@ -60,6 +60,15 @@ def test_a_steady_fleet_ends_early_on_every_host_judged_on_the_rounds_seen_live(
     assert m["steady"]["iops"]["end_s"] == pytest.approx(stopped)
     assert len(fleet_rounds) == len(m["steady"]["iops"]["rounds"]) >= 5
     assert m["round_spread_s"] is not None and m["round_spread_s"] >= 0
+    # Each host's own figures over the same window: they add up to the fleet's.
+    w = m["window"]
+    assert set(w["hosts"]) == {"h1", "h2", "h3"}
+    assert sum(h["all"]["ios"] for h in w["hosts"].values()) == w["all"]["ios"] > 0
+    assert sum(h["all"]["iops"] for h in w["hosts"].values()) == pytest.approx(w["all"]["iops"], rel=1e-9)
+    shown = iofleet("results", "show", "1", data_dir=data_dir).stdout
+    span = f"window {round(w['start_s'], 1):g}-{round(w['end_s'], 1):g} s"
+    assert all(any(line.strip().startswith(h) and span in line for line in shown.splitlines())
+               for h in ("h1", "h2", "h3")), shown
     # Live: each host's own rounds, the same figures as stored (exact, from the same status).
     per_host: dict[str, dict[float, float]] = {}
     for live in watch.seen:

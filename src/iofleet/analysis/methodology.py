@@ -258,12 +258,13 @@ def span_figures(per_host: dict[str, list[Round]], first: int, last: int,
     return {"read": read, "write": write, "all": both}
 
 
-def status_window(per_host: dict[str, list[Round]], verdict: SteadyVerdict, host_cpu: list | None = None,
+def status_window(per_host: dict[str, list[Round]], verdict: SteadyVerdict, host_cpu: dict | None = None,
                   measured_from_s: float = 0.0) -> dict | None:
     """The measurement window's figures, all from that window: the steady
     window when IOPS are steady, else the last STEADY_WINDOW_ROUNDS whole
-    rounds. `host_cpu`: each host's HostSample series (fleet.metrics), whose
-    clock has the measured part starting at `measured_from_s`."""
+    rounds; with several hosts, each host's too (`hosts`). `host_cpu`: host
+    → its HostSample series (fleet.metrics), whose clock has the measured
+    part starting at `measured_from_s`."""
     n = _whole(per_host)
     if verdict.steady:
         first, last = verdict.first_round, verdict.last_round
@@ -275,15 +276,22 @@ def status_window(per_host: dict[str, list[Round]], verdict: SteadyVerdict, host
     figures = span_figures(per_host, first, last, spans)
     any_host = next(iter(per_host.values()))
     start, end = any_host[first].start_ms / 1000, any_host[last].end_ms / 1000
-    seconds = sum(s[2] for s in spans.values())
-    fio_cpu_ms = sum(s[3] for s in spans.values())
-    return {
-        "start_s": round(start, 3), "end_s": round(end, 3), "steady": verdict.steady, "source": "fio status",
-        "iops": figures["all"].iops, "bw_bytes_s": figures["all"].bw_bytes_s, "lat_mean_ns": figures["all"].lat_mean_ns,
-        **{d: direction_figures(figures[d]) for d in ("read", "write", "all")},
-        "cpu": {"fio_pct": round(100 * fio_cpu_ms / (seconds * 1000), 2) if seconds else None,
-                **_host_cpu_between(host_cpu or [], measured_from_s + start, measured_from_s + end)},
-    }
+    host_cpu = host_cpu or {}
+
+    def window(figures: dict[str, DirectionStats], spans: dict, series: list) -> dict:
+        seconds = sum(s[2] for s in spans.values())
+        fio_cpu_ms = sum(s[3] for s in spans.values())
+        return {**{d: direction_figures(figures[d]) for d in ("read", "write", "all")},
+                "cpu": {"fio_pct": round(100 * fio_cpu_ms / (seconds * 1000), 2) if seconds else None,
+                        **_host_cpu_between(series, measured_from_s + start, measured_from_s + end)}}
+
+    out = {"start_s": round(start, 3), "end_s": round(end, 3), "steady": verdict.steady, "source": "fio status",
+           "iops": figures["all"].iops, "bw_bytes_s": figures["all"].bw_bytes_s,
+           "lat_mean_ns": figures["all"].lat_mean_ns, **window(figures, spans, list(host_cpu.values()))}
+    if len(per_host) > 1:  # each host over the same rounds: its row in the summary
+        out["hosts"] = {h: window(span_figures({h: per_host[h]}, first, last, {h: spans[h]}), {h: spans[h]},
+                                  [host_cpu[h]] if h in host_cpu else []) for h in per_host}
+    return out
 
 
 def _host_cpu_between(series: list, a: float, b: float) -> dict:

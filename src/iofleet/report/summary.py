@@ -229,10 +229,21 @@ def _test_rows(runs: list[TestRecord], tail: str, windowed: bool, repeated: bool
     if first.fleet and 1 < len(hosts) <= MAX_HOST_ROWS:
         order = first.fleet.hosts
         for host in sorted(hosts, key=lambda h: order.index(h) if h in order else len(order)):
-            figures = [_figures(jobs.get(host), cpu.get(host), tail=tail) for jobs, cpu in per_run if host in jobs]
-            rows.append(_row(f"  {host}", "host", figures, tail))
-    # Groups and hosts: no runs count, no window figures of their own (the whole test).
-    return [row] + [{c: r.get(c, "") for c in row} | ({"span": WHOLE} if windowed else {}) for r in rows[1:]]
+            windows = [_host_window(t, host) for t, (jobs, _) in zip(shown, per_run) if host in jobs]
+            figures = [_figures(jobs.get(host), cpu.get(host), w, tail=tail)
+                       for (jobs, cpu), w in zip([p for p in per_run if host in p[0]], windows)]
+            rows.append(_row(f"  {host}", "host", figures, tail) | {"span": "; ".join(dict.fromkeys(map(_span, windows)))})
+    # Groups and hosts: no runs count; a host shows its own part of the test's window, a group the whole test.
+    return [row] + [{c: r.get(c, "") for c in row} | ({"span": r.get("span", WHOLE)} if windowed else {})
+                    for r in rows[1:]]
+
+
+def _host_window(test: TestRecord, host: str) -> dict | None:
+    """A host's own figures over its test's measurement window (stored
+    since fleet tests have their rounds live), else None: the whole test."""
+    window = shown_window(test.methodology)
+    part = ((window or {}).get("hosts") or {}).get(host)
+    return part and {"start_s": window["start_s"], "end_s": window["end_s"], **part}
 
 
 def summary_rows(run: Run) -> list[dict]:

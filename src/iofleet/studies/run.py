@@ -232,7 +232,7 @@ def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, cach
     rounds = {h: r for h, r in m.rounds.items() if h not in m.lost}
     if rounds and all(rounds.values()):
         verdicts = judge_rounds(rounds, round_s)
-        window = status_window(rounds, verdicts["iops"], [h.series for h in m.host_metrics],
+        window = status_window(rounds, verdicts["iops"], {h.host: h.series for h in m.host_metrics},
                                measured_from_s=first.ramp if first else 0)
         per_round, source = latency_rounds(rounds, round_s), "fio status"
     else:
