@@ -133,6 +133,7 @@ class Relay:
         self._closing = False
         self._thread = threading.Thread(target=self._loop, name="iofleet-relay", daemon=True)
         self.opened_at = 0.0
+        self.cpu_s: float | None = None  # CPU seconds the relay's thread used, once closed (bench/)
 
     def __enter__(self) -> "Relay":
         return self
@@ -218,6 +219,12 @@ class Relay:
     # The relay's thread.
 
     def _loop(self) -> None:
+        try:
+            self._relay()
+        finally:
+            self.cpu_s = time.thread_time()
+
+    def _relay(self) -> None:
         while not self._closing:
             for key, mask in self._sel.select(0.05):
                 link, role = key.data
