@@ -37,7 +37,7 @@ def test_a_steady_tests_row_shows_every_figure_of_its_window_and_says_which_seco
     notes = [line for line, _ in summary_notes(run)]
     assert ("until: steady tests show every figure of their row (IOPS, MB/s, latency, percentiles; CPU of no-cpu "
             "covers the whole measured part) from their measurement window of 5 rounds (column span); fixed-time "
-            "tests and host rows cover the whole measured part.") in notes
+            "tests cover the whole measured part.") in notes
     assert not any("their latency, percentiles and CPU cover the whole measured part" in n for n in notes)
 
 

@@ -343,9 +343,16 @@ def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
         whole_cpu = list(dict.fromkeys(t.id for t in shown if not window_cpu(shown_window(t.methodology))))
         cpu = (" and CPU" if not whole_cpu else
                f"; CPU of {', '.join(whole_cpu)} cover{'s' if len(whole_cpu) == 1 else ''} the whole measured part")
+        fleets = [t for t in shown if t.fleet]
+        hosts = ("" if not fleets else "; host rows show each host's own part of it" if all(
+            "hosts" in t.methodology.window for t in fleets) else "; host rows cover the whole measured part")
         notes.append((f"until: steady tests show every figure of their row (IOPS, MB/s, latency, percentiles"
-                      f"{cpu}) from their measurement window of 5 rounds (column span); fixed-time tests and "
-                      f"host rows cover the whole measured part.", None))
+                      f"{cpu}) from their measurement window of 5 rounds (column span){hosts}; fixed-time tests "
+                      f"cover the whole measured part.", None))
+    spread = [t.methodology.round_spread_s for t in tests if t.methodology.round_spread_s is not None]
+    if spread:  # each fio server's status timer starts with its own fio
+        notes.append((f"Fleet rounds: each host's from its own fio server's status; the hosts closed the same "
+                      f"round at most {max(spread):.2f} s apart.", None))
     old = [t for t in tests if t.methodology.window and "all" not in t.methodology.window]
     if old:  # stored before the windows had their own percentiles
         notes.append(("until: steady tests show IOPS and MB/s of their measurement window (5 rounds); their "
