@@ -99,7 +99,7 @@ def client_command(jobs: list[tuple[str, str]], status_interval: int | None = No
     pairs. With `status_interval` (an option of each server's, so after its
     --client and job file), each server sends its status that often; fio's client holds
     them until the end, then prints them all in its one document
-    (client_stats), the final status last. ETA requests on: they are the fio
+    (client_stats), the final status last (iofleet's relay reads them live). ETA requests on: they are the fio
     client's only liveness check of its servers, so a host that vanishes
     mid-test (no reset, e.g. powered off) is dropped after a few missed
     replies (about 40 s) and the other hosts' results are kept; with

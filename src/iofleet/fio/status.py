@@ -15,8 +15,9 @@ latency percentiles are all computed from these rounds: the rule that ends
 a test early judges exactly what is judged afterwards (DESIGN.md, rule 7).
 
 Locally fio prints a snapshot every second while it runs (live rounds);
-fio's client holds its servers' snapshots until the end, so a fleet
-test's rounds are known once it has ended.
+on a fleet each server sends one per round, which fio's client holds until
+the end but iofleet's relay decodes as it passes (status_frames.py): the
+same rounds, live.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def _offsets(fields: list[tuple[str, int]]) -> dict[str, int]:
 # Server protocol version → offsets; the fio releases that speak it.
 LAYOUTS = {version: _offsets(_FIELDS_97) for version in (97, 99, 100)}  # fio 3.33 – 3.35
 LAYOUTS |= {version: _offsets(_FIELDS_101) for version in (101, 103, 107, 111, 113, 120)}  # fio 3.36 – 3.42
-SUPPORTED = "fio 3.33 to 3.42 (server protocol versions 97 to 120)"
+SUPPORTED = "fio 3.33 to 3.42: protocol versions 97 to 120"
 
 _FIO_CLAT, _FIO_LAT = 1, 2
 
@@ -85,7 +85,8 @@ def decode_job(payload: bytes, version: int) -> JobStatus:
     frame too short for its layout."""
     at = LAYOUTS.get(version)
     if at is None:
-        raise ValueError(f"fio server protocol version {version} is not one iofleet decodes ({SUPPORTED})")
+        raise ValueError(f"fio server protocol version {version} is not one iofleet decodes "
+                         f"(it decodes {SUPPORTED})")
     if len(payload) < at["end"]:
         raise ValueError(f"a status frame of {len(payload)} bytes, shorter than version {version}'s "
                          f"{at['end']} bytes")

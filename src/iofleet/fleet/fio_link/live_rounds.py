@@ -11,7 +11,7 @@ import time
 
 from ...fio.merge import percentile_from_bins
 from ...fio.status import Round, Rounds, measured_sum
-from ...fio.status_frames import SUPPORTED, decode_job
+from ...fio.status_frames import decode_job
 from .runner import RoundFigures
 
 
@@ -119,8 +119,8 @@ def not_decoded_note(unreadable: dict[str, str]) -> str:
     """The run's line when some host's status cannot be decoded."""
     hosts = ", ".join(sorted(unreadable))
     why = next(iter(unreadable.values()))
-    return (f"no live figures from {hosts}: {why}; the test ran its full time and its figures come "
-            f"from fio's client at the end (iofleet decodes {SUPPORTED})")
+    return (f"no live figures from {hosts}: {why}; no early stop: the test ran its full time, its rounds "
+            f"read from fio's client at the end")
 
 
 class SteadyWatch:
