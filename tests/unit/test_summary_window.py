@@ -6,7 +6,7 @@ on the strings the text summary, the HTML report and the Markdown show."""
 from iofleet.report.html import run_report_context, run_report_md
 from iofleet.report.summary import shown_window, summary_notes, summary_rows
 
-from .steady_runs import job, method, store_run, window
+from .steady_runs import NO_IO, figures, job, method, store_run, window
 
 # The whole measured part of every test: 1,000 IOPS, mean 1 ms, p95 2 ms, p99 3 ms, p99.9 4 ms, CPU 50/70 %.
 WHOLE = {"IOPS": "1,000", "MB/s": "4.1", "read ms": "1.000", "write ms": "n/a", "p95 ms": "2.000",
@@ -58,6 +58,29 @@ def test_a_fleet_tests_host_rows_cover_the_whole_test(tmp_path):
     assert (fleet["IOPS"], fleet["p99 ms"], fleet["span"]) == ("1,200", "2.500", "window 10-20 s")
     assert (h1["test"], h1["IOPS"], h1["read ms"], h1["span"]) == ("  h1", "600", "0.900", "whole test")
     assert (h2["test"], h2["IOPS"], h2["read ms"], h2["span"]) == ("  h2", "400", "1.150", "whole test")
+
+
+def test_a_fleet_window_with_each_hosts_part_gives_each_host_row_its_own_window_figures(tmp_path):
+    win = window(10, 20)
+    win["hosts"] = {"h1": {"read": figures(700, 850, 1600, 2600, 4100), "write": dict(NO_IO),
+                           "all": figures(700, 850, 1600, 2600, 4100)},
+                    "h2": {"read": figures(500, 730, 1400, 2400, 3900), "write": dict(NO_IO),
+                           "all": figures(500, 730, 1400, 2400, 3900)}}
+    run = store_run(tmp_path, [("fleet", method("steady", win) | {"round_spread_s": 0.031},
+                                [job("h1", 600, 900), job("h2", 400, 1150)]),
+                               ("apart", method("steady", window(10, 20)) | {"round_spread_s": 0.9},
+                                [job("h1", 600, 900), job("h2", 400, 1150)])])
+    _, h1, h2, _, old_h1, _ = summary_rows(run)
+    assert (h1["IOPS"], h1["read ms"], h1["p99 ms"], h1["span"]) == ("700", "0.850", "2.600", "window 10-20 s")
+    assert (h2["IOPS"], h2["read ms"], h2["p99 ms"], h2["span"]) == ("500", "0.730", "2.400", "window 10-20 s")
+    assert old_h1["span"] == "whole test"  # a window stored without the hosts' parts: the whole test, as before
+    notes = dict(summary_notes(run))
+    assert ("Fleet rounds: each host's from its own fio server's status; the hosts closed the same round at most "
+            "0.90 s apart.") in notes
+    # 0.9 s of a 2-s round is further apart than a quarter of a round: said in yellow.
+    assert notes["Fleet rounds far apart: apart (0.9 s of 2 s); a fleet round sums seconds that differ from host "
+                 "to host by more than 25% of a round (hosts whose fio started apart: see the start skew)."] == "yellow"
+    assert any("host rows cover the whole measured part" in n for n in notes)  # the old window's
 
 
 def test_not_steady_tests_say_their_figures_are_the_last_five_rounds(tmp_path):

@@ -319,6 +319,16 @@ def host_facts_notes(run: Run) -> list[tuple[str, str | None]]:
             for text, hosts in hosts_of.items()]
 
 
+# Hosts closing the same status round further apart than this share of a
+# round: the fleet's summed rounds mix different seconds (said in yellow).
+ROUND_SPREAD_SHARE = 0.25
+
+
+def _round_s(test: TestRecord) -> float | None:
+    verdict = test.methodology.verdict("iops")
+    return verdict.round_s if verdict else None
+
+
 def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
     """(line, style) pairs: preparation, caches, measurement windows and
     cache vs capacity tests, said once for the run where they agree."""
@@ -349,10 +359,17 @@ def methodology_notes(run: Run) -> list[tuple[str, str | None]]:
         notes.append((f"until: steady tests show every figure of their row (IOPS, MB/s, latency, percentiles"
                       f"{cpu}) from their measurement window of 5 rounds (column span){hosts}; fixed-time tests "
                       f"cover the whole measured part.", None))
-    spread = [t.methodology.round_spread_s for t in tests if t.methodology.round_spread_s is not None]
+    spread = {t.id: (t.methodology.round_spread_s, _round_s(t)) for t in tests
+              if t.methodology.round_spread_s is not None}
     if spread:  # each fio server's status timer starts with its own fio
+        worst = max(s for s, _ in spread.values())
         notes.append((f"Fleet rounds: each host's from its own fio server's status; the hosts closed the same "
-                      f"round at most {max(spread):.2f} s apart.", None))
+                      f"round at most {worst:.2f} s apart.", None))
+        apart = [f"{i} ({s:.1f} s of {r:g} s)" for i, (s, r) in spread.items() if r and s > ROUND_SPREAD_SHARE * r]
+        if apart:
+            notes.append((f"Fleet rounds far apart: {', '.join(apart)}; a fleet round sums seconds that differ "
+                          f"from host to host by more than {ROUND_SPREAD_SHARE:.0%} of a round (hosts whose fio "
+                          f"started apart: see the start skew).", "yellow"))
     old = [t for t in tests if t.methodology.window and "all" not in t.methodology.window]
     if old:  # stored before the windows had their own percentiles
         notes.append(("until: steady tests show IOPS and MB/s of their measurement window (5 rounds); their "
