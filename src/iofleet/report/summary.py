@@ -232,7 +232,8 @@ def _test_rows(runs: list[TestRecord], tail: str, windowed: bool, repeated: bool
             windows = [_host_window(t, host) for t, (jobs, _) in zip(shown, per_run) if host in jobs]
             figures = [_figures(jobs.get(host), cpu.get(host), w, tail=tail)
                        for (jobs, cpu), w in zip([p for p in per_run if host in p[0]], windows)]
-            rows.append(_row(f"  {host}", "host", figures, tail) | {"span": "; ".join(dict.fromkeys(map(_span, windows)))})
+            span = "; ".join(dict.fromkeys(map(_span, windows)))
+            rows.append(_row(f"  {host}", "host", figures, tail) | {"span": span})
     # Groups and hosts: no runs count; a host shows its own part of the test's window, a group the whole test.
     return [row] + [{c: r.get(c, "") for c in row} | ({"span": r.get("span", WHOLE)} if windowed else {})
                     for r in rows[1:]]

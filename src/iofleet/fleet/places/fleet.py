@@ -289,7 +289,8 @@ class FleetPlace(Place):
         # fio lists each job every snapshot: the warm-up group's and the measured one's.
         per_tick = {h.name: specs[h.name].jobs * (2 if specs[h.name].ramp else 1) for h in hosts}
         names = [h.name for h in hosts]
-        finish, steady = threading.Event(), SteadyWatch(names, steady_now if all(s.until == "steady" for s in specs.values()) else None, phase)
+        until_steady = all(s.until == "steady" for s in specs.values())  # a mixed step: every group's test
+        finish, steady = threading.Event(), SteadyWatch(names, steady_now if until_steady else None, phase)
         live = LiveRounds(per_tick, round_s * 1000, on_round=lambda host: steady.check(live, finish))
         with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
                 LiveHosts(sampler, on_live, live, names):
