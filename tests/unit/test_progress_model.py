@@ -10,7 +10,7 @@ from rich.console import Console
 from iofleet.cli.progress import ClockColumn, TerminalProgress, live_text, result_line
 from iofleet.fio.records import DirectionStats
 from iofleet.fleet.metrics import HostSample
-from iofleet.fleet.fio_link.runner import LiveFigures
+from iofleet.fleet.fio_link.runner import LiveFigures, RoundFigures
 from iofleet.results.model import Aggregate
 from iofleet.studies.events import TestOutcome, estimate_seconds
 from iofleet.studies.live_state import Publisher
@@ -79,11 +79,32 @@ def test_a_fleet_sums_the_hosts_disk_iops_and_keeps_hosts_without_metrics():
     m.test_live(0, a, LiveFigures(elapsed_s=7.0, iops=None, bw_bytes_s=None, lat_mean_ns=None, hosts=hosts))
     live = m.live_dict()
     assert live["fleet"] == {"iops": 13_000.0, "mb_s": None, "lat_ms": None, "source": "node_exporter"}
-    assert live["hosts"]["h1"] == {"iops": 12_345.0, "cpu_pct": 41.6, "disk_busy_pct": 80.0, "net_mb_s": 3.0,
-                                   "mb_s": None, "lat_ms": None}
+    assert live["hosts"]["h1"] == {"disk_iops": 12_345.0, "cpu_pct": 41.6, "disk_busy_pct": 80.0, "net_mb_s": 3.0,
+                                   "iops": None, "mb_s": None, "lat_ms": None, "p99_ms": None}
     assert live["hosts"]["h2"] is None and live["hosts"]["h3"]["net_mb_s"] is None
     assert (live["index"], live["t"], live["phase"]) == (0, 7.0, "measuring")
-    assert live_text(m).splitlines()[0] == "  measuring on 3 hosts"
+    assert live_text(m).splitlines()[0] == "  measuring on 3 hosts (disk IOPS until the first round)"
+
+
+def test_a_fleet_shows_each_hosts_last_round_from_fio_and_the_fleets_whole_round():
+    m, clock, (a, _) = started()
+    m.test_started(0, a)
+    samples = {"h1": HostSample(3.0, 41.6, 80.0, 12_345.0, 2e6, 1e6), "a-long-host-name-17": None}
+    rounds = {"h1": RoundFigures(end_s=4.0, seconds=1.0, iops=1500.0, bw_bytes_s=6.144e6, lat_mean_ns=310_000.0,
+                                 p99_ns=1_250_000.0),
+              "a-long-host-name-17": None}
+    m.test_live(0, a, LiveFigures(elapsed_s=7.0, iops=2900.0, bw_bytes_s=11.8784e6, lat_mean_ns=300_000.0,
+                                  hosts=samples, rounds=rounds))
+    live = m.live_dict()
+    assert live["fleet"] == {"iops": 2900.0, "mb_s": 11.878, "lat_ms": 0.3, "source": "fio"}
+    assert live["hosts"]["h1"] == {"iops": 1500.0, "mb_s": 6.144, "lat_ms": 0.31, "p99_ms": 1.25, "cpu_pct": 41.6,
+                                   "disk_busy_pct": 80.0, "disk_iops": 12_345.0, "net_mb_s": 3.0}
+    assert live["hosts"]["a-long-host-name-17"] is None
+    lines = live_text(m).splitlines()
+    assert lines[0] == "  measuring: 2,900 IOPS  11.9 MB/s  mean latency 0.300 ms (last round, 2 hosts)"
+    assert lines[2].split() == ["h1", "1,500", "IOPS", "6.1", "MB/s", "0.310/1.250", "ms", "CPU", "42%"]
+    assert lines[3].split()[:2] == ["a-long-host-nam…", "waiting"]
+    assert all(len(line) <= 80 for line in lines), lines
 
 
 def test_a_steady_test_is_headlined_by_its_window_and_the_estimate_is_a_bound():

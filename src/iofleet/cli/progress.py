@@ -66,17 +66,23 @@ def _rate(p) -> str:
 
 
 def host_lines(hosts: dict[str, HostFigures | None]) -> str:
-    """One line per fleet host from its node_exporter: disk IOPS, CPU and
-    network; fio's client reports no per-host figures until the test ends."""
+    """One line per fleet host (at most MAX_HOST_LINES, within 80 columns):
+    fio's IOPS, MB/s, mean and p99 latency of its last round when known,
+    else its disks' IOPS from its node_exporter; CPU from node_exporter."""
     lines = []
     for name, h in list(hosts.items())[:MAX_HOST_LINES]:
+        name = name if len(name) <= 16 else name[:15] + "…"
         if h is None:
-            lines.append(f"    {name:<16} n/a (no metrics endpoint yet)")
+            lines.append(f"    {name:<16} waiting for its first round (no metrics endpoint)")
             continue
-        iops = format_value(h.iops, "IOPS")
         cpu = "n/a" if h.cpu_pct is None else f"{h.cpu_pct:.0f}%"
-        net = format_value(h.net_mb_s, "MB/s")
-        lines.append(f"    {name:<16} disk {iops:>9} IOPS  CPU {cpu:>4}  net {net} MB/s")
+        if h.iops is not None:
+            lat = f"{format_value(h.lat_ms, 'ms')}/{format_value(h.p99_ms, 'ms')} ms"
+            lines.append(f"    {name:<16} {format_value(h.iops, 'IOPS'):>9} IOPS {format_value(h.mb_s, 'MB/s'):>8} "
+                         f"MB/s  {lat:<15} CPU {cpu:>4}")
+        else:
+            lines.append(f"    {name:<16} disk {format_value(h.disk_iops, 'IOPS'):>9} IOPS  CPU {cpu:>4}  "
+                         f"net {format_value(h.net_mb_s, 'MB/s')} MB/s")
     if len(hosts) > MAX_HOST_LINES:
         lines.append(f"    … and {len(hosts) - MAX_HOST_LINES} more hosts")
     return "\n".join(lines)
@@ -132,9 +138,14 @@ def live_text(m: RunProgress) -> str:
     if t is None or m.phase not in ("warm-up", "measuring"):
         return f"  {m.phase}"
     if t.source == "node_exporter":
-        return f"  {m.phase} on {len(m.hosts)} hosts\n" + host_lines(m.hosts)
-    return (f"  {m.phase}: {format_value(t.iops, 'IOPS')} IOPS  {format_value(t.mb_s, 'MB/s')} MB/s  "
+        return f"  {m.phase} on {len(m.hosts)} hosts (disk IOPS until the first round)\n" + host_lines(m.hosts)
+    line = (f"  {m.phase}: {format_value(t.iops, 'IOPS')} IOPS  {format_value(t.mb_s, 'MB/s')} MB/s  "
             f"mean latency {format_value(t.lat_ms, 'ms', with_unit=True)}")
+    if len(m.hosts) > 1 or "local" not in m.hosts:  # a fleet: its last whole round, then each host's
+        return (f"{line} (last round, {len(m.hosts)} hosts)\n"
+                f"    each host's last round: IOPS, MB/s, mean/p99 latency; CPU (node_exporter)\n"
+                + host_lines(m.hosts))
+    return line
 
 
 def result_line(r: FinishedTest, nth: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..fleet.metrics import HostSample
-from ..fleet.fio_link.runner import LiveFigures
+from ..fleet.fio_link.runner import LiveFigures, RoundFigures
 from ..units import to_ms
 from .events import RunObserver, TestOutcome, estimate_seconds
 
@@ -25,31 +25,46 @@ def _round(value: float | None, digits: int) -> float | None:
 
 @dataclass
 class HostFigures:
-    """One host's latest live figures; None where the source gives none
-    (fio's client reports no per-host rates until a test ends, a local run
-    knows no host CPU)."""
+    """One host's latest live figures; None where the source gives none.
+    IO figures are fio's own (this host's status; a fleet host's last
+    round, decoded as its server sends it), CPU, disk and network a fleet
+    host's node_exporter's (a local run knows no host CPU)."""
 
     iops: float | None = None
     mb_s: float | None = None
     lat_ms: float | None = None
+    p99_ms: float | None = None
     cpu_pct: float | None = None
     disk_busy_pct: float | None = None
+    disk_iops: float | None = None  # node_exporter's: the host's disks, iofleet's IO or not
     net_mb_s: float | None = None  # received + sent
 
     @classmethod
-    def from_sample(cls, s: HostSample) -> "HostFigures":
-        """A fleet host's figures from its node_exporter: disk IOPS, CPU, network."""
-        net = None if s.net_rx_bytes_s is None else (s.net_rx_bytes_s + (s.net_tx_bytes_s or 0)) / 1e6
-        return cls(iops=s.disk_iops, cpu_pct=s.cpu_pct, disk_busy_pct=s.disk_busy_pct, net_mb_s=net)
+    def of_fleet_host(cls, s: HostSample | None, r: RoundFigures | None) -> "HostFigures | None":
+        """A fleet host's figures: fio's of its last round, node_exporter's
+        CPU, disk and network; None when neither is known yet."""
+        if s is None and r is None:
+            return None
+        out = cls()
+        if r is not None:
+            out.iops, out.mb_s = r.iops, r.bw_bytes_s / 1e6
+            out.lat_ms, out.p99_ms = to_ms(r.lat_mean_ns, "ns"), to_ms(r.p99_ns, "ns")
+        if s is not None:
+            out.cpu_pct, out.disk_busy_pct, out.disk_iops = s.cpu_pct, s.disk_busy_pct, s.disk_iops
+            out.net_mb_s = None if s.net_rx_bytes_s is None else (s.net_rx_bytes_s + (s.net_tx_bytes_s or 0)) / 1e6
+        return out
 
     def to_dict(self) -> dict:
         return {"iops": _round(self.iops, 1), "mb_s": _round(self.mb_s, 3), "lat_ms": _round(self.lat_ms, 4),
-                "cpu_pct": self.cpu_pct, "disk_busy_pct": self.disk_busy_pct, "net_mb_s": _round(self.net_mb_s, 3)}
+                "p99_ms": _round(self.p99_ms, 4), "cpu_pct": self.cpu_pct, "disk_busy_pct": self.disk_busy_pct,
+                "disk_iops": _round(self.disk_iops, 1), "net_mb_s": _round(self.net_mb_s, 3)}
 
 
-def _hosts_of(samples: dict[str, HostSample | None] | None) -> dict[str, HostFigures | None]:
-    """None for a host without a metrics endpoint (yet)."""
-    return {name: None if s is None else HostFigures.from_sample(s) for name, s in (samples or {}).items()}
+def _hosts_of(samples: dict[str, HostSample | None] | None,
+              rounds: dict[str, RoundFigures | None] | None = None) -> dict[str, HostFigures | None]:
+    """A fleet's hosts; None for a host with neither a round nor a metrics endpoint (yet)."""
+    names = dict.fromkeys([*(samples or {}), *(rounds or {})])
+    return {n: HostFigures.of_fleet_host((samples or {}).get(n), (rounds or {}).get(n)) for n in names}
 
 
 @dataclass
@@ -207,10 +222,14 @@ class RunProgress(RunObserver):
         if self.test is not None:
             self.test.fio_s = live.elapsed_s
         self.phase = "warm-up" if live.elapsed_s < spec.ramp else "measuring"
-        if live.hosts is not None:  # a fleet: fio's client gives no live figures, node_exporter does
-            self.hosts = _hosts_of(live.hosts)
-            known = [h.iops for h in self.hosts.values() if h and h.iops is not None]
-            self.totals = Totals("node_exporter", iops=sum(known) if known else None)
+        if live.hosts is not None or live.rounds is not None:  # a fleet
+            self.hosts = _hosts_of(live.hosts, live.rounds)
+            if live.iops is not None:  # the fleet's last round every host has: fio's figures
+                self.totals = Totals("fio", iops=live.iops, mb_s=live.bw_bytes_s / 1e6,
+                                     lat_ms=to_ms(live.lat_mean_ns, "ns"))
+            else:  # before the first round, or a fio whose status is not decoded: the disks' IOPS
+                known = [h.disk_iops for h in self.hosts.values() if h and h.disk_iops is not None]
+                self.totals = Totals("node_exporter", iops=sum(known) if known else None)
         else:
             mb_s = None if live.bw_bytes_s is None else live.bw_bytes_s / 1e6
             lat_ms = to_ms(live.lat_mean_ns, "ns")
