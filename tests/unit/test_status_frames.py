@@ -12,7 +12,6 @@ import pytest
 from iofleet.fio.parse import ALL_CLIENTS
 from iofleet.fio.status import client_rounds, job_status
 from iofleet.fio.status_frames import LAYOUTS, decode_job
-from iofleet.fleet.places import fleet  # noqa: F401 (the package's own import order)
 from iofleet.fleet.fio_link.live_rounds import LiveRounds
 from iofleet.fleet.fio_link.relay import _Frames
 
