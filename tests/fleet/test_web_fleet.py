@@ -6,7 +6,7 @@ from ..browser import Seen, browser_page, screenshot
 from ..webserver import save_plan, start_server
 
 PLAN = """name: web-fleet
-defaults: {size: 8m, ramp: 1s, runtime: 4s}
+defaults: {size: 8m, ramp: 1s, runtime: 4s, round: 1s}
 workloads:
   - name: rand
     matrix: {bs: [4k], read_pct: [70]}
@@ -34,12 +34,14 @@ def test_fleet_page_checks_hosts_and_the_run_page_runs_on_them(tmp_path, make_fl
             page.select_option("#plan", "web-fleet")
             page.check("#fleet")
             page.click("#start")
-            # node_exporter's disk IOPS per host: one line each, h1 and h2.
+            # fio's own IOPS and p99 of each host's last round (1-s rounds): one line each, h1 and h2.
             page.wait_for_function(
-                "() => { const d = document.querySelector('#live-iops').data;"
-                "        return d && d.length === 2 && d.every(t => t.y.filter(v => typeof v === 'number').length >= 2); }", timeout=30_000)
+                "() => { const d = document.querySelector('#live-latency').data;"
+                "        return d && d.length === 2 && d.every(t => t.y.filter(v => v > 0).length >= 2); }",
+                timeout=30_000)
             assert page.evaluate("() => document.querySelector('#live-iops').data.map(t => t.name)") == ["h1", "h2"]
-            assert "CPU" in page.inner_text("#live-latency")
+            assert "p99 latency per host" in page.inner_text("#live-latency")
+            assert "MB/s" in page.inner_text("#run-figures") and "last round" in page.inner_text("#run-figures")
             screenshot(page, "web-run-fleet.png")
             page.wait_for_function("() => !document.querySelector('#run-message').hidden", timeout=60_000)
             assert page.inner_text("#run-message") == "Run 1 complete."

@@ -38,7 +38,7 @@ def test_events_are_published_forwarded_and_live_figures_paced(tmp_path):
     pub.run_started(7, specs, 6.0)
     pub.test_started(0, specs[0])
     assert inner.calls == [("test_started", 0)], "the run's own observer still gets every event"
-    live = SimpleNamespace(elapsed_s=0.5, hosts=None, iops=1000.0, bw_bytes_s=4e6, lat_mean_ns=2e6)
+    live = SimpleNamespace(elapsed_s=0.5, hosts=None, rounds=None, iops=1000.0, bw_bytes_s=4e6, lat_mean_ns=2e6)
     pub.test_live(0, specs[0], live)  # within a second of the last write: not written yet
     body = read_published(tmp_path)
     assert [e["type"] for e in body["events"]] == ["run", "test"]

@@ -4,11 +4,11 @@ from iofleet.studies.progress import HostFigures
 
 
 def test_each_host_gets_a_live_line_and_hosts_without_metrics_say_so():
-    text = host_lines({"h1": HostFigures.from_sample(HostSample(3.0, 41.6, 80.0, 12_345.0, 2e6, 1e6)), "h2": None,
-                       "h3": HostFigures.from_sample(HostSample(3.0, None, None, None, None, None))})
+    text = host_lines({"h1": HostFigures.of_fleet_host(HostSample(3.0, 41.6, 80.0, 12_345.0, 2e6, 1e6), None),
+                       "h2": None, "h3": HostFigures.of_fleet_host(HostSample(3.0, None, None, None, None, None), None)})
     h1, h2, h3 = text.splitlines()
-    assert "h1" in h1 and "12,345 IOPS" in h1 and "CPU  42%" in h1 and "net 3.0 MB/s" in h1
-    assert "h2" in h2 and "n/a" in h2
+    assert "h1" in h1 and "disk    12,345 IOPS" in h1 and "CPU  42%" in h1 and "net 3.0 MB/s" in h1
+    assert "h2" in h2 and "no metrics endpoint" in h2
     assert "IOPS" in h3 and h3.count("n/a") == 3
 
 

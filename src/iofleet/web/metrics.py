@@ -22,12 +22,15 @@ router = APIRouter()
 STATES = ("starting", "preparing", "running", "stopping", "ended")
 STATUSES = ("complete", "failed", "interrupted", "partial")
 # (key in the status's host figures, metric name suffix, help, factor to the base unit)
+# IO figures are fio's own: a local run's status, a fleet host's last status round.
 HOST_FIGURES = (
-    ("iops", "iops", "live IO operations per second", 1.0),
-    ("mb_s", "throughput_bytes_per_second", "live throughput in bytes per second", 1e6),
-    ("lat_ms", "latency_mean_seconds", "live mean completion latency in seconds", 1e-3),
+    ("iops", "iops", "live IO operations per second (fio's)", 1.0),
+    ("mb_s", "throughput_bytes_per_second", "live throughput in bytes per second (fio's)", 1e6),
+    ("lat_ms", "latency_mean_seconds", "live mean total latency in seconds (fio's)", 1e-3),
+    ("p99_ms", "latency_p99_seconds", "99th percentile total latency of a fleet host's last round (fio's)", 1e-3),
     ("cpu_pct", "cpu_ratio", "CPU busy, 0 to 1", 1e-2),
     ("disk_busy_pct", "disk_busy_ratio", "disk busy (node_exporter), 0 to 1", 1e-2),
+    ("disk_iops", "disk_iops", "the host's disks' IO operations per second (node_exporter)", 1.0),
     ("net_mb_s", "network_bytes_per_second", "network traffic received + sent (node_exporter)", 1e6),
 )
 FLEET_FIGURES = HOST_FIGURES[:3]

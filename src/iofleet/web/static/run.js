@@ -21,8 +21,8 @@
       .then(function (r) { return r.json().then(function (j) { return {ok: r.ok, status: r.status, body: j}; }); });
   }
 
-  // A fleet's live figures come from each host's node_exporter: disk IOPS and
-  // CPU. fio's client reports latency per host only when a test ends.
+  // A fleet's live figures per host are fio's own, of each host's last status
+  // round (decoded as its server sends it): IOPS and p99 latency.
   function initCharts(fleet) {
     if (chartsReady) return;
     var layout = function (title, unit) {
@@ -30,7 +30,7 @@
               yaxis: {title: {text: unit}, rangemode: "tozero"}, margin: {t: 40}, legend: {orientation: "h"}};
     };
     Plotly.newPlot("live-iops", [], layout("Live IOPS per host", "IOPS"), {responsive: true, displaylogo: false});
-    Plotly.newPlot("live-latency", [], fleet ? layout("Live CPU per host (fio's client gives latency when a test ends)", "CPU %")
+    Plotly.newPlot("live-latency", [], fleet ? layout("Live p99 latency per host (its last round)", "ms")
                                                : layout("Live mean latency per host", "ms"), {responsive: true, displaylogo: false});
     chartsReady = true;
   }
@@ -121,21 +121,23 @@
   }
 
   function live(e) {
-    var f = e.fleet || {}, fleet = f.source === "node_exporter";
+    var f = e.fleet || {}, names = Object.keys(e.hosts || {});
+    var fleet = names.length > 1 || (names.length === 1 && names[0] !== "local");
     initCharts(fleet);
     mark(e);
     var hosts = Object.keys(e.hosts || {});
     var xsI = [], ysI = [], xsL = [], ysL = [], idx = [];
     hosts.forEach(function (h) {
       var v = e.hosts[h] || {};
-      idx.push(trace(h)); xsI.push([e.run_t]); ysI.push([v.iops]); xsL.push([e.run_t]); ysL.push([fleet ? v.cpu_pct : v.lat_ms]);
+      idx.push(trace(h)); xsI.push([e.run_t]); ysI.push([v.iops]); xsL.push([e.run_t]); ysL.push([fleet ? v.p99_ms : v.lat_ms]);
     });
     if (idx.length) {
       Plotly.extendTraces("live-iops", {x: xsI, y: ysI}, idx);
       Plotly.extendTraces("live-latency", {x: xsL, y: ysL}, idx);
     }
     text("run-figures", fmt(f.iops, 0) + " IOPS · " + fmt(f.mb_s, 1) + " MB/s · mean latency " + fmt(f.lat_ms, 3) + " ms" +
-         (f.source === "node_exporter" ? " (disk IOPS from each host's node_exporter)" : ""));
+         (f.source === "node_exporter" ? " (disk IOPS from each host's node_exporter, until the first round)" :
+          fleet ? " (the last round every host has)" : ""));
     text("run-phase", e.phase + " (" + secs(e.t) + " into the test)");
     if (e.eta_s !== null) { text("run-eta", secs(e.run_t) + " / " + secs(e.eta_s)); if (estimate) $("run-progress").style.width = Math.min(100, 100 * (1 - e.eta_s / estimate)) + "%"; }
     $("live-section").dataset.samples = String(Number($("live-section").dataset.samples || 0) + 1);
