@@ -84,7 +84,7 @@ test-scale: system ceph $(STAMP)
 # Performance measurements (not part of the tests); writes BENCHMARKS.md.
 # The grid runs of easy_vs_best.py are reused by saturate_vs_grid.py.
 bench: system $(STAMP)
-	@echo "make bench: about 35-45 minutes on a 2-core VM (overhead 5, early stop 10-16, Easy Run vs grid 11-15, saturate 3-6, ingest/report/fleet start-up 5-6 min, coordinated omission 1.5 min); keep the machine quiet"
+	@echo "make bench: about 55-70 minutes on a 2-core VM (overhead 5, early stop 10-16, Easy Run vs grid 11-15, saturate 3-6, ingest/report 2 min, fleet start-up and relay 10-12 min, fleet early stop 12-16 min, coordinated omission 1.5 min); keep the machine quiet"
 	mkdir -p $(SCRATCH)
 	rm -rf $(SCRATCH)/bench-grid
 	$(BIN)/python bench/overhead.py --target $(SCRATCH)
@@ -95,6 +95,7 @@ bench: system $(STAMP)
 	$(BIN)/python bench/ingest.py --data-dir $(SCRATCH)/bench-ingest
 	$(BIN)/python bench/report.py --data-dir $(SCRATCH)/bench-ingest
 	$(SUDO) $(BIN)/python bench/fleet_start.py
+	$(SUDO) $(BIN)/python bench/fleet_early_stop.py
 	$(SUDO) $(BIN)/python bench/coordinated_omission.py
 
 # The generated docs: the parameter reference in docs/plans.md (from the

@@ -136,7 +136,10 @@ def main(argv: list[str] | None = None):
     print(text)
 
 
-def render(a, tests: list[dict], walls: list[float]) -> str:
+def render(a, tests: list[dict], walls: list[float], section: str = SECTION, goal_prefix: str = "",
+           cmd: str | None = None, where: str | None = None, extra: str = "") -> str:
+    """The section; the fleet's bench (fleet_early_stop.py) gives its own
+    `section`, goal ID prefix, command, set-up sentence and `extra` lines."""
     n = len(PROFILES)
     s = summarise(tests)
     per_repeat = [summarise([t for t in tests if t["repeat"] == r + 1]) for r in range(a.repeats)]
@@ -155,18 +158,19 @@ def render(a, tests: list[dict], walls: list[float]) -> str:
         d = [iops_difference_pct(st, fx) for st, fx in pairs]
         diffs.append(f"| {p['name']} ({p['description']}) | {', '.join(f'{x:+.1f}' for x in d)} | "
                      f"{median(d):+.1f} | {fmt_spread(d, '{:+.1f}', ' to ')} |")
-    cmd = command_line("bench/early_stop.py", ["--target", "scratch", "--repeats", str(a.repeats), "--size", a.size,
+    cmd = cmd or command_line("bench/early_stop.py", ["--target", "scratch", "--repeats", str(a.repeats), "--size", a.size,
                                                "--round", str(a.round), "--ramp", str(a.ramp),
                                                "--max-runtime", str(a.max_runtime), "--iodepth", str(a.iodepth),
                                                "--jobs", str(a.jobs)])
     steady_not_early = sum(1 for t in tests if t["mode"] == "steady" and not t["early"] and t["steady"])
-    return f"""{SECTION}
+    where = where or f"one {a.size} file prepared with random data, direct IO"
+    return f"""{section}
 
 Command: `make bench` (= `{cmd}`)
 Measured {machine()}, {fio_version()}.
 
-The four Easy Run profiles (iofleet.plan.easy.PROFILES), {a.jobs} job × iodepth {a.iodepth}, one {a.size} file
-prepared with random data, direct IO, {a.ramp} s warm-up, each run twice per repeat and side by side:
+The four Easy Run profiles (iofleet.plan.easy.PROFILES), {a.jobs} job × iodepth {a.iodepth}, {where},
+{a.ramp} s warm-up, each run twice per repeat and side by side:
 `until: steady` (rounds of {a.round} s, window of 5 rounds, at most {a.max_runtime} s) and a fixed
 `runtime: {a.max_runtime}s`; which of the two comes first alternates between repeats. Repeats: {a.repeats}
 (one `iofleet run` each: {", ".join(f"{w:.0f} s" for w in walls)} wall time). "Measured s" is the test's
@@ -183,7 +187,7 @@ IOPS (`methodology.steady.iops.steady`), "window IOPS" the figures of the measur
 the verdict calls steady{"" if s['early'] else " (none ended early: the share is not defined, written as nan)"}.
 {steady_not_early} more were judged steady only after running to max_runtime.
 
-{result_line("early-stop-steady-share", s["share"])}
+{result_line(goal_prefix + "early-stop-steady-share", s["share"])}
 
 Goal {GOAL_SHARE:.1f}: {verdict(s["share"], GOAL_SHARE)}.
 
@@ -193,7 +197,7 @@ Goal {GOAL_SHARE:.1f}: {verdict(s["share"], GOAL_SHARE)}.
 min–max {fmt_spread(ratios)}, 95 % interval {fmt_interval(log_t_interval(ratios))} (Student t on the mean of
 the log ratios, back-transformed).
 
-{result_line("early-stop-time-ratio", s["time_ratio"])}
+{result_line(goal_prefix + "early-stop-time-ratio", s["time_ratio"])}
 
 Goal ≤ {GOAL_TIME:g} (for these settings: {a.round} s rounds, at most {a.max_runtime} s): {verdict(s["time_ratio"], GOAL_TIME, at_least=False)}.
 
@@ -204,7 +208,7 @@ Goal ≤ {GOAL_TIME:g} (for these settings: {a.round} s rounds, at most {a.max_r
 """ + "\n".join(diffs) + """
 
 This machine's run-to-run noise is about ±8 %: a difference inside that cannot be told from noise.
-"""
+""" + extra
 
 
 if __name__ == "__main__":
