@@ -67,7 +67,7 @@ class _Frames:
         self.head = bytearray()
         self.left = 0  # payload bytes of the current frame still to come
         self.opcode = self.flags = 0
-        self.payload = bytearray()  # of a STOP or TEXT, fragments so far
+        self.payload = bytearray()  # of a kept frame, fragments so far
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
         """The whole payloads kept completed by `data`, and (QUIT, b"")."""
