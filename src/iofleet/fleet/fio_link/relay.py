@@ -64,34 +64,47 @@ class _Frames:
     def __init__(self, status: bool = False):
         self.kept = (_STOP, _TEXT, _TS) if status else (_STOP, _TEXT)
         self.version = 0  # the server's protocol version (every frame's header)
-        self.head = bytearray()
+        self.head = bytearray()  # a header split between two reads, so far
+        self.in_frame = False  # a header was read: its payload is coming
         self.left = 0  # payload bytes of the current frame still to come
         self.opcode = self.flags = 0
-        self.payload = bytearray()  # of a kept frame, fragments so far
+        self.parts: list = []  # of a kept frame, fragments so far (views of what was read)
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
-        """The whole payloads kept completed by `data`, and (QUIT, b"")."""
-        out, view, i = [], memoryview(data), 0
-        while i < len(view):
-            if self.left == 0 and len(self.head) < _HEADER.size:
-                take = min(_HEADER.size - len(self.head), len(view) - i)
-                self.head += view[i:i + take]
-                i += take
-                if len(self.head) < _HEADER.size:
-                    break
-                self.version, self.opcode, self.flags, _, self.left, _, _ = _HEADER.unpack(self.head)
-            take = min(self.left, len(view) - i)
-            if self.opcode in self.kept:
-                self.payload += view[i:i + take]
+        """The whole payloads kept completed by `data`, and (QUIT, b"").
+        A status frame comes in 1-KiB fragments, so this runs per fragment
+        (about 11,000 a second from 64 hosts): headers are read in place,
+        the state is kept in locals until the end."""
+        out, view, i, n = [], memoryview(data), 0, len(data)
+        kept, parts, size = self.kept, self.parts, _HEADER.size
+        version, opcode, flags, left, in_frame = self.version, self.opcode, self.flags, self.left, self.in_frame
+        while i < n:
+            if not in_frame:
+                if self.head or n - i < size:  # a header split between two reads
+                    take = min(size - len(self.head), n - i)
+                    self.head += view[i:i + take]
+                    i += take
+                    if len(self.head) < size:
+                        break
+                    version, opcode, flags, _, left, _, _ = _HEADER.unpack(self.head)
+                    self.head.clear()
+                else:
+                    version, opcode, flags, _, left, _, _ = _HEADER.unpack_from(view, i)
+                    i += size
+                in_frame = True
+            take = left if left <= n - i else n - i
+            if take and opcode in kept:
+                parts.append(view[i:i + take])
             i += take
-            self.left -= take
-            if self.left == 0:
-                self.head.clear()
-                if self.opcode == _QUIT:
+            left -= take
+            if left == 0:
+                in_frame = False
+                if opcode == _QUIT:
                     out.append((_QUIT, b""))
-                elif self.opcode in self.kept and not self.flags & _MORE:
-                    out.append((self.opcode, bytes(self.payload)))
-                    self.payload.clear()
+                elif opcode in kept and not flags & _MORE:
+                    out.append((opcode, b"".join(parts)))
+                    parts.clear()
+        self.version, self.opcode, self.flags, self.left, self.in_frame = version, opcode, flags, left, in_frame
         return out
 
 
@@ -134,6 +147,8 @@ class Relay:
         self._thread = threading.Thread(target=self._loop, name="iofleet-relay", daemon=True)
         self.opened_at = 0.0
         self.cpu_s: float | None = None  # CPU seconds the relay's thread used, once closed (bench/)
+        # (monotonic s, thread CPU s) at the first and the latest status frame: the relay's CPU while hosts run (bench/)
+        self.status_cpu: list[tuple[float, float]] = []
 
     def __enter__(self) -> "Relay":
         return self
@@ -291,6 +306,7 @@ class Relay:
                 link.quit_at = time.monotonic()
             elif opcode == _TS:
                 self.status.take(link.name, link.frames.version, payload)
+                self.status_cpu[1:] = [(time.monotonic(), time.thread_time())]
             elif opcode == _STOP and len(payload) >= _END.size:
                 link.exit = _END.unpack_from(payload)
             elif opcode == _TEXT and len(payload) >= _TEXT_HEAD.size:
