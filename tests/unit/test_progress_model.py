@@ -101,7 +101,7 @@ def test_a_fleet_shows_each_hosts_last_round_from_fio_and_the_fleets_whole_round
                                    "disk_busy_pct": 80.0, "disk_iops": 12_345.0, "net_mb_s": 3.0}
     assert live["hosts"]["a-long-host-name-17"] is None
     lines = live_text(m).splitlines()
-    assert lines[0] == "  measuring: 2,900 IOPS  11.9 MB/s  mean latency 0.300 ms (last round, 2 hosts)"
+    assert lines[0] == "  measuring: 2,900 IOPS  11.9 MB/s  mean 0.300 ms (last round, 2 hosts)"
     assert lines[2].split() == ["h1", "1,500", "IOPS", "6.1", "MB/s", "0.310/1.250", "ms", "CPU", "42%"]
     assert lines[3].split()[:2] == ["a-long-host-nam…", "waiting"]
     assert all(len(line) <= 80 for line in lines), lines

@@ -19,7 +19,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "status_frames"
 PROTOCOL = {"fio-3.33": 97, "fio-3.36": 101, "fio-3.42": 120}  # FIO_SERVER_VER of each release
 RECORDED = sorted(p.name.removesuffix(".stream.gz") for p in FIXTURES.glob("*.stream.gz"))
 TS = 6
-PER_TICK = 3  # job.fio: the warm-up job and the measured group's two
+PER_TICK = 4  # job.fio: the warm-up group's two jobs and the measured group's two
 
 
 def recorded(name: str) -> tuple[int, list[bytes], dict]:

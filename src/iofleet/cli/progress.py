@@ -139,13 +139,12 @@ def live_text(m: RunProgress) -> str:
         return f"  {m.phase}"
     if t.source == "node_exporter":
         return f"  {m.phase} on {len(m.hosts)} hosts (disk IOPS until the first round)\n" + host_lines(m.hosts)
-    line = (f"  {m.phase}: {format_value(t.iops, 'IOPS')} IOPS  {format_value(t.mb_s, 'MB/s')} MB/s  "
-            f"mean latency {format_value(t.lat_ms, 'ms', with_unit=True)}")
+    line = f"  {m.phase}: {format_value(t.iops, 'IOPS')} IOPS  {format_value(t.mb_s, 'MB/s')} MB/s  "
     if len(m.hosts) > 1 or "local" not in m.hosts:  # a fleet: its last whole round, then each host's
-        return (f"{line} (last round, {len(m.hosts)} hosts)\n"
+        return (f"{line}mean {format_value(t.lat_ms, 'ms', with_unit=True)} (last round, {len(m.hosts)} hosts)\n"
                 f"    each host's last round: IOPS, MB/s, mean/p99 latency; CPU (node_exporter)\n"
                 + host_lines(m.hosts))
-    return line
+    return f"{line}mean latency {format_value(t.lat_ms, 'ms', with_unit=True)}"
 
 
 def result_line(r: FinishedTest, nth: str) -> str:
