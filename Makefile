@@ -25,7 +25,8 @@ define apt_install
 endef
 
 # Install what is missing from the distribution (fio >= 3.33, venv support,
-# `ip`, node_exporter and sshd for the fleet tests' network-namespace hosts).
+# `ip`, node_exporter and sshd for the fleet tests' network-namespace hosts;
+# ping, iperf3 and nft for the network check between hosts and its tests).
 # --no-install-recommends: node_exporter would otherwise pull in smartmontools,
 # ipmitool, nvme-cli and collector timers that the tests do not use.
 system:
@@ -36,6 +37,9 @@ system:
 	command -v prometheus-node-exporter >/dev/null 2>&1 || missing="$$missing prometheus-node-exporter"; \
 	command -v /usr/sbin/sshd >/dev/null 2>&1 || missing="$$missing openssh-server"; \
 	command -v ssh-keygen >/dev/null 2>&1 || missing="$$missing openssh-client"; \
+	command -v ping >/dev/null 2>&1 || missing="$$missing iputils-ping"; \
+	command -v iperf3 >/dev/null 2>&1 || missing="$$missing iperf3"; \
+	command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
 	$(apt_install)
 
 # Ceph for the Ceph tests' micro-cluster (--no-install-recommends: ceph-fuse

@@ -10,9 +10,12 @@
         ssh: {user: root, key: ~/.ssh/id_ed25519}   # optional SSH control channel
         fstype: fuse.ceph-fuse       # optional: the filesystem its fio server must see there
 
+        network: {mtu: 9000}         # optional: what `hosts network` expects of its links
+
     defaults:                        # optional: keys every host's `ssh:` starts from
       ssh: {user: root, port: 22, known_hosts: ./known_hosts}
       fstype: fuse.ceph-fuse         # every host's, unless it says otherwise
+      network: {mtu: 1500, min_gbps: 10, max_rtt_ms: 1}   # each key: unless the host says otherwise
 
 Relative `key:` and `known_hosts:` paths are relative to the inventory file.
 """
@@ -143,11 +146,24 @@ def _check_fstype(value: Any) -> str:
 FsType = Annotated[str, BeforeValidator(_check_fstype)]
 
 
+class NetworkExpect(BaseModel):
+    """What the network check expects of a host's links (`iofleet hosts
+    network`): the MTU every path to it must carry, and the least
+    bandwidth and the most round-trip time its links may have."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mtu: Optional[Annotated[int, Field(ge=576, le=65535)]] = None
+    min_gbps: Optional[Annotated[float, Field(gt=0, le=10_000)]] = None
+    max_rtt_ms: Optional[Annotated[float, Field(gt=0, le=60_000)]] = None
+
+
 class Defaults(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ssh: Optional[SshConfig] = None
     fstype: Optional[FsType] = None
+    network: Optional[NetworkExpect] = None
 
 
 class Host(BaseModel):
@@ -168,6 +184,8 @@ class Host(BaseModel):
     # The filesystem the host's fio server must see under its targets (a
     # mount made where the server does not see it is refused, not tested).
     fstype: Optional[FsType] = None
+    # What the network check expects of its links; `defaults: {network: ...}` is merged in.
+    network: Optional[NetworkExpect] = None
 
     @model_validator(mode="after")
     def _default_name(self):
@@ -213,6 +231,11 @@ class Inventory(BaseModel):
         fstype = defaults.get("fstype") if isinstance(defaults, dict) else None
         if fstype is not None:
             data = data | {"hosts": [{"fstype": fstype} | h if isinstance(h, dict) else h for h in data["hosts"]]}
+        network = defaults.get("network") if isinstance(defaults, dict) else None
+        if isinstance(network, dict):  # each key: the host's own wins
+            data = data | {"hosts": [h | {"network": network | h["network"] if isinstance(h.get("network"), dict)
+                                          else h.get("network", network)} if isinstance(h, dict) else h
+                                     for h in data["hosts"]]}
         default_ssh = defaults.get("ssh") if isinstance(defaults, dict) else None
         if not isinstance(default_ssh, dict):
             return data
