@@ -62,3 +62,37 @@ def test_inventory_network_expectations_merge_defaults_key_by_key(tmp_path):
     inv.write_text("hosts:\n  - {address: 10.0.0.1, targets: [/data], network: {speed: 10}}\n")
     with pytest.raises(InventoryError, match="speed"):
         load_inventory(inv)
+
+
+def _hosts(tmp_path, network: str = "") -> dict:
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(("defaults: {network: " + network + "}\n" if network else "") + "hosts:\n"
+                   + "".join(f"  - {{name: h{i}, address: 10.0.0.{i}, targets: [/data]}}\n" for i in range(1, 5)))
+    return {h.name: h for h in load_inventory(inv).hosts}
+
+
+def test_problems_name_both_hosts_a_one_way_block_loss_slow_round_trips_and_expectations(tmp_path):
+    from iofleet.fleet.links import Bandwidth, Ping
+    from iofleet.fleet.network_check import NetworkCheck, matrix_lines, problems
+
+    hosts = _hosts(tmp_path, "{min_gbps: 10, max_rtt_ms: 5}")
+    ok = Ping(5, 5, 0.05, 0.06)
+    check = NetworkCheck(list(hosts))
+    check.pings = {a: {b: ok for b in hosts if b != a} for a in hosts}
+    check.pings["h1"]["h2"] = Ping(5, 0, None, None)  # h2 answers h1's pings... the other way only
+    check.pings["h3"]["h4"] = Ping(5, 4, 0.05, 0.06)
+    check.pings["h4"]["h3"] = Ping(5, 5, 1.2, 1.5)
+    check.pings["h2"]["h4"] = Ping(5, 5, 7.0, 9.0)
+    check.bandwidth = {"h1": {"h2": Bandwidth(25e9, 0)}, "h2": {"h3": Bandwidth(24e9, 0)},
+                       "h3": {"h4": Bandwidth(8e9, 3)}, "h4": {"h1": Bandwidth(26e9, 0)}}
+    lines = problems(check, hosts)
+    assert lines[0].startswith("h1 cannot reach h2 (all pings lost), though h2 reaches h1 and both answer the "
+                               "controller: a one-way block")
+    assert any(l.startswith("h3 → h4: 20 % of pings lost") for l in lines)
+    assert any(l.startswith("h4 → h3: round trip 1.200 ms, against a median of 0.050 ms") for l in lines)
+    assert any(l == "h2 → h4: round trip 7.000 ms, above the inventory's max_rtt_ms 5" for l in lines)
+    assert any(l.startswith("h3 → h4: 8.00 Gbit/s, below the inventory's min_gbps 10") for l in lines)
+    assert len(lines) == 5, lines
+    shown = matrix_lines(check, width=25)  # room for two columns of four
+    assert shown[1].split() == ["h1", "h2"] and shown[2].split() == ["h1", "-", "x"]
+    assert "(columns for h3, h4 left out to fit 25 columns)" in shown

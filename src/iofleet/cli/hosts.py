@@ -77,6 +77,34 @@ def _check_table(fleet: "FleetCheck", inventory: Path) -> Table:
     return table
 
 
+@hosts_app.command("network")
+@user_errors
+def hosts_network(
+    inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML); every host needs `ssh:`."),
+    pairs: str = typer.Option("ring", "--pairs", help="Bandwidth of each host to the next (ring) or of every pair "
+                                                       "(all), each direction."),
+):
+    """Check the network between the hosts: round trip and loss of every
+    pair, the expected MTU, bandwidth (iperf3); exit 1 on a problem."""
+    from ..errors import IofleetError
+    from ..fleet.inventory import load_inventory
+    from ..fleet.network_check import check_network, matrix_lines
+    if pairs not in ("ring", "all"):
+        raise IofleetError(f"--pairs {pairs!r}: give ring (each host to the next) or all (every pair)")
+    hosts = load_inventory(inventory).hosts
+    if len(hosts) < 2:
+        raise IofleetError(f"{inventory}: the network check needs at least two hosts")
+    with console.status(f"Measuring the links between {len(hosts)} hosts…"):
+        check = check_network(hosts, pairs)
+    for line in matrix_lines(check, console.width):
+        console.print(line, markup=False, highlight=False)
+    for line in check.errors + check.problems:
+        err_console.print(Text.assemble(("problem:", "red"), " ", escaped(line)), highlight=False)
+    if check.errors or check.problems:
+        raise typer.Exit(EXIT_FAILED)
+    console.print(f"No problem found on the links between {len(hosts)} hosts.")
+
+
 @hosts_app.command("clean")
 @user_errors
 def hosts_clean(
