@@ -58,3 +58,15 @@ def test_a_slow_link_a_partition_and_a_small_mtu_are_each_named(tmp_path, make_f
     assert "h2: every slow link is to or from h2" in err, err
     # Nothing else blamed: h2 reaches everyone, h1's MTU is fine.
     assert "h2 cannot" not in err and "h1: packets" not in err and "h4 → h1: packets" not in err
+
+
+def test_hosts_check_with_network_checks_the_links_too(tmp_path, make_fleet):
+    fleet = ssh_fleet(make_fleet, 2, fio_server=True)
+    h1, h2 = fleet.hosts
+    inv = _inventory(fleet, tmp_path / "inv.yaml")
+    _in(h2, "nft", f"add table inet iofleet_test; add chain inet iofleet_test in {{ type filter hook input priority 0; "
+                   f"}}; add rule inet iofleet_test in ip saddr {h1.address} drop")
+    proc = iofleet("hosts", "check", inv, "--network", data_dir=tmp_path / "data", check_rc=1)
+    # Both fio servers answer the controller; the hosts cannot reach each other.
+    assert "2 of 2 hosts ready." in proc.stdout, proc.stdout
+    assert "h1 and h2 cannot reach each other" in " ".join(proc.stderr.split()), proc.stderr

@@ -35,6 +35,8 @@ def server(
 @user_errors
 def hosts_check(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
+    network: bool = typer.Option(False, "--network", help="Also check the links between the hosts (as `hosts "
+                                                          "network`; every host needs `ssh:`)."),
 ):
     """Check every host: fio server, fio version, targets and space."""
     from ..fleet.inventory import load_inventory
@@ -48,7 +50,8 @@ def hosts_check(
     for line in fleet.notes:
         err_console.print(f"note: {escaped(line)}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"{fleet.ready} of {len(fleet.checks)} hosts ready.")
-    if fleet.problems:
+    links_ok = _network(hosts, "ring") if network else True
+    if fleet.problems or not links_ok:
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -88,12 +91,19 @@ def hosts_network(
     pair, the expected MTU, bandwidth (iperf3); exit 1 on a problem."""
     from ..errors import IofleetError
     from ..fleet.inventory import load_inventory
-    from ..fleet.network_check import check_network, matrix_lines
     if pairs not in ("ring", "all"):
         raise IofleetError(f"--pairs {pairs!r}: give ring (each host to the next) or all (every pair)")
     hosts = load_inventory(inventory).hosts
+    if not _network(hosts, pairs):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _network(hosts: list, pairs: str) -> bool:
+    """Measure and print the links between the hosts; False when a problem was found."""
+    from ..errors import IofleetError
+    from ..fleet.network_check import check_network, matrix_lines
     if len(hosts) < 2:
-        raise IofleetError(f"{inventory}: the network check needs at least two hosts")
+        raise IofleetError("the network check needs at least two hosts in the inventory")
     with console.status(f"Measuring the links between {len(hosts)} hosts…"):
         check = check_network(hosts, pairs)
     for line in matrix_lines(check, console.width):
@@ -101,8 +111,9 @@ def hosts_network(
     for line in check.errors + check.problems:
         err_console.print(Text.assemble(("problem:", "red"), " ", escaped(line)), highlight=False)
     if check.errors or check.problems:
-        raise typer.Exit(EXIT_FAILED)
+        return False
     console.print(f"No problem found on the links between {len(hosts)} hosts.")
+    return True
 
 
 @hosts_app.command("clean")

@@ -32,6 +32,10 @@ IPERF_SECONDS = 2
 OUTLIER = 2.0
 # Round trips under this are never outliers (namespaces and LANs: tens of microseconds apart).
 RTT_FLOOR_MS = 0.5
+# Each step (the pings; starting the iperf3 servers; a bandwidth round, plus
+# its IPERF_SECONDS) ends within this: a ring check is over within 30 s even
+# when a host hangs (8 healthy hosts: 3.7 s on a 2-core VM).
+STEP_TIMEOUT_S = 8.0
 _MARK = "@@iofleet-peer"
 
 
@@ -110,7 +114,7 @@ def _bandwidth_round(check: NetworkCheck, hosts: list[Host], shift: int, timeout
         check.bandwidth.setdefault(name, {})[peer] = result
 
 
-def check_network(hosts: list[Host], pairs: str = "ring", timeout_s: float = 20.0) -> NetworkCheck:
+def check_network(hosts: list[Host], pairs: str = "ring", timeout_s: float = STEP_TIMEOUT_S) -> NetworkCheck:
     """Measure every link between `hosts` (each with `ssh:`), then name the problems."""
     check = NetworkCheck([h.name for h in hosts])
     peers = {h.name: [p for p in hosts if p is not h] for h in hosts}
