@@ -7,7 +7,9 @@ import subprocess
 
 import yaml
 
+from ..browser import Seen, browser_page, screenshot
 from ..cli import iofleet
+from ..webserver import start_server
 from .sshfleet import ssh_fleet
 
 
@@ -70,3 +72,29 @@ def test_hosts_check_with_network_checks_the_links_too(tmp_path, make_fleet):
     # Both fio servers answer the controller; the hosts cannot reach each other.
     assert "2 of 2 hosts ready." in proc.stdout, proc.stdout
     assert "h1 and h2 cannot reach each other" in " ".join(proc.stderr.split()), proc.stderr
+
+
+def test_the_fleet_page_checks_the_network_and_shows_the_matrix_and_the_problems(tmp_path, make_fleet):
+    fleet = ssh_fleet(make_fleet, 3)
+    h1, h2, h3 = fleet.hosts
+    inv = _inventory(fleet, tmp_path / "inv.yaml")
+    _in(h3, "nft", f"add table inet iofleet_test; add chain inet iofleet_test in {{ type filter hook input priority 0; "
+                   f"}}; add rule inet iofleet_test in ip saddr {h1.address} drop")
+    server = start_server(tmp_path / "data", "--hosts", str(inv))
+    try:
+        seen = Seen()
+        with browser_page(seen) as page:
+            page.goto(server.url + "/fleet")
+            page.click("#check-network")
+            page.wait_for_selector("#network-table", timeout=60_000)
+            # One row per host (and the header); h1 → h3 and h3 → h1 are the lost pairs.
+            assert page.locator("#network-table tr").count() == 1 + 3
+            assert page.locator("#network-table td.bad").count() == 2
+            assert page.locator("#bandwidth-table tr").count() == 1 + 3  # the ring
+            problems = page.locator(".network-problem").all_inner_texts()
+            assert any("h1 and h3 cannot reach each other" in p for p in problems), problems
+            assert not any("did not finish" in p for p in problems), problems  # the cut pair is not measured
+            screenshot(page, "web-fleet-network.png")
+        assert seen.errors == []
+    finally:
+        server.stop()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from iofleet.fleet.inventory import InventoryError, load_inventory
-from iofleet.fleet.links import iperf3_client_command, parse_iperf3, parse_ping, ping_command
+from iofleet.fleet.links import iperf3_client_command, iperf3_server_command, parse_iperf3, parse_ping, ping_command
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "network"
 
@@ -42,6 +42,7 @@ def test_commands_take_ip_addresses_only_and_size_mtu_probes_to_the_packet():
     assert ping_command("10.0.0.2", mtu=1500)[-5:] == ["-M", "do", "-s", "1472", "10.0.0.2"]
     assert ping_command("2001:db8::2", mtu=9000)[-3:] == ["-s", "8952", "2001:db8::2"]
     assert iperf3_client_command("10.0.0.2", 5201)[:3] == ["iperf3", "-c", "10.0.0.2"]
+    assert "--idle-timeout" in iperf3_server_command(5201)  # a server no client reaches ends by itself
     for bad in ("host; reboot", "-f", "h2.example"):
         with pytest.raises(ValueError, match="needs the hosts' IP addresses"):
             ping_command(bad)

@@ -70,13 +70,15 @@ def parse_ping(text: str) -> Ping:
     return Ping(int(sent[1]), int(sent[2]), float(rtt[2]) if rtt else None, float(rtt[3]) if rtt else None)
 
 
-def iperf3_server_command(port: int) -> list[str]:
-    """One iperf3 server for one test (`-1`: it exits after its client)."""
-    return ["iperf3", "-s", "-1", "-p", str(int(port))]
+def iperf3_server_command(port: int, idle_s: int = 15) -> list[str]:
+    """One iperf3 server for one test, in the background: it exits after
+    its client (`-1`), or after `idle_s` without one (never left behind)."""
+    return ["iperf3", "-s", "-1", "-D", "-p", str(int(port)), "--idle-timeout", str(int(idle_s))]
 
 
-def iperf3_client_command(address: str, port: int, seconds: int = 2) -> list[str]:
-    return ["iperf3", "-c", str(_ip(address)), "-p", str(int(port)), "-t", str(int(seconds)), "-J"]
+def iperf3_client_command(address: str, port: int, seconds: int = 2, connect_s: int = 3) -> list[str]:
+    return ["iperf3", "-c", str(_ip(address)), "-p", str(int(port)), "-t", str(int(seconds)), "-J",
+            "--connect-timeout", str(int(connect_s * 1000))]
 
 
 def parse_iperf3(text: str) -> Bandwidth:

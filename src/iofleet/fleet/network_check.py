@@ -92,15 +92,21 @@ def _read_pings(check: NetworkCheck, host: Host, peers: list[Host], text: str) -
 
 
 def _bandwidth_round(check: NetworkCheck, hosts: list[Host], shift: int, timeout_s: float) -> None:
-    """Every host sends to the one `shift` places on in the ring, all at once."""
+    """Every host sends to the one `shift` places on in the ring, all at
+    once; a pair whose pings were all lost is not measured (said so)."""
     n = len(hosts)
     target = {h.name: hosts[(i + shift) % n] for i, h in enumerate(hosts)}
-    servers = run_on_all(hosts, shlex.join([*iperf3_server_command(IPERF_PORT), "-D"]), timeout_s=timeout_s)
+    cut = [h for h in hosts if (p := check.pings.get(h.name, {}).get(target[h.name].name)) is None or p.received == 0]
+    for h in cut:
+        check.bandwidth.setdefault(h.name, {})[target[h.name].name] = None
+    senders = [h for h in hosts if h not in cut]
+    servers = run_on_all([target[h.name] for h in senders], shlex.join(iperf3_server_command(IPERF_PORT)),
+                         timeout_s=timeout_s)
     for name, reply in servers.items():
         if not reply.ok:
             check.errors.append(reply.error or f"{name}: iperf3 server did not start: {reply.stderr.strip()[-200:]}")
-    clients = run_on_all(hosts, lambda h: shlex.join(iperf3_client_command(target[h.name].endpoint[0], IPERF_PORT,
-                                                                          IPERF_SECONDS)),
+    clients = run_on_all(senders, lambda h: shlex.join(iperf3_client_command(target[h.name].endpoint[0], IPERF_PORT,
+                                                                            IPERF_SECONDS)),
                          timeout_s=timeout_s + IPERF_SECONDS)
     for name, reply in clients.items():
         peer = target[name].name
@@ -248,4 +254,6 @@ def matrix_lines(check: NetworkCheck, width: int = 80) -> list[str]:
     if links:
         lines.append("Bandwidth (iperf3, from → to):")
         lines += [f"  {a} → {b}: {_rate(bw.bits_per_s) if bw else 'not measured'}" for a, b, bw in links]
+        if any(bw is None for _, _, bw in links):
+            lines.append("  (not measured: the pair's pings were all lost, or iperf3 failed: see below)")
     return lines

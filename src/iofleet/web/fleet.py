@@ -1,11 +1,12 @@
 """The Fleet page and API: the server's inventory (`iofleet serve --hosts`)
-and the same checks as `iofleet hosts check`."""
+and the same checks as `iofleet hosts check` and `iofleet hosts network`."""
 
 from dataclasses import asdict
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
+from ..fleet.network_check import check_network as check_fleet_network
 from ..studies.hosts import check_fleet as check_fleet_hosts
 from .render import fragment, render, settings
 
@@ -38,6 +39,32 @@ def check_fleet(request: Request):
     hosts = [{"name": c.host.name, "address": c.host.address, "reachable": c.reachable, "fio_version": c.fio_version,
               "metrics": c.metrics, "targets": [asdict(t) for t in c.targets], "ok": c.ok} for c in fleet.checks]
     return {"controller_fio": fleet.controller_fio, "hosts": hosts, "problems": fleet.problems, "notes": fleet.notes}
+
+
+@router.post("/api/fleet/network", tags=["fleet"])
+def check_network(request: Request, pairs: str = "ring"):
+    """The links between the hosts, as `iofleet hosts network` measures them
+    (over SSH): round trip and loss of every pair, the expected MTU,
+    iperf3 bandwidth in a ring or every pair (`pairs=all`), and the problems."""
+    s = settings(request)
+    if s.inventory is None or len(s.inventory.hosts) < 2:
+        return {"hosts": [], "rtt_ms": {}, "bandwidth": [], "errors": [],
+                "problems": ["the network check needs a server started with `iofleet serve --hosts INVENTORY` "
+                             "of at least two hosts"]}
+    if pairs not in ("ring", "all"):
+        raise HTTPException(400, f"pairs={pairs!r}: give ring or all")
+    check = check_fleet_network(s.inventory.hosts, pairs)
+    rtt = {a: {b: None if p is None else -1.0 if p.received == 0 else p.rtt_avg_ms for b, p in row.items()}
+           for a, row in check.pings.items()}
+    links = [{"from": a, "to": b, "gbps": None if bw is None else round(bw.bits_per_s / 1e9, 3)}
+             for a, row in check.bandwidth.items() for b, bw in row.items()]
+    return {"hosts": check.hosts, "rtt_ms": rtt, "bandwidth": links, "errors": check.errors,
+            "problems": check.problems}
+
+
+@router.post("/fleet/network", include_in_schema=False, response_class=HTMLResponse)
+def network_fragment(request: Request):
+    return fragment("fleet_network.html.j2", net=check_network(request))
 
 
 @router.post("/fleet/check", include_in_schema=False, response_class=HTMLResponse)
