@@ -152,8 +152,11 @@ def relay_cpu(inv: Path, data: Path, runtime: int) -> dict:
 
     def measured_close(self):
         close(self)
-        (t0, cpu0), (t1, cpu1) = self.status_cpu if len(self.status_cpu) == 2 else ((0.0, 0.0), (1.0, 0.0))
-        closed.append((self.cpu_s or 0.0, time.monotonic() - self.opened_at, 100 * (cpu1 - cpu0) / (t1 - t0)))
+        running = float("nan")  # a relay that passed fewer than two status frames (the check, the clean-up)
+        if len(self.status_cpu) == 2:
+            (t0, cpu0), (t1, cpu1) = self.status_cpu
+            running = 100 * (cpu1 - cpu0) / (t1 - t0)
+        closed.append((self.cpu_s or 0.0, time.monotonic() - self.opened_at, running))
 
     plan = parse_plan({"name": "relay-cpu", "prepare": "none", "defaults": {
         "size": "16m", "runtime": f"{runtime}s", "ramp": "0s", "round": "1s", "engine": "psync", "iodepth": 1},

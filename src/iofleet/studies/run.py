@@ -230,6 +230,11 @@ def _methodology(m: Measured, by_host: dict[str, TestSpec], prepared: bool, cach
     round_s = first.round if first else 60
     until = {s.until for s in by_host.values()}
     rounds = {h: r for h, r in m.rounds.items() if h not in m.lost}
+    if m.ended_early_s is not None and rounds:
+        # Judged on exactly the rounds that ended it: a round may close while fio stops.
+        # A round's span is the first host's (methodology.round_means), as the early stop counted it.
+        k = sum(r.end_ms <= m.ended_early_s * 1000 + 0.5 for r in next(iter(rounds.values())))
+        rounds = {h: r[:k] for h, r in rounds.items()}
     if rounds and all(rounds.values()):
         verdicts = judge_rounds(rounds, round_s)
         window = status_window(rounds, verdicts["iops"], {h.host: h.series for h in m.host_metrics},

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ...fio.merge import percentile_from_bins
+from ...fio.merge import merge_bins, percentile_from_bins
 from ...fio.status import Round, Rounds, measured_sum
 from ...fio.status_frames import decode_job
 from .runner import RoundFigures
@@ -104,9 +104,7 @@ class LiveRounds:
 
 def _figures(r: Round) -> RoundFigures:
     lat_n = r.read.lat_n + r.write.lat_n
-    bins = dict(r.read.bins)
-    for v, c in r.write.bins.items():
-        bins[v] = bins.get(v, 0) + c
+    bins = merge_bins([r.read.bins, r.write.bins])
     s = r.seconds
     return RoundFigures(end_s=r.end_ms / 1000, seconds=s,
                         iops=(r.read.ios + r.write.ios) / s if s > 0 else 0.0,

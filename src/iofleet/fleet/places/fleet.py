@@ -301,9 +301,7 @@ class FleetPlace(Place):
         m = verdict(run.fio, run.jobs, run.disks, run.job_errors, parse_error=run.parse_error, lost=run.lost,
                      lost_why=lost_reason(run) if run.lost else "")
         m.engine, m.rounds = engine, run.rounds
-        if run.fio.ended_early and steady.at_s is not None:
-            # Judged afterwards on exactly the rounds that ended it (a round may close as the hosts stop).
-            m.rounds = {h: r[:steady.rounds] for h, r in run.rounds.items()}
+        if run.fio.ended_early:
             m.ended_early_s = steady.at_s
         m.round_spread_s = live.spread_s([n for n in names if n not in run.lost])
         unreadable = live.unreadable()

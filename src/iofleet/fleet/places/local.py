@@ -159,7 +159,6 @@ class LocalPlace(Place):
         (work / "job.fio").write_text(jobfile)
         phase("warm-up" if step.ramp else "measuring")
         rounds, finish, steady_at = Rounds(step.round, STATUS_INTERVAL_S * 1000), threading.Event(), []
-        judged: list[int] = []  # rounds the steady verdict was reached on
 
         def on_status(doc: dict) -> None:
             try:
@@ -169,7 +168,6 @@ class LocalPlace(Place):
             if closed and step.until == "steady" and steady_now and not finish.is_set() \
                     and steady_now({"local": rounds.rounds}):
                 steady_at.append(rounds.rounds[-1].end_ms / 1000)
-                judged.append(len(rounds.rounds))
                 phase(f"steady at {steady_at[0]:.0f} s: ending the test")
                 finish.set()
 
@@ -178,10 +176,7 @@ class LocalPlace(Place):
                           timeout_s=test_timeout(step), on_status=on_status, finish=finish, env=env)
         m = self._judge(fio)
         m.rounds = {"local": rounds.rounds}
-        if fio.ended_early and steady_at:
-            # Judged afterwards on exactly the rounds that ended it (a round may close as fio stops).
-            m.rounds = {"local": rounds.rounds[:judged[0]]}
-            m.ended_early_s = steady_at[0]
+        m.ended_early_s = steady_at[0] if fio.ended_early and steady_at else None
         m.engine = engine
         m.cache = {"local": self.target.cache_note(self.clear_cache, drop_why)}
         m.host_metrics = [sampler.summary(skip_s=step.ramp, until_s=fio.wall_s)["local"]]
