@@ -27,6 +27,7 @@ _SHOWN = {
     "IOPS": ("IOPS", 1, 0),
     "MB/s": ("MB/s", 1, 1),
     "%": ("%", 1, 1),
+    "Gbit/s": ("Gbit/s", 1, 3),
 }
 _LATENCY = ("ns", "us", "ms")
 

@@ -3,12 +3,13 @@ then a slow link (tc tbf), a partition between two hosts that both answer
 the controller (nftables) and a host whose MTU is below the one the
 inventory expects, each named with both hosts."""
 
+import json
 import subprocess
 
 import yaml
 
 from ..browser import Seen, browser_page, screenshot
-from ..cli import iofleet
+from ..cli import iofleet, write_plan
 from ..webserver import start_server
 from .sshfleet import ssh_fleet
 
@@ -20,6 +21,12 @@ def _inventory(fleet, path, network: dict | None = None):
         data["defaults"]["network"] = network
         inv.write_text(yaml.safe_dump(data, sort_keys=False))
     return inv
+
+
+def _slow(host, rate: str = "50mbit") -> None:
+    """Traffic towards `host` shaped (its veth's end on the bridge)."""
+    subprocess.run(["tc", "qdisc", "add", "dev", host.veth, "root", "tbf", "rate", rate, "burst", "32kbit",
+                    "latency", "400ms"], check=True)
 
 
 def _in(host, *cmd: str) -> None:
@@ -42,9 +49,7 @@ def test_a_slow_link_a_partition_and_a_small_mtu_are_each_named(tmp_path, make_f
     fleet = ssh_fleet(make_fleet, 4)
     h1, h2, h3, h4 = fleet.hosts
     inv = _inventory(fleet, tmp_path / "inv.yaml", {"mtu": 1500})
-    # Traffic towards h2 shaped to 50 Mbit/s (its veth's end on the bridge).
-    subprocess.run(["tc", "qdisc", "add", "dev", h2.veth, "root", "tbf", "rate", "50mbit", "burst", "32kbit",
-                    "latency", "400ms"], check=True)
+    _slow(h2)  # 50 Mbit/s towards h2
     # h3 drops everything from h1: both still answer the controller.
     _in(h3, "nft", f"add table inet iofleet_test; add chain inet iofleet_test in {{ type filter hook input priority 0; "
                    f"}}; add rule inet iofleet_test in ip saddr {h1.address} drop")
@@ -98,3 +103,48 @@ def test_the_fleet_page_checks_the_network_and_shows_the_matrix_and_the_problems
         assert seen.errors == []
     finally:
         server.stop()
+
+
+def test_a_check_is_a_run_that_results_compare_and_the_next_fleet_run_record(tmp_path, make_fleet):
+    """Two checks stored as runs (healthy, then h2 behind 50 Mbit/s):
+    `results show` prints the stored matrix, `compare` pairs them link by
+    link, the report has the network section, and a fleet run made after
+    them records the last one for its diagnostics."""
+    fleet = ssh_fleet(make_fleet, 3, fio_server=True)
+    h1, h2, h3 = fleet.hosts
+    inv = _inventory(fleet, tmp_path / "inv.yaml")
+    data = tmp_path / "data"
+    out = iofleet("hosts", "network", inv, "--label", "healthy", data_dir=data).stdout
+    healthy = int(out.split("Stored as run ")[1].split()[0])
+    _slow(h2)
+    out = iofleet("hosts", "network", inv, "--label", "slow", data_dir=data, check_rc=1).stdout
+    slow = int(out.split("Stored as run ")[1].split()[0])
+
+    shown = iofleet("results", "show", str(slow), data_dir=data)
+    text = " ".join((shown.stdout + shown.stderr).split())
+    assert f"Run {slow} · network check · complete" in text and "Round trip, ms" in text, text
+    assert "problem: h1 → h2:" in text and "Mbit/s against a median of" in text, text
+    listed = json.loads(iofleet("results", "list", "--format", "json", data_dir=data).stdout)
+    assert {(r["id"], r["plan"], r["tests"]) for r in listed} == {(healthy, "network check", 0),
+                                                                   (slow, "network check", 0)}
+
+    cmp = json.loads(iofleet("compare", "healthy", "slow", "--format", "json", data_dir=data).stdout)
+    cells = {t["label"]: {r["metric"]: r for r in t["rows"]} for t in cmp["tests"]}
+    assert len(cells) == 6 and {k for k, rows in cells.items() if "gbps" in rows} == {"h1 → h2", "h2 → h3",
+                                                                                        "h3 → h1"}, cells
+    into_h2 = next(c for c in cells["h1 → h2"]["gbps"]["cells"] if c["config"] == "slow")
+    assert into_h2["pct_change"] < -50 and into_h2["verdict"] == "not enough repeats", into_h2
+
+    report = tmp_path / "net.html"
+    iofleet("report", str(slow), "-o", report, data_dir=data)
+    html = report.read_text()
+    assert 'id="network-table"' in html and 'id="network-chart"' in html and 'id="summary-table"' not in html
+
+    plan = write_plan(tmp_path / "p.yaml", name="after-check", prepare="none",
+                      defaults={"size": "4m", "runtime": "1s", "ramp": "0s", "iodepth": 1, "engine": "psync",
+                                "round": "1s"}, workloads=[{"name": "r", "read_pct": 100}])
+    iofleet("run", plan, "--hosts", inv, data_dir=data)
+    run = json.loads(iofleet("results", "show", "--format", "json", data_dir=data).stdout)
+    net = run["methodology"]["network"]
+    assert net["run"] == slow and net["hosts"] == ["h1", "h2", "h3"], net
+    assert any(k["from"] == "h1" and k["to"] == "h2" and k["bits_per_s"] < 100e6 for k in net["links"]), net

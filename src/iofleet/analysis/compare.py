@@ -15,6 +15,7 @@ from ..errors import IofleetError
 from ..plan.params import ID_BASE
 from ..results.export import DirectionFigures
 from ..results.model import Run, TestRecord
+from .links import LINK_MATCH, link_samples, network_check
 
 # Tests pair up across configurations by what every test id names.
 DEFAULT_MATCH = ID_BASE
@@ -80,6 +81,23 @@ class Metric:
         if self.figure == "iops":
             return d.iops
         return d.bw_mb_s if self.figure == "mb_s" else d.lat_us(self.figure)
+
+
+@dataclass(frozen=True)
+class LinkMetric(Metric):
+    """A figure of a network check's link (analysis/links.py)."""
+
+    def value(self, test) -> float | None:
+        return test.figures.get(self.figure)
+
+
+LINK_METRICS = (LinkMetric("rtt", "round trip", "ms", False, None, "rtt_ms"),
+                LinkMetric("gbps", "bandwidth", "Gbit/s", True, None, "gbps"))
+
+
+def tests_of(run: Run) -> list:
+    """What compare pairs up in a run: its tests, or a network check's links."""
+    return link_samples(run) if network_check(run) else run.tests
 
 
 def default_metrics(tail: str = "p99") -> tuple[Metric, ...]:
@@ -261,7 +279,7 @@ def _group(config: Config, match: tuple[str, ...], excluded: list[dict]) -> dict
     out: dict[tuple, list[TestRecord]] = {}
     for run in config.runs:
         ids_by_key: dict[tuple, set[str]] = {}
-        for t in run.tests:
+        for t in tests_of(run):
             if t.status != "ok":
                 excluded.append({"config": config.name, "run": run.id, "test": t.id, "repeat": t.repeat,
                                  "status": t.status})
@@ -353,9 +371,17 @@ def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | 
     if resamples < 100:
         raise IofleetError(f"resamples {resamples}: use at least 100 (default {DEFAULT_RESAMPLES})")
     match = tuple(match)
+    checks = {r.id: network_check(r) is not None for c in configs for r in c.runs}
+    if any(checks.values()):
+        if not all(checks.values()):
+            net, fio = (min(i for i, v in checks.items() if v is want) for want in (True, False))
+            raise IofleetError(f"run {net} is a network check and run {fio} is not: compare network checks "
+                               f"with each other, fio runs with each other")
+        match = LINK_MATCH if match == tuple(DEFAULT_MATCH) else match
+        metrics = metrics or LINK_METRICS
     if not match:
         raise IofleetError("--match: give at least one parameter, e.g. bs,read_pct")
-    known = {k for c in configs for r in c.runs for t in r.tests for k in (t.params or {})}
+    known = {k for c in configs for r in c.runs for t in tests_of(r) for k in (t.params or {})}
     unknown = [k for k in match if k not in known]
     if unknown:
         raise IofleetError(f"--match {','.join(match)}: no test has the parameter {', '.join(unknown)}; "

@@ -2,7 +2,7 @@
 fleet's hosts and the fio server each of them runs."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.table import Table
@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..plan.units import format_bytes
 from ..units import escaped
-from .common import EXIT_FAILED, console, err_console, user_errors
+from .common import EXIT_FAILED, DataDir, console, err_console, user_errors
 from .server import DEFAULT_BIND, serve_fio
 
 if TYPE_CHECKING:  # annotations only
@@ -37,6 +37,7 @@ def hosts_check(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML)."),
     network: bool = typer.Option(False, "--network", help="Also check the links between the hosts (as `hosts "
                                                           "network`; every host needs `ssh:`)."),
+    data_dir: Optional[str] = DataDir,
 ):
     """Check every host: fio server, fio version, targets and space."""
     from ..fleet.inventory import load_inventory
@@ -50,7 +51,7 @@ def hosts_check(
     for line in fleet.notes:
         err_console.print(f"note: {escaped(line)}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"{fleet.ready} of {len(fleet.checks)} hosts ready.")
-    links_ok = _network(hosts, "ring") if network else True
+    links_ok = _network(hosts, "ring", inventory, None, data_dir) if network else True
     if fleet.problems or not links_ok:
         raise typer.Exit(EXIT_FAILED)
 
@@ -86,34 +87,42 @@ def hosts_network(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML); every host needs `ssh:`."),
     pairs: str = typer.Option("ring", "--pairs", help="Bandwidth of each host to the next (ring) or of every pair "
                                                        "(all), each direction."),
+    label: Optional[str] = typer.Option(None, "--label", help="Label the stored check (e.g. before-switch-upgrade)."),
+    data_dir: Optional[str] = DataDir,
 ):
     """Check the network between the hosts: round trip and loss of every
-    pair, the expected MTU, bandwidth (iperf3); exit 1 on a problem."""
+    pair, the expected MTU, bandwidth (iperf3); exit 1 on a problem.
+
+    The check is stored as a run (`results show`, `compare`, the web UI);
+    the next fleet run's diagnostics use it to explain a host that lags."""
     from ..errors import IofleetError
     from ..fleet.inventory import load_inventory
     if pairs not in ("ring", "all"):
         raise IofleetError(f"--pairs {pairs!r}: give ring (each host to the next) or all (every pair)")
     hosts = load_inventory(inventory).hosts
-    if not _network(hosts, pairs):
+    if not _network(hosts, pairs, inventory, label, data_dir):
         raise typer.Exit(EXIT_FAILED)
 
 
-def _network(hosts: list, pairs: str) -> bool:
-    """Measure and print the links between the hosts; False when a problem was found."""
+def _network(hosts: list, pairs: str, inventory: Path, label: Optional[str], data_dir: Optional[str]) -> bool:
+    """Measure, store and print the links between the hosts; False when a problem was found."""
     from ..errors import IofleetError
-    from ..fleet.network_check import check_network, matrix_lines
+    from ..fleet.network_check import matrix_lines
+    from ..results.store import Store, default_data_dir
+    from ..studies.network import check_and_store
     if len(hosts) < 2:
         raise IofleetError("the network check needs at least two hosts in the inventory")
-    with console.status(f"Measuring the links between {len(hosts)} hosts…"):
-        check = check_network(hosts, pairs)
+    with Store.open(default_data_dir(data_dir)) as store, \
+            console.status(f"Measuring the links between {len(hosts)} hosts…"):
+        run_id, check = check_and_store(store, hosts, pairs, label, inventory)
     for line in matrix_lines(check, console.width):
         console.print(line, markup=False, highlight=False)
     for line in check.errors + check.problems:
         err_console.print(Text.assemble(("problem:", "red"), " ", escaped(line)), highlight=False)
-    if check.errors or check.problems:
-        return False
-    console.print(f"No problem found on the links between {len(hosts)} hosts.")
-    return True
+    if not (check.errors or check.problems):
+        console.print(f"No problem found on the links between {len(hosts)} hosts.")
+    console.print(f"Stored as run {run_id} (`iofleet results show {run_id}`).", highlight=False)
+    return not (check.errors or check.problems)
 
 
 @hosts_app.command("clean")

@@ -213,11 +213,11 @@ def _bandwidths(check: NetworkCheck, hosts: dict[str, Host]) -> list[str]:
             floor = max([h.network.min_gbps for h in (hosts[a], hosts[b])
                          if h.network is not None and h.network.min_gbps is not None], default=None)
             if floor is not None and bw.bits_per_s / 1e9 < floor:
-                out.append(f"{a} → {b}: {_rate(bw.bits_per_s)}, below the inventory's min_gbps {floor:g}; check "
+                out.append(f"{a} → {b}: {rate_text(bw.bits_per_s)}, below the inventory's min_gbps {floor:g}; check "
                            f"the link's speed (`ethtool` on both hosts) and what else uses it")
                 slow.append((a, b))
             elif median_rate and bw.bits_per_s < median_rate / OUTLIER:
-                out.append(f"{a} → {b}: {_rate(bw.bits_per_s)} against a median of {_rate(median_rate)} for the "
+                out.append(f"{a} → {b}: {rate_text(bw.bits_per_s)} against a median of {rate_text(median_rate)} for the "
                            f"links; check that link's speed (`ethtool`), duplex and shaping")
                 slow.append((a, b))
     shared = set.intersection(*(set(pair) for pair in slow)) if len(slow) >= 2 else set()
@@ -227,7 +227,7 @@ def _bandwidths(check: NetworkCheck, hosts: dict[str, Host]) -> list[str]:
     return out
 
 
-def _rate(bits_per_s: float) -> str:
+def rate_text(bits_per_s: float) -> str:
     return f"{bits_per_s / 1e9:.2f} Gbit/s" if bits_per_s >= 1e9 else f"{bits_per_s / 1e6:.0f} Mbit/s"
 
 
@@ -253,7 +253,44 @@ def matrix_lines(check: NetworkCheck, width: int = 80) -> list[str]:
     links = [(a, b, bw) for a, row in check.bandwidth.items() for b, bw in row.items()]
     if links:
         lines.append("Bandwidth (iperf3, from → to):")
-        lines += [f"  {a} → {b}: {_rate(bw.bits_per_s) if bw else 'not measured'}" for a, b, bw in links]
+        lines += [f"  {a} → {b}: {rate_text(bw.bits_per_s) if bw else 'not measured'}" for a, b, bw in links]
         if any(bw is None for _, _, bw in links):
             lines.append("  (not measured: the pair's pings were all lost, or iperf3 failed: see below)")
     return lines
+
+
+def link_rows(check: NetworkCheck) -> list[dict]:
+    """Each link measured, from → to, as a run stores it (results'
+    NetworkRecord.links); None: not measured."""
+    rows = []
+    for a in check.hosts:
+        for b in check.hosts:
+            ping = check.pings.get(a, {}).get(b)
+            mtu, probe = check.mtu.get(a, {}).get(b, (None, None))
+            measured = b in check.bandwidth.get(a, {})
+            if a == b or (ping is None and mtu is None and not measured):
+                continue
+            bw = check.bandwidth.get(a, {}).get(b)
+            rows.append({"from": a, "to": b, "sent": ping and ping.sent, "received": ping and ping.received,
+                         "rtt_avg_ms": ping and ping.rtt_avg_ms, "rtt_max_ms": ping and ping.rtt_max_ms,
+                         "mtu": mtu, "mtu_sent": probe and probe.sent, "mtu_received": probe and probe.received,
+                         "bandwidth_measured": measured, "bits_per_s": bw and bw.bits_per_s,
+                         "retransmits": bw and bw.retransmits})
+    return rows
+
+
+def check_of_links(hosts: list[str], links: list[dict], errors: list[str], problems: list[str]) -> NetworkCheck:
+    """A stored check (link_rows) as measured, to show it again."""
+    check = NetworkCheck(list(hosts), errors=list(errors), problems=list(problems))
+    for row in links:
+        a, b = row["from"], row["to"]
+        if row.get("sent") is not None:
+            check.pings.setdefault(a, {})[b] = Ping(row["sent"], row["received"], row.get("rtt_avg_ms"),
+                                                    row.get("rtt_max_ms"))
+        if row.get("mtu") is not None:
+            probe = None if row.get("mtu_sent") is None else Ping(row["mtu_sent"], row["mtu_received"], None, None)
+            check.mtu.setdefault(a, {})[b] = (row["mtu"], probe)
+        if row.get("bandwidth_measured"):
+            bits = row.get("bits_per_s")
+            check.bandwidth.setdefault(a, {})[b] = None if bits is None else Bandwidth(bits, row.get("retransmits"))
+    return check

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..fio.records import Series
 from ..results.model import Run
-from . import charts, curve, saturation, scenario
+from . import charts, curve, network, saturation, scenario
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ SECTIONS: tuple[ChartSection, ...] = (
     ChartSection("sweep", saturation.sweep_section),  # a saturate run: IOPS and p99 by outstanding IO
     ChartSection("scenario", scenario.scenario_section),  # a scenario run: events on the time axis
     ChartSection("curve", curve.curve_section),  # a curve run: latency against load
+    ChartSection("network", network.network_section),  # a network check; a fleet run's last one
     ChartSection("overview", charts.overview_section),  # every run: by block size, latency per test
     ChartSection("tests", charts.tests_section),  # each test: per second, per round, per host, percentiles
 )

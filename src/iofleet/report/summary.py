@@ -17,6 +17,7 @@ from ..analysis.skew import MIN_OVERLAP_PCT
 from ..analysis.stragglers import stragglers
 from ..fleet.control.host import NO_SSH
 from ..fleet.metrics import mean_cpu
+from ..fleet.network_check import check_of_links, matrix_lines
 from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host
 from ..results.methodology import PrepareRecord, ResumeRecord, TestMethodology
@@ -458,12 +459,23 @@ def summary_notes(run: Run) -> list[tuple[str, str | None]]:
     if blind and any(t.fleet for t in run.tests):
         notes.append((f"Host CPU: n/a for {', '.join(blind)} (no `metrics:` endpoint in the inventory)"
                       f"; a test's CPU covers the hosts with metrics.", None))
-    notes += host_facts_notes(run) + methodology_notes(run)
+    notes += host_facts_notes(run) + methodology_notes(run) + network_notes(run)
     if run.status not in ("complete", "running"):
         notes.append((f"This run is {run.status}: {len(run.tests)} of "
                       f"{run.tests_planned} planned tests were stored" + (f"; {run.note}" if run.note else "") + ".",
                       "yellow"))
     return notes
+
+
+def network_notes(run: Run) -> list[tuple[str, str | None]]:
+    """A fleet run's last network check of its hosts: when, and what it found."""
+    net = run.methodology.network if run.methodology is not None else None
+    if not net or net.run is None:
+        return []
+    found = len(net.errors) + len(net.problems)
+    what = "no problem" if not found else f"{found} problem{'s' if found > 1 else ''} (`iofleet results show {net.run}`)"
+    return [(f"Network: the last check of these hosts, run {net.run} at {(net.at or '?')[:16].replace('T', ' ')} "
+             f"UTC, found {what}.", "yellow" if found else None)]
 
 
 SUMMARY_CAPTION = ("read/write ms: mean total latency (submit + complete); percentiles: all IO, from merged "
@@ -486,8 +498,12 @@ def row_style(status: str) -> str | None:
 
 
 def run_title(run: Run) -> str:
-    host = run.host_facts.get("hostname") or ", ".join(run.host_facts.get("hosts", []))
-    return escaped(f"Run {run.id} · {run.plan_name} · {run.status} · {run.fio_version or 'fio ?'} · {host}")
+    hosts = run.host_facts.get("hosts") or []  # a fleet's: {name, ...}; an import's: names
+    host = run.host_facts.get("hostname") or ", ".join(h.get("name", "?") if isinstance(h, dict) else str(h)
+                                                       for h in hosts)
+    net = run.methodology.network if run.methodology is not None else None
+    fio = "" if net and net.run is None else f"{run.fio_version or 'fio ?'} · "  # a network check runs no fio
+    return escaped(f"Run {run.id} · {run.plan_name} · {run.status} · {fio}{host}")
 
 
 # Below the full width, the terminal keeps these columns (and the tail
@@ -499,7 +515,11 @@ NARROW_DROP = ("span", "steady (IOPS)", "CPU % avg/max", "write ms", "read ms", 
 def summary_table(run: Run, width: int | None = None):
     """A rich renderable: the table, one line per failed test, notes on the
     fleet and methodology, then the diagnostics. With a width (a terminal's),
-    the table leaves out columns to fit it (report.fit) and says which."""
+    the table leaves out columns to fit it (report.fit) and says which.
+    A network check: its matrix, bandwidth and problems."""
+    net = run.methodology.network if run.methodology is not None else None
+    if net and net.run is None:
+        return network_summary(run, net, width)
     table = Table(title=Text(run_title(run)), title_justify="left", box=box.SIMPLE_HEAD, caption=summary_caption(run),
                   caption_justify="left")
     rows = summary_rows(run)
@@ -518,3 +538,14 @@ def summary_table(run: Run, width: int | None = None):
         notes.append(Text("Diagnostics:", style="bold"))
         notes += [Text(line, style=style) for line, style in diagnostics_lines(findings)]
     return Group(table, *notes)
+
+
+def network_summary(run: Run, net, width: int | None) -> Group:
+    """A network check's run as `iofleet hosts network` printed it."""
+    check = check_of_links(net.hosts, net.links, net.errors, net.problems)
+    lines = [Text(run_title(run), style="bold")]
+    lines += [Text(line) for line in matrix_lines(check, width or 200)]
+    lines += [Text.assemble(("problem: ", "red"), escaped(line)) for line in net.errors + net.problems]
+    if not (net.errors or net.problems):
+        lines.append(Text(f"No problem found on the links between {len(net.hosts)} hosts."))
+    return Group(*lines)

@@ -2,7 +2,7 @@
 (their `methodology` in the export, docs/methodology.md), typed: a test's
 steady-state verdicts, measurement window, caches and working set, early
 stop; a run's preparation, cache policy, resumes and the record of the
-study that made it (saturate, curve, scenario). Each `to_dict` is the
+study that made it (saturate, curve, scenario, a network check). Each `to_dict` is the
 exported JSON; `from_dict` reads it back, old runs' too (records.py)."""
 
 import math
@@ -274,6 +274,26 @@ class ScenarioRecord(Record):
 
 
 @dataclass
+class NetworkRecord(Record):
+    """A network check (`iofleet hosts network`): every link measured, from
+    one host to another, and the problems named. In a fleet run's
+    methodology: the last check of its hosts before it (`run`, `at`), which
+    its diagnostics use to explain a host that lags."""
+
+    pairs: str | None = None  # ring | all: which pairs had their bandwidth measured
+    hosts: list[str] = field(default_factory=list)
+    # from, to, sent, received, rtt_avg_ms, rtt_max_ms, mtu, mtu_sent, mtu_received, bits_per_s, retransmits
+    # (None: not measured); fleet/network_check.py link_rows.
+    links: list[dict] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    run: int | None = None  # the check's run, in a fleet run's record
+    at: str | None = None  # when the check started (ISO-8601 UTC), in a fleet run's record
+
+    OPTIONAL = ("run", "at")
+
+
+@dataclass
 class RunMethodology(Record):
     """What a run did before and around its tests: preparation, cache
     policy, the latency percentile it reports, resumes, and the record of
@@ -287,8 +307,9 @@ class RunMethodology(Record):
     curve: CurveRecord | None = None
     scenario: ScenarioRecord | None = None
     resumes: list[ResumeRecord] | None = None
+    network: NetworkRecord | None = None  # a network check's links; a fleet run's last check before it
 
-    OPTIONAL = ("saturate", "curve", "scenario", "resumes")
+    OPTIONAL = ("saturate", "curve", "scenario", "resumes", "network")
 
     @classmethod
     def _from(cls, d: dict) -> dict:
@@ -298,6 +319,7 @@ class RunMethodology(Record):
             "saturate": from_optional(SaturateRecord, d.get("saturate")),
             "curve": from_optional(CurveRecord, d.get("curve")),
             "scenario": from_optional(ScenarioRecord, d.get("scenario")),
+            "network": from_optional(NetworkRecord, d.get("network")),
             "resumes": None if resumes is None else [ResumeRecord.from_dict(r) for r in resumes]}
 
     @property

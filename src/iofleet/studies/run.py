@@ -34,6 +34,7 @@ from ..results.model import TestInfo, TestRecord
 from ..results.store import FINISHED_TEST_STATUSES, Store
 from .events import RunObserver, RunOutcome, TestOutcome, estimate_seconds
 from .live_state import Publisher
+from .network import last_network_check
 
 
 def _now() -> str:
@@ -127,6 +128,8 @@ class RunSession:
                 method.prepare = PrepareRecord.from_dict(prepared.to_dict())
                 self._prepared = True  # kept data used as it is counts as prepared too
                 self._data_whole = not self.stop.is_set()
+            # A fleet's last network check, for its diagnostics (a host that lags on a slow link).
+            method.network = last_network_check(self.store, self.place.describe().get("hosts") or [])
             if self.resume is not None:
                 method = self.resume.methodology_with(method, [self.resume.specs[i].id for i in self.resume.todo])
             self.methodology = method

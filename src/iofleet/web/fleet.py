@@ -6,9 +6,10 @@ from dataclasses import asdict
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
-from ..fleet.network_check import check_network as check_fleet_network
+from ..report.network import network_view
 from ..studies.hosts import check_fleet as check_fleet_hosts
-from .render import fragment, render, settings
+from ..studies.network import check_and_store
+from .render import fragment, open_store, render, settings
 
 router = APIRouter()
 
@@ -45,21 +46,18 @@ def check_fleet(request: Request):
 def check_network(request: Request, pairs: str = "ring"):
     """The links between the hosts, as `iofleet hosts network` measures them
     (over SSH): round trip and loss of every pair, the expected MTU,
-    iperf3 bandwidth in a ring or every pair (`pairs=all`), and the problems."""
+    iperf3 bandwidth in a ring or every pair (`pairs=all`), and the problems;
+    stored as a run (`run`: its id)."""
     s = settings(request)
     if s.inventory is None or len(s.inventory.hosts) < 2:
-        return {"hosts": [], "rtt_ms": {}, "bandwidth": [], "errors": [],
+        return {"hosts": [], "rtt_ms": {}, "bandwidth": [], "errors": [], "run": None,
                 "problems": ["the network check needs a server started with `iofleet serve --hosts INVENTORY` "
                              "of at least two hosts"]}
     if pairs not in ("ring", "all"):
         raise HTTPException(400, f"pairs={pairs!r}: give ring or all")
-    check = check_fleet_network(s.inventory.hosts, pairs)
-    rtt = {a: {b: None if p is None else -1.0 if p.received == 0 else p.rtt_avg_ms for b, p in row.items()}
-           for a, row in check.pings.items()}
-    links = [{"from": a, "to": b, "gbps": None if bw is None else round(bw.bits_per_s / 1e9, 3)}
-             for a, row in check.bandwidth.items() for b, bw in row.items()]
-    return {"hosts": check.hosts, "rtt_ms": rtt, "bandwidth": links, "errors": check.errors,
-            "problems": check.problems}
+    with open_store(request) as store:
+        run_id, check = check_and_store(store, s.inventory.hosts, pairs, inventory=s.inventory_path)
+    return network_view(check) | {"run": run_id}
 
 
 @router.post("/fleet/network", include_in_schema=False, response_class=HTMLResponse)

@@ -52,6 +52,7 @@ class JudgedRun:
                      if isinstance(h, dict)}
         self.facts = readable(recorded_facts(run.host_facts or {}))  # fleet hosts read through SSH
         self.host_facts = run.host_facts or {}
+        self.network = self.method.network if self.method is not None else None  # a fleet's last network check
 
     def target_client(self, host: str) -> str | None:
         """The client through which all of a host's targets are reached

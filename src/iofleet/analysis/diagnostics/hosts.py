@@ -8,6 +8,8 @@ import statistics
 from collections import namedtuple
 from typing import Iterator
 
+from ...fleet.network_check import OUTLIER, rate_text
+from ...results.methodology import NetworkRecord
 from ..host_facts import how_hosts_differ
 from ..little import in_flight, little_holds, little_ratio, outstanding_io
 from ..stragglers import stragglers
@@ -138,10 +140,42 @@ def host_imbalance(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
             # What the SSH facts show of them (another kernel, device model, ...), else where to look.
             differs = how_hosts_differ(slow_names, {h: f for h, f in run.facts.items() if h in per_host})
             found = f"; {', '.join(slow_names)} differ{'s' if len(slow) == 1 else ''}: {differs}" if differs else ""
+            links = [line for h in slow_names for line in link_evidence(run.network, h)]
+            if links:  # the run's last network check explains it
+                found += f"; the network check of run {run.network.run} measured {'; '.join(links)}"
             look = "that difference, " if differs else ""
+            fix = (f"fix the network first: {', '.join(slow_names)}'s link{'s' if len(slow) > 1 else ''} "
+                   f"(`ethtool`, cabling, switch port, shaping), then check it again with `iofleet hosts network "
+                   f"INVENTORY`; " if links else "")
             yield run.hit(i, t, f"{names} of the median host's {median:,.0f} IOPS{where} "
                                 f"(< {th.straggler_pct:g} %){found}",
-                          f"check what differs on {', '.join(slow_names)} ({look}its targets' devices, network, "
+                          f"{fix}check what differs on {', '.join(slow_names)} ({look}its targets' devices, network, "
                           f"CPU, other load), or leave {'it' if len(slow) == 1 else 'them'} out of the inventory",
                           host=slow[0][0] if len(slow) == 1 else None)
+
+
+def link_evidence(net: NetworkRecord | None, host: str) -> list[str]:
+    """What a network check measured of `host`'s links that stands out:
+    pings lost, the expected MTU not passing, a bandwidth below 1/OUTLIER
+    of the median of the links without it (the check's own rule)."""
+    if not net:
+        return []
+    mine = [k for k in net.links if host in (k["from"], k["to"])]
+    out = []
+    for k in mine:
+        if k.get("sent") and k.get("received") is not None and k["received"] < k["sent"]:
+            lost = "all pings lost" if k["received"] == 0 else f"{100 * (1 - k['received'] / k['sent']):.0f} % " \
+                                                                 f"of pings lost"
+            out.append(f"{k['from']} → {k['to']}: {lost}")
+        elif k.get("mtu_sent") and k.get("mtu_received") == 0:
+            out.append(f"{k['from']} → {k['to']}: packets of {k['mtu']} bytes (the expected MTU) do not pass")
+    others = [k["bits_per_s"] for k in net.links if k.get("bits_per_s") and host not in (k["from"], k["to"])]
+    rates = [k for k in mine if k.get("bits_per_s")]
+    if others and rates:
+        slowest = min(rates, key=lambda k: k["bits_per_s"])
+        median = statistics.median(others)
+        if slowest["bits_per_s"] < median / OUTLIER:
+            out.append(f"{host}'s link {slowest['from']} → {slowest['to']} at {rate_text(slowest['bits_per_s'])} "
+                       f"against a median of {rate_text(median)} for the others")
+    return out
 

@@ -1,0 +1,36 @@
+"""A network check's links as `compare` reads a run's tests: one sample per
+link (from → to) and check, with its round trip and bandwidth, so checks
+compare link by link with the same rules as fio runs compare test by test."""
+
+from dataclasses import dataclass, field
+
+from ..results.methodology import NetworkRecord
+from ..results.model import Run
+
+LINK_MATCH = ("link",)  # links pair up across checks by from → to
+
+
+@dataclass
+class LinkSample:
+    id: str  # "h1 → h2"
+    params: dict
+    figures: dict = field(default_factory=dict)  # rtt_ms, gbps (None: not measured)
+    status: str = "ok"
+    repeat: int = 1
+
+
+def network_check(run: Run) -> NetworkRecord | None:
+    """The run's own network check (a fleet run's record of its last check is not)."""
+    net = run.methodology.network if run.methodology is not None else None
+    return net if net and net.run is None else None
+
+
+def link_samples(run: Run) -> list[LinkSample]:
+    out = []
+    for k in network_check(run).links:
+        name = f"{k['from']} → {k['to']}"
+        reached = k.get("received") is not None and k["received"] > 0
+        bits = k.get("bits_per_s")
+        out.append(LinkSample(name, {"link": name}, {"rtt_ms": k.get("rtt_avg_ms") if reached else None,
+                                                      "gbps": None if bits is None else bits / 1e9}))
+    return out
