@@ -100,6 +100,14 @@ def test_the_fleet_page_checks_the_network_and_shows_the_matrix_and_the_problems
             assert any("h1 and h3 cannot reach each other" in p for p in problems), problems
             assert not any("did not finish" in p for p in problems), problems  # the cut pair is not measured
             screenshot(page, "web-fleet-network.png")
+            # Stored as a run: its result page shows the same matrix and draws the ring's bandwidth.
+            page.click("#network-run a")
+            page.wait_for_function("() => document.querySelector('#network-chart.js-plotly-plot') !== null",
+                                   timeout=30_000)
+            assert page.locator("#network-table td.bad").count() == 2
+            assert page.locator("#network-chart .bars .point").count() == 2  # h1 → h3 was not measured
+            assert page.locator("#summary-table").count() == 0  # a check has no fio tests
+            screenshot(page, "web-network-run.png")
         assert seen.errors == []
     finally:
         server.stop()

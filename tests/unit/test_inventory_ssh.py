@@ -2,6 +2,7 @@
 (host-key policy, sudo) and the deploy scripts (quoted, valid sh)."""
 
 import shutil
+from pathlib import Path
 import subprocess
 
 import asyncssh
@@ -141,7 +142,7 @@ def test_deploy_script_on_a_host_without_fio_says_how_or_reports_the_failed_inst
         return deploy._fields(deploy.Reply("h", 0, proc.stdout, proc.stderr))
 
     fields = run(True, _bin_without_fio(tmp_path))
-    assert fields == {"pm": "", "fio": "missing"}
+    assert fields == {"pm": "", "fio": "missing", "net_missing": "iperf3 ping"}
     line = deploy._fio_problem(host, fields, "fio-3.33", True)
     assert "no apt-get, dnf or zypper" in line and "install fio (fio-3.33) by hand" in line
     (tmp_path / "bin").rename(tmp_path / "old")
@@ -150,3 +151,26 @@ def test_deploy_script_on_a_host_without_fio_says_how_or_reports_the_failed_inst
     fields = run(True, path)
     assert fields["install_failed"] == "E: Unable to locate package fio"
     assert "installing fio with apt-get failed" in deploy._fio_problem(host, fields, "fio-3.33", True)
+
+
+def test_deploy_install_adds_the_network_checks_tools_with_fio_and_says_what_is_missing(tmp_path):
+    """A fake apt-get (it records its arguments and "installs" by writing
+    the commands) stands for the host's package manager."""
+    host = Inventory.model_validate({"hosts": [{**HOST, "ssh": {}}]}).hosts[0]
+    bin_dir = tmp_path / "bin"
+    _bin_without_fio(tmp_path, {"apt-get": (
+        f'echo "$@" >> {bin_dir}/apt.log; [ "$1" = install ] || exit 0\n'
+        f'for t in fio iperf3 ping; do printf "#!/bin/sh\\necho fio-3.33\\n" > {bin_dir}/$t; '
+        f'{shutil.which("chmod")} +x {bin_dir}/$t; done')})
+
+    def fields(install: bool) -> dict:
+        proc = subprocess.run(["/bin/sh", "-c", deploy.deploy_command(host, "fio-3.33", install, False)],
+                              capture_output=True, text=True, env={"PATH": str(bin_dir)}, timeout=30)
+        return deploy._fields(deploy.Reply("h", 0, proc.stdout, proc.stderr))
+
+    without = fields(False)
+    assert without["net_missing"] == "iperf3 ping" and without["fio"] == "missing"
+    got = fields(True)
+    assert got["installed"] == "apt-get" and got["installed_pkgs"] == "fio iperf3 iputils-ping", got
+    assert "net_missing" not in got and got["version"] == "fio-3.33"
+    assert (bin_dir / "apt.log").read_text().splitlines()[-1] == "install -y -qq fio iperf3 iputils-ping"

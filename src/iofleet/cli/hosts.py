@@ -166,8 +166,8 @@ def _summary(outcomes: "list[HostOutcome]", done: str) -> None:
 @user_errors
 def hosts_deploy(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML) with `ssh:` settings."),
-    install: bool = typer.Option(False, "--install", help="Install fio with the host's package manager "
-                                 "(apt-get, dnf, zypper) where it is missing."),
+    install: bool = typer.Option(False, "--install", help="Install fio (and the network check's iperf3 and ping) "
+                                 "with the host's package manager (apt-get, dnf, zypper) where missing."),
     metrics: bool = typer.Option(False, "--metrics", help="Also start node_exporter on each host's address, port 9100."),
 ):
     """Start `fio --server` on every host over SSH, then check it."""

@@ -20,6 +20,7 @@ from plotly.offline import get_plotlyjs
 from .. import __version__
 from ..analysis.diagnostics import RULES, diagnose
 from ..analysis.host_facts import host_line
+from ..analysis.links import network_check
 from ..fio.records import Series
 from ..plan.units import format_bytes
 from ..results.aggregate import shared_by_host
@@ -27,7 +28,8 @@ from ..results.model import Run
 from . import charts
 from .compare import comparison_tables, header_lines, metric_table, note_lines
 from .sections import SECTIONS
-from .summary import diagnostics_lines, repeat_rows, run_title, summary_caption, summary_notes, summary_rows
+from .summary import (diagnostics_lines, network_lines, repeat_rows, run_title, summary_caption,
+                      summary_notes, summary_rows)
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -64,9 +66,10 @@ def page(template: str, title: str, **context) -> str:
 def environment_rows(run: Run) -> list[tuple[str, str]]:
     """(what, value) pairs: where and how the run was measured."""
     facts = run.host_facts
+    # A network check runs no fio: its inventory instead.
+    tool = ("inventory", facts["inventory"]) if facts.get("inventory") else ("fio", run.fio_version or "unknown")
     rows = [("plan", run.plan_name), ("label", run.label or "—"), ("status", run.status),
-            ("started / ended (UTC)", f"{run.created_at} / {run.ended_at or '—'}"),
-            ("fio", run.fio_version or "unknown"), ("source", run.source)]
+            ("started / ended (UTC)", f"{run.created_at} / {run.ended_at or '—'}"), tool, ("source", run.source)]
     if facts.get("hostname"):
         rows.append(("controller host", f"{facts['hostname']} · {facts.get('cpus', '?')} CPUs · "
                      f"{format_bytes(facts['memory_bytes']) if facts.get('memory_bytes') else '? '} RAM"))
@@ -78,7 +81,8 @@ def environment_rows(run: Run) -> list[tuple[str, str]]:
         if isinstance(h, dict):
             nic = f" · NIC {h['nic_gbps']:g} Gbit/s" if h.get("nic_gbps") else ""
             seen = f" · {host_line(h['facts'])}" if isinstance(h.get("facts"), dict) else ""
-            rows.append((f"host {h['name']}", f"{h['address']} · targets {', '.join(h.get('targets') or [])}{nic}{seen}"))
+            targets = f" · targets {', '.join(h['targets'])}" if h.get("targets") else ""
+            rows.append((f"host {h['name']}", f"{h['address']}{targets}{nic}{seen}"))
     return rows
 
 
@@ -157,8 +161,12 @@ def run_report_md(run: Run) -> str:
     """A Markdown summary for tickets: environment, summary table, notes,
     steady-state verdicts and diagnostics."""
     out = [f"# {run_title(run)}\n",
-           md_table([{"": what, "value": value} for what, value in environment_rows(run)]),
-           "## Summary\n", md_table(summary_rows(run)), f"_{summary_caption(run)}_\n"]
+           md_table([{"": what, "value": value} for what, value in environment_rows(run)])]
+    net = network_check(run)
+    if net:
+        matrix, found = network_lines(net, 100)
+        return "\n".join(out + ["## Network\n", "```", *matrix, "```\n"] + [f"- {line}" for line in found]) + "\n"
+    out += ["## Summary\n", md_table(summary_rows(run)), f"_{summary_caption(run)}_\n"]
     out += [f"- {line}" for line, _ in summary_notes(run)]
     repeats = repeat_rows(run)
     if repeats:

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..analysis.diagnostics import RULES, SEVERITIES, Finding, diagnose
 from ..analysis.host_facts import host_line, recorded_facts
+from ..analysis.links import network_check
 from ..analysis.methodology import prepare_note
 from ..analysis.skew import MIN_OVERLAP_PCT
 from ..analysis.stragglers import stragglers
@@ -501,8 +502,7 @@ def run_title(run: Run) -> str:
     hosts = run.host_facts.get("hosts") or []  # a fleet's: {name, ...}; an import's: names
     host = run.host_facts.get("hostname") or ", ".join(h.get("name", "?") if isinstance(h, dict) else str(h)
                                                        for h in hosts)
-    net = run.methodology.network if run.methodology is not None else None
-    fio = "" if net and net.run is None else f"{run.fio_version or 'fio ?'} · "  # a network check runs no fio
+    fio = "" if network_check(run) else f"{run.fio_version or 'fio ?'} · "  # a network check runs no fio
     return escaped(f"Run {run.id} · {run.plan_name} · {run.status} · {fio}{host}")
 
 
@@ -517,8 +517,8 @@ def summary_table(run: Run, width: int | None = None):
     fleet and methodology, then the diagnostics. With a width (a terminal's),
     the table leaves out columns to fit it (report.fit) and says which.
     A network check: its matrix, bandwidth and problems."""
-    net = run.methodology.network if run.methodology is not None else None
-    if net and net.run is None:
+    net = network_check(run)
+    if net:
         return network_summary(run, net, width)
     table = Table(title=Text(run_title(run)), title_justify="left", box=box.SIMPLE_HEAD, caption=summary_caption(run),
                   caption_justify="left")
@@ -540,12 +540,16 @@ def summary_table(run: Run, width: int | None = None):
     return Group(table, *notes)
 
 
+def network_lines(net, width: int) -> tuple[list[str], list[str]]:
+    """A check's matrix and bandwidth lines as `iofleet hosts network`
+    printed them, and its problem lines (or the line saying there is none)."""
+    check = check_of_links(net.hosts, net.links, net.errors, net.problems)
+    found = [f"problem: {line}" for line in net.errors + net.problems]
+    return matrix_lines(check, width), found or [f"No problem found on the links between {len(net.hosts)} hosts."]
+
+
 def network_summary(run: Run, net, width: int | None) -> Group:
     """A network check's run as `iofleet hosts network` printed it."""
-    check = check_of_links(net.hosts, net.links, net.errors, net.problems)
-    lines = [Text(run_title(run), style="bold")]
-    lines += [Text(line) for line in matrix_lines(check, width or 200)]
-    lines += [Text.assemble(("problem: ", "red"), escaped(line)) for line in net.errors + net.problems]
-    if not (net.errors or net.problems):
-        lines.append(Text(f"No problem found on the links between {len(net.hosts)} hosts."))
-    return Group(*lines)
+    matrix, found = network_lines(net, width or 200)
+    return Group(Text(run_title(run), style="bold"), *map(Text, matrix),
+                 *(Text(escaped(line), style="red" if line.startswith("problem") else "") for line in found))

@@ -51,19 +51,29 @@ in_use() {
 }
 """
 
+# fio, and the network check's iperf3 and ping (`hosts network`): installed
+# together where missing, with --install; a missing network tool is a note.
 _FIND_FIO = r"""
 fio=$(command -v fio || true)
 pm=$(for p in apt-get dnf zypper; do command -v $p >/dev/null 2>&1 && echo $p && break; done)
 echo "pm=$pm"
-if [ -z "$fio" ] && [ "$install" = 1 ] && [ -n "$pm" ]; then
+ping_pkg=iputils; [ "$pm" = apt-get ] && ping_pkg=iputils-ping
+need=""
+[ -n "$fio" ] || need=fio
+command -v iperf3 >/dev/null 2>&1 || need="$need iperf3"
+command -v ping >/dev/null 2>&1 || need="$need $ping_pkg"
+if [ -n "$need" ] && [ "$install" = 1 ] && [ -n "$pm" ]; then
   case $pm in
-    apt-get) out=$( (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio) 2>&1);;
-    dnf) out=$(dnf install -y -q fio 2>&1);;
-    zypper) out=$(zypper --non-interactive --quiet install fio 2>&1);;
-  esac || { echo "install_failed=$(printf '%s\n' "$out" | tail -n 1)"; exit 0; }
+    apt-get) out=$( (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need) 2>&1);;
+    dnf) out=$(dnf install -y -q $need 2>&1);;
+    zypper) out=$(zypper --non-interactive --quiet install $need 2>&1);;
+  esac && echo "installed=$pm" && echo "installed_pkgs=$need" ||
+    echo "install_failed=$(printf '%s\n' "$out" | tail -n 1)"
   fio=$(command -v fio || true)
-  echo "installed=$pm"
 fi
+missing=""
+for t in iperf3 ping; do command -v $t >/dev/null 2>&1 || missing="$missing $t"; done
+[ -z "$missing" ] || echo "net_missing=${missing# }"
 [ -n "$fio" ] || { echo "fio=missing"; exit 0; }
 version=$("$fio" --version)
 echo "fio=$fio"
@@ -209,7 +219,7 @@ async def _answers(address: str, port: int, timeout_s: float = ANSWER_TIMEOUT_S)
 
 def _fio_problem(host: Host, f: dict[str, str], want: str, install: bool) -> str | None:
     """Why fio cannot be started on the host, as one line with the fix; None when it can."""
-    if "install_failed" in f:
+    if "install_failed" in f and f.get("fio") == "missing":
         return (f"{host.name}: installing fio with {f.get('pm')} failed ({f['install_failed']}); "
                 f"install fio ({want}) on the host by hand")
     if f.get("fio") == "missing":
@@ -240,7 +250,8 @@ async def _deploy_outcome(host: Host, reply: Reply, want: str, install: bool, me
     if not await _answers(address, port):
         return HostOutcome(host.name, False, f"{host.name}: fio --server runs but nothing answers on {where} "
                            f"from here; open TCP port {port} in the host's firewall")
-    parts = [f"{host.name}: {want}" + (f" installed with {f['installed']}" if "installed" in f else "")]
+    installed = f" ({f['installed_pkgs'].strip()}) installed with {f['installed']}" if "installed" in f else ""
+    parts = [f"{host.name}: {want}{installed}"]
     parts.append({"started": f"fio --server started on {where} (pid {f.get('fio_pid')})",
                   "running": f"fio --server already running on {where} (pid {f.get('fio_pid')})",
                   "port-busy": f"something deploy did not start already listens on {where}; left alone "
@@ -249,6 +260,11 @@ async def _deploy_outcome(host: Host, reply: Reply, want: str, install: bool, me
     if metrics:
         line, ok = await _exporter_outcome(host, f)
         parts.append(line)
+    if "net_missing" in f:  # not a failure: fio runs; the network check cannot
+        tried = f" (installing them failed: {f['install_failed']})" if "install_failed" in f else (
+            "" if install else "; deploy with --install to install them")
+        parts.append(f"no {' or '.join(f['net_missing'].split())} for the network check (`iofleet hosts "
+                     f"network`){tried}")
     if reply.note:
         parts.append(reply.note.split(": ", 1)[1])
     return HostOutcome(host.name, ok, "; ".join(parts))
