@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from iofleet.analysis.compare import (BASELINE, BETTER, NOT_ENOUGH, NOT_JUDGED, PASSED, REGRESSION, WITHIN_NOISE,
-                                      WORSE, Config, NothingMatched, compare, default_metrics, gate, judge)
+from iofleet.analysis.compare import (BASELINE, BETTER, INCONCLUSIVE, NOT_ENOUGH, NOT_JUDGED, PASSED, REGRESSION,
+                                      WITHIN_NOISE, WORSE, Config, NothingMatched, compare, default_metrics, gate, judge)
 from iofleet.errors import IofleetError
 from iofleet.report.compare import (compare_to_json, comparison_csv, comparison_json, comparison_markdown,
                                     comparison_report, fmt_change, gate_lines)
@@ -335,10 +335,12 @@ def test_gate_fails_what_is_worse_beyond_noise_and_the_threshold(cmp):
                    "libaio-qd4").mean) / cmp.tests[0 if c.test == READ else 1].row(c.metric.name).cell(
                    "libaio-qd4").mean < -5}
     assert failed == by_hand
-    # Worse but within noise passes: the baseline's plan again, write p95 +0.5 %, even with a 0 % threshold.
+    # Worse but within noise: the baseline's plan again, write p95 +0.5 %. Above a 0 % threshold it is
+    # inconclusive (never passed), below a 1 % one it passes.
     again = next(c for c in gate(cmp, 0) if c.config == "libaio-qd4-again" and c.metric.name == "write_p95")
-    assert again.cell.pct_change > 0 and again.cell.verdict == WITHIN_NOISE and again.outcome == PASSED
-    assert all(c.outcome == PASSED for c in gate(cmp, 0) if c.config == "libaio-qd4-again")
+    assert again.cell.pct_change > 0 and again.cell.verdict == WITHIN_NOISE and again.outcome == INCONCLUSIVE
+    assert "within noise: more repeats would tell" in again.reason
+    assert all(c.outcome == PASSED for c in gate(cmp, 1) if c.config == "libaio-qd4-again")
     # A threshold above the worst change: psync's read test (-67.9 %) fails at 65 %, none at 70 %.
     assert {c.test for c in gate(cmp, 65) if c.outcome == REGRESSION} == {READ}
     assert not any(c.outcome == REGRESSION for c in gate(cmp, 70))
@@ -346,21 +348,30 @@ def test_gate_fails_what_is_worse_beyond_noise_and_the_threshold(cmp):
     assert lines[0] == "FAILED --fail-above 5: 4 of 24 figures worse than libaio-qd4 by more than 5 % beyond noise:"
     assert lines[1].startswith(f"  psync, {READ}, IOPS: -67.9 % [") and lines[1].endswith(" worse")
     assert gate_lines(cmp, gate(cmp, 70), 70) == [
-        "passed --fail-above 70: none of 24 figures is worse than libaio-qd4 by more than 70 % beyond noise"]
+        "passed --fail-above 70: none of 24 figures is worse than libaio-qd4 by more than 70 %"]
 
 
-def test_gate_better_passes_and_too_few_repeats_are_not_judged():
+def test_gate_better_passes_and_too_few_repeats_are_inconclusive_never_passed():
     sync_base = compare([config("psync"), config("libaio-qd4")], "psync")
     iops_checks = [c for c in gate(sync_base, 5) if c.metric.name == "iops"]
     assert [c.outcome for c in iops_checks] == [PASSED, PASSED] and all(c.cell.verdict == BETTER for c in iops_checks)
     one = compare([config_of("run 1", [run(1)]), config_of("run 2", [run(2)])], "run 1")
     checks = gate(one, 5)
     assert not any(c.outcome == REGRESSION for c in checks)
-    unsure = [c for c in checks if c.outcome == NOT_JUDGED]
-    assert {c.metric.name for c in unsure} >= {"iops", "mb_s"} and all(c.cell.verdict == NOT_ENOUGH for c in unsure)
-    assert gate_lines(one, checks, 5)[1].startswith(f"not judged: {len(unsure)} figures worse by more than 5 %")
-    with pytest.raises(IofleetError, match=r"^--fail-above -1: give a share of 0 % or more"):
-        gate(one, -1)
+    unsure = [c for c in checks if c.outcome == INCONCLUSIVE]
+    assert unsure and all(c.cell.verdict == NOT_ENOUGH and -c.cell.pct_change * (1 if c.metric.higher_is_better
+                                                                                 else -1) > 5 for c in unsure)
+    # Every figure worse by more than 5 % is inconclusive: none passes.
+    assert all(c.outcome in (PASSED, NOT_JUDGED) for c in checks if c not in unsure)
+    assert not any(c.outcome == PASSED and (c.cell.pct_change if not c.metric.higher_is_better
+                                            else -c.cell.pct_change) > 5 for c in checks)
+    lines = gate_lines(one, checks, 5)
+    assert lines[0].startswith(f"INCONCLUSIVE --fail-above 5: no figure is worse than run 1 by more than 5 % beyond "
+                               f"noise, but {len(unsure)} of {len(checks)} are worse by more than 5 %"), lines[0]
+    assert len(lines) == 1 + len(unsure)
+    for bad in (-1, float("inf"), float("nan"), 1e308, 1000.5):
+        with pytest.raises(IofleetError, match=r"^--fail-above .*: give a share from 0 to 1000 %"):
+            gate(one, bad)
 
 
 # Elements and attributes of the JUnit schema Jenkins' xunit plugin ships (junit-10.xsd), that GitLab also reads.
@@ -381,7 +392,7 @@ def test_junit_xml_parses_back_with_one_case_per_test_and_metric(cmp):
     import xml.etree.ElementTree as ET
 
     root = ET.fromstring(junit_xml(cmp, gate(cmp, 5), 5))
-    assert root.tag == "testsuites" and (root.get("tests"), root.get("failures"), root.get("errors")) == ("24", "4", "0")
+    assert root.tag == "testsuites" and (root.get("tests"), root.get("failures")) == ("24", "4")
     for element in root.iter():  # only what the common schema (Jenkins junit-10.xsd) allows
         assert set(element.attrib) <= JUNIT_ATTRIBUTES[element.tag], element.tag
         assert JUNIT_REQUIRED.get(element.tag, set()) <= set(element.attrib), element.tag
@@ -412,4 +423,7 @@ def test_junit_xml_escapes_names():
     suite = root.find("testsuite")
     assert suite.get("name") == "<a href='x'>&\"]]>\ufffd vs run 1"
     assert suite.find("testcase").get("classname") == "<a href='x'>&\"]]>\ufffd"
-    assert int(suite.get("skipped")) == len(suite.findall("testcase/skipped")) > 0  # single runs: not judged
+    # Single runs: inconclusive figures are errors (a CI job fails on them), never skipped.
+    assert int(suite.get("errors")) == len(suite.findall("testcase/error")) > 0
+    assert {e.get("type") for e in suite.findall("testcase/error")} == {"inconclusive"}
+    assert root.get("errors") == suite.get("errors")

@@ -442,7 +442,10 @@ def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | 
 # Regression gate (`--fail-above PCT`): what each compared figure did.
 REGRESSION = "regression"
 PASSED = "passed"
+INCONCLUSIVE = "inconclusive"
 NOT_JUDGED = "not judged"
+# Worse by more than this is not a gate: latency 10 × the baseline's would pass it.
+MAX_FAIL_ABOVE = 1000.0
 
 
 @dataclass
@@ -453,7 +456,7 @@ class GateCheck:
     config: str
     metric: Metric
     cell: Cell
-    outcome: str  # REGRESSION, PASSED or NOT_JUDGED
+    outcome: str  # REGRESSION, PASSED, INCONCLUSIVE or NOT_JUDGED
     reason: str
 
 
@@ -462,13 +465,21 @@ def _worse_by(cell: Cell, metric: Metric) -> float:
     return -cell.pct_change if metric.higher_is_better else cell.pct_change
 
 
+def check_fail_above(fail_above: float) -> None:
+    """A threshold a figure can cross: from 0 to MAX_FAIL_ABOVE %."""
+    if not 0 <= fail_above <= MAX_FAIL_ABOVE:
+        raise IofleetError(f"--fail-above {fail_above:g}: give a share from 0 to {MAX_FAIL_ABOVE:g} %, e.g. 5 "
+                           f"(a larger one could never fail)")
+
+
 def gate(cmp: Comparison, fail_above: float) -> list[GateCheck]:
     """Every compared figure judged by the gate: a regression when it is
     worse than the baseline by more than `fail_above` % and the comparison
-    calls it worse (beyond noise); not judged when it has no figure, or is
-    worse by more than that with too few repeats to tell it from noise."""
-    if not fail_above >= 0:
-        raise IofleetError(f"--fail-above {fail_above:g}: give a share of 0 % or more, e.g. 5")
+    calls it worse (beyond noise); passed when it is not worse by more than
+    that; inconclusive when it is, but the samples cannot tell it from
+    noise (fewer than MIN_REPEATS a side, or within noise): never passed;
+    not judged when one side has no figure."""
+    check_fail_above(fail_above)
     metrics = {m.name: m for m in cmp.metrics}
     out = []
     for t in cmp.tests:
@@ -484,9 +495,10 @@ def gate(cmp: Comparison, fail_above: float) -> list[GateCheck]:
                 elif cell.verdict == WORSE:
                     outcome, reason = REGRESSION, f"worse by more than {fail_above:g} %, beyond noise"
                 elif cell.verdict == NOT_ENOUGH:
-                    outcome, reason = NOT_JUDGED, (f"worse by more than {fail_above:g} %, but fewer than "
-                                                   f"{MIN_REPEATS} samples a side cannot tell it from noise")
+                    outcome, reason = INCONCLUSIVE, (f"worse by more than {fail_above:g} %, but fewer than "
+                                                     f"{MIN_REPEATS} samples a side cannot tell it from noise")
                 else:
-                    outcome, reason = PASSED, "within noise"
+                    outcome, reason = INCONCLUSIVE, (f"worse by more than {fail_above:g} % on average, but within "
+                                                     f"noise: more repeats would tell")
                 out.append(GateCheck(t.label, cell.config, m, cell, outcome, reason))
     return out

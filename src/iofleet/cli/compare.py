@@ -20,6 +20,7 @@ from .common import DataDir, err_console
 
 FORMATS = ("table", "md", "csv", "json")
 EXIT_REGRESSION = 3  # --fail-above: a figure is worse than the baseline beyond the threshold and noise
+EXIT_INCONCLUSIVE = 4  # --fail-above: none is, but a figure worse than the threshold cannot be told from noise
 
 
 def compare_command(
@@ -37,7 +38,8 @@ def compare_command(
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the comparison as an HTML page."),
     fail_above: Optional[float] = typer.Option(
         None, "--fail-above", metavar="PCT", show_default=False,
-        help=f"Exit {EXIT_REGRESSION} when a figure is worse than the baseline by more than PCT % and beyond noise."),
+        help=f"Exit {EXIT_REGRESSION} when a figure is worse than the baseline by more than PCT % and beyond noise; "
+             f"{EXIT_INCONCLUSIVE} when one is worse by more than PCT % but too few repeats cannot tell it from noise."),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", show_default=False,
                                          help="With --fail-above: write the gate's verdicts as JUnit XML."),
     data_dir: Optional[str] = DataDir,
@@ -45,7 +47,7 @@ def compare_command(
     """Compare configurations test by test: % change against the baseline,
     95 % bootstrap interval and Welch p-value where there are ≥ 3 repeats,
     the winner of each test (see docs/compare.md)."""
-    from ..analysis.compare import REGRESSION, gate
+    from ..analysis.compare import INCONCLUSIVE, REGRESSION, check_fail_above, gate
     from ..report.compare import gate_lines
     from ..report.junit import junit_xml
     from ..results.store import Store, default_data_dir
@@ -54,8 +56,8 @@ def compare_command(
         raise IofleetError(f"--format {fmt!r}: use {', '.join(FORMATS)}")
     if junit is not None and fail_above is None:
         raise IofleetError("--junit: give --fail-above PCT too, the threshold its failures are judged by")
-    if fail_above is not None and not fail_above >= 0:
-        raise IofleetError(f"--fail-above {fail_above:g}: give a share of 0 % or more, e.g. 5")
+    if fail_above is not None:
+        check_fail_above(fail_above)
     keys = tuple(k.strip() for k in match.split(",") if k.strip())
     if not 0 <= noise < 100:
         raise IofleetError(f"--noise {noise:g}: give a share from 0 to 100 %, e.g. 1")
@@ -72,10 +74,12 @@ def compare_command(
             write_output(junit, junit_xml(cmp, checks, fail_above), "--junit")
             typer.echo(f"Wrote {junit}", err=True)
         lines = gate_lines(cmp, checks, fail_above)
-        err_console.print("\n".join(lines), style="red" if lines[0].startswith("FAILED") else None, highlight=False,
-                          soft_wrap=True)
+        err_console.print("\n".join(lines), style="red" if lines[0].startswith("FAILED") else
+                          "yellow" if lines[0].startswith("INCONCLUSIVE") else None, highlight=False, soft_wrap=True)
         if any(c.outcome == REGRESSION for c in checks):
             raise typer.Exit(EXIT_REGRESSION)
+        if any(c.outcome == INCONCLUSIVE for c in checks):
+            raise typer.Exit(EXIT_INCONCLUSIVE)
 
 
 def _print_comparison(cmp, fmt: str, output: Optional[Path]) -> None:

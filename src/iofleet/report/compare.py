@@ -11,8 +11,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.compare import (ALPHA, BASELINE, BETTER, CONFIDENCE, MIN_REPEATS, NOT_ENOUGH, NOT_JUDGED, REGRESSION,
-                                WITHIN_NOISE, WORSE, Comparison, GateCheck, Metric, MetricRow)
+from ..analysis.compare import (ALPHA, BASELINE, BETTER, CONFIDENCE, INCONCLUSIVE, MIN_REPEATS, NOT_ENOUGH,
+                                REGRESSION, WITHIN_NOISE, WORSE, Comparison, GateCheck, Metric, MetricRow)
 from ..units import MISSING, format_value, shown_unit
 
 VERDICT_STYLE = {BETTER: "green", WORSE: "red", WITHIN_NOISE: "dim", NOT_ENOUGH: "yellow"}
@@ -243,17 +243,25 @@ def _row_json(row: MetricRow) -> dict:
 
 
 def gate_lines(cmp: Comparison, checks: list[GateCheck], fail_above: float) -> list[str]:
-    """The regression gate's verdict, naming every figure that failed it."""
+    """The regression gate's verdict, its first line the outcome (FAILED,
+    INCONCLUSIVE or passed), naming every figure that failed it or could
+    not be judged."""
     failed = [c for c in checks if c.outcome == REGRESSION]
-    unsure = [c for c in checks if c.outcome == NOT_JUDGED and c.cell.pct_change is not None]
+    unsure = [c for c in checks if c.outcome == INCONCLUSIVE]
     what = f"worse than {cmp.baseline} by more than {fail_above:g} % beyond noise"
     if failed:
         lines = [f"FAILED --fail-above {fail_above:g}: {len(failed)} of {len(checks)} figures {what}:"]
         lines += [f"  {c.config}, {c.test}, {c.metric.label}: {fmt_change(c.cell)}" for c in failed]
+    elif unsure:
+        lines = [f"INCONCLUSIVE --fail-above {fail_above:g}: no figure is {what}, but {len(unsure)} of {len(checks)} "
+                 f"are worse by more than {fail_above:g} % with too few samples to tell it from noise; repeat the "
+                 f"runs (≥ {MIN_REPEATS} a side: `repeat: {MIN_REPEATS}` in the plan, or runs with one label)"]
     else:
-        lines = [f"passed --fail-above {fail_above:g}: none of {len(checks)} figures is {what}"]
+        lines = [f"passed --fail-above {fail_above:g}: none of {len(checks)} figures is worse than {cmp.baseline} "
+                 f"by more than {fail_above:g} %"]
     if unsure:
-        lines.append(f"not judged: {len(unsure)} figures worse by more than {fail_above:g} % but with fewer than "
-                     f"{MIN_REPEATS} samples a side (repeat the runs to judge them):")
+        if failed:
+            lines.append(f"inconclusive: {len(unsure)} more figures worse by more than {fail_above:g} % without "
+                         f"enough samples to tell them from noise:")
         lines += [f"  {c.config}, {c.test}, {c.metric.label}: {fmt_change(c.cell)}" for c in unsure]
     return lines
