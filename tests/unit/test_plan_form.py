@@ -161,3 +161,22 @@ def test_comments_are_noticed():
     assert has_comments((EXAMPLES / "quick.yaml").read_text())
     assert has_comments("name: p  # the plan\n")
     assert not has_comments(to_yaml(NEW_PLAN))
+
+
+@pytest.mark.parametrize("plan, field", [
+    ({"workloads": [{"name": "a"}, {"name": "b", "bs": 1000}]}, "w1-bs"),  # set by the workload
+    ({"workloads": [{"name": "a", "matrix": {"bs": ["4k", 1000]}}]}, "bs"),  # by its matrix
+    ({"defaults": {"bs": 1000}, "workloads": [{"name": "a"}]}, "bs"),  # by the defaults
+    ({"workloads": [{"name": "a"}, {"name": "b", "size": "1k", "bs": "4k"}]}, "w1-size"),
+    ({"workloads": [{"name": "a", "until": "steady", "max_runtime": "10s"}]}, "max_runtime"),
+])
+def test_problems_found_when_the_tests_are_made_are_at_their_field(plan, field):
+    """expand's checks (the model takes these values, the tests refuse
+    them) name the field that set the value, as the model's errors do."""
+    from iofleet.errors import PlanError
+    from iofleet.plan.expand import expand
+    with pytest.raises(PlanError) as caught:
+        expand(parse_plan({"name": "p", **plan}))
+    (path, _), = caught.value.fields
+    on_form = {field}
+    assert place_problems([{"field": path, "message": "m"}], on_form) == ({field: ["m"]}, [])

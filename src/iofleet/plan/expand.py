@@ -64,47 +64,51 @@ def expand(plan: Plan) -> list[TestSpec]:
     defaults = {name: p.default for name, p in PARAMS.items()}
     defaults.update(plan.defaults.model_dump(exclude_none=True))
 
-    rows = []  # (workload name, params dict)
-    for w in plan.workloads:
+    rows = []  # (workload name, params dict, where each parameter was set)
+    set_in_defaults = set(plan.defaults.model_dump(exclude_none=True))
+    for i, w in enumerate(plan.workloads):
         fixed = dict(defaults)
-        fixed.update(w.model_dump(exclude_none=True, exclude={"name", "description", "matrix", "hosts"}))
+        own = w.model_dump(exclude_none=True, exclude={"name", "description", "matrix", "hosts"})
+        fixed.update(own)
         matrix = w.matrix.model_dump(exclude_none=True) if w.matrix else {}
         axes = [(name, matrix[name]) for name in MATRIX_PARAMS if name in matrix]
+        # A problem's field, as validation errors name theirs (the web editor shows it there).
+        where = {name: f"workloads[{i}].matrix.{name}" if name in matrix else f"workloads[{i}].{name}"
+                 if name in own or name not in set_in_defaults else f"defaults.{name}" for name in PARAMS}
         for combo in itertools.product(*(values for _, values in axes)):
             params = dict(fixed)
             params.update({name: value for (name, _), value in zip(axes, combo)})
-            rows.append((w.name, params))
+            rows.append((w.name, params, where))
 
-    problems = []
-    for i, (wname, p) in enumerate(rows):
+    problems: dict[str, str] = {}  # message → its field
+    for wname, p, where in rows:
         if p["size"] < p["bs"]:
-            problems.append(
-                f"workload {wname!r}: size {format_size(p['size'])} is smaller than "
-                f"bs {format_size(p['bs'])}; make size at least one block"
-            )
+            problems[f"workload {wname!r}: size {format_size(p['size'])} is smaller than bs {format_size(p['bs'])}; "
+                     f"make size at least one block"] = where["size"]
         if p["until"] == "steady" and p["max_runtime"] < STEADY_WINDOW_ROUNDS * p["round"]:
-            problems.append(
-                f"workload {wname!r}: max_runtime {format_duration(p['max_runtime'])} is shorter than the "
-                f"steady-state window ({STEADY_WINDOW_ROUNDS} rounds of {format_duration(p['round'])}); "
-                f"raise max_runtime or shorten round")
+            problems[f"workload {wname!r}: max_runtime {format_duration(p['max_runtime'])} is shorter than the "
+                     f"steady-state window ({STEADY_WINDOW_ROUNDS} rounds of {format_duration(p['round'])}); "
+                     f"raise max_runtime or shorten round"] = where["max_runtime"]
         if p["rate_iops"] is not None and p["rate_mbps"] is not None:
-            problems.append(f"workload {wname!r}: both rate_iops and rate_mbps are set; give one of them")
+            problems[f"workload {wname!r}: both rate_iops and rate_mbps are set; give one of them"] = \
+                where["rate_mbps"]
         if p["bs"] % 512:
-            problems.append(f"workload {wname!r}: bs {p['bs']} is not a multiple of 512 bytes")
+            problems[f"workload {wname!r}: bs {p['bs']} is not a multiple of 512 bytes"] = where["bs"]
     if problems:
-        raise PlanError(sorted(set(problems)))
+        ordered = sorted(problems)
+        raise PlanError(ordered, fields=[(problems[m], m.split(": ", 1)[1]) for m in ordered])
 
     varying = [name for name, param in PARAMS.items()
-               if param.id_part and len({p[name] for _, p in rows}) > 1]
+               if param.id_part and len({p[name] for _, p, _ in rows}) > 1]
 
     def make_id(wname, p, with_workload):
         parts = [base_id(p)] + [PARAMS[n].id_part(p[n]) for n in varying]
         test_id = "-".join(parts)
         return f"{wname}.{test_id}" if with_workload else test_id
 
-    ids = [make_id(w, p, False) for w, p in rows]
+    ids = [make_id(w, p, False) for w, p, _ in rows]
     if len(set(ids)) != len(ids):
-        ids = [make_id(w, p, True) for w, p in rows]
+        ids = [make_id(w, p, True) for w, p, _ in rows]
     dupes = sorted(i for i, n in collections.Counter(ids).items() if n > 1)
     if dupes:
         raise PlanError(
@@ -112,7 +116,7 @@ def expand(plan: Plan) -> list[TestSpec]:
         )
 
     specs = []
-    for test_id, (wname, p) in zip(ids, rows):
+    for test_id, (wname, p, _) in zip(ids, rows):
         repeats = p.pop("repeat")
         for r in range(1, repeats + 1):
             specs.append(TestSpec(id=test_id, workload=wname, repeat=r, repeats=repeats, **p))

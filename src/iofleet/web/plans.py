@@ -53,10 +53,10 @@ def validation(s: Settings, text: str, targets: list[str] | None) -> dict:
     """{ok, tests, estimate_s} or {ok: false, error, problems, fields}."""
     try:
         plan = plan_from(s, text, targets)
+        p = preview_plan(plan)  # as `iofleet validate` shows it (its tests: expand's checks too)
     except PlanError as exc:
         return {"ok": False, "error": exc.problems[0], "problems": exc.problems,
                 "fields": [{"field": f, "message": m} for f, m in exc.fields]}
-    p = preview_plan(plan)  # as `iofleet validate` shows it
     return {"ok": True, "name": plan.name, "columns": p.columns, "tests": p.rows, "estimate_s": p.estimate_s}
 
 
