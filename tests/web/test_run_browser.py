@@ -67,6 +67,27 @@ def test_start_watch_reattach_and_open_the_result(server, disk):
 
         page.click("#run-result")
         page.wait_for_url("**/results/1")
+
+        # A second run from the page that shows the first one's end: nothing of run 1 stays on it.
+        page.goto(server.url + "/run")
+        page.wait_for_function("() => !document.querySelector('#run-message').hidden", timeout=20_000)
+        assert page.locator("#run-results tr").count() == 1 + 2
+        page.wait_for_function("() => document.querySelector('#run-figures').textContent.includes('IOPS')")
+        before = page.inner_text("#run-figures")  # run 1's last live figures
+        page.select_option("#plan", "web-live")
+        page.fill("#targets", str(disk))
+        page.fill("#label", "from-the-page")
+        page.click("#start")
+        page.wait_for_function("() => document.querySelector('#run-id').textContent === '2'", timeout=20_000)
+        now = page.evaluate("() => ({samples: Number(document.querySelector('#live-section').dataset.samples), "
+                            "figures: document.querySelector('#run-figures').textContent, "
+                            "rows: document.querySelectorAll('#run-results tr').length, "
+                            "message: document.querySelector('#run-message').hidden})")
+        assert now["rows"] == 1 and now["message"], now  # run 1's results and its "complete" are gone
+        assert now["figures"] != before and (now["samples"] > 0 or now["figures"] == ""), now  # run 2's only
+        page.wait_for_function("() => !document.querySelector('#run-message').hidden", timeout=60_000)
+        assert page.inner_text("#run-message") == "Run 2 complete."
+        assert page.locator("#run-results tr").count() == 1 + 2
     assert seen.errors == []
 
     status = client.get("/api/runs/current").json()

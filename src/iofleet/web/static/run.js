@@ -48,8 +48,23 @@
     return hostTraces[host];
   }
 
+  // A new run starts from nothing: no figure, row, mark or progress of the run before it.
+  var current = null;
+  function reset() {
+    hostTraces = {}; shown = {}; chartsReady = false; marked = {}; marks = []; planned = 0; estimate = 0;
+    Plotly.purge("live-iops"); Plotly.purge("live-latency");
+    $("run-results").querySelectorAll("tr:not(:first-child)").forEach(function (tr) { tr.remove(); });
+    $("run-result").hidden = true; $("run-message").hidden = true;
+    ["run-id", "run-test", "run-phase", "run-eta", "run-figures"].forEach(function (id) { text(id, ""); });
+    $("run-progress").style.width = "0%"; delete $("run-progress").dataset.share;
+    $("live-section").dataset.samples = "0"; $("live-section").dataset.marks = "0";
+  }
+
   function showStatus(s) {
     if (!s || s.state === "idle") return;
+    var id = s.run_id === undefined ? null : s.run_id;
+    if (current !== null && id !== null && id !== current) reset();  // a run this page did not start
+    if (id !== null) current = id;
     $("live-section").hidden = false;
     planned = s.tests_planned || planned; estimate = s.estimate_s || estimate;
     if (s.run_id !== null && s.run_id !== undefined) text("run-id", s.run_id);
@@ -206,10 +221,7 @@
       var err = $("start-error");
       if (!r.ok) { err.hidden = false; err.textContent = r.body.error || ("HTTP " + r.status); return; }
       err.hidden = true;
-      hostTraces = {}; shown = {}; chartsReady = false; marked = {}; marks = [];
-      Plotly.purge("live-iops"); Plotly.purge("live-latency");
-      $("run-results").querySelectorAll("tr:not(:first-child)").forEach(function (tr) { tr.remove(); });
-      $("run-result").hidden = true; $("run-message").hidden = true;
+      reset(); current = null;
       showStatus(r.body);
       attach();
     });
