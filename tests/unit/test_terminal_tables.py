@@ -125,6 +125,15 @@ def test_each_width_keeps_the_essential_columns_and_drops_the_rest_in_order():
     assert dropped == [c for c in NARROW_DROP if c in ALL][:len(dropped)]
 
 
+def test_a_test_that_writes_keeps_its_write_latency_at_80_columns():
+    run, doc = recorded_run("unprepared")  # a read test and a write test
+    assert any(t["write"]["ios"] for t in doc["tests"]) and any(t["read"]["ios"] for t in doc["tests"])
+    header, rows = table_of(render(run, 80))
+    assert {"read ms", "write ms", "p99.9 ms"} <= set(header), header  # the plan's percentile: p99.9
+    write = next(r for r in rows if r[0].startswith("4k-r0-"))
+    assert write[header.index("write ms")] != "n/a" and write[header.index("read ms")] == "n/a"
+
+
 def test_wide_shows_every_column_and_wraps_rather_than_cuts():
     run, doc = recorded_run("buffered")
     lines = render(run, None, console_width=80)  # --wide in an 80-column terminal

@@ -529,7 +529,11 @@ def summary_table(run: Run, width: int | None = None):
     for row in rows:
         table.add_row(*row.values(), style=row_style(row["status"]))
     tail = run_tail(run)
-    dropped, shortened = fit_table(table, width, (*NARROW_KEEP, f"{tail} ms"), NARROW_DROP)
+    # A direction's mean latency stays while a test has IO that way (a write test shows its write ms).
+    measured = tuple(col for col in ("read ms", "write ms") if any(row.get(col) not in (None, "", MISSING)
+                                                                   for row in rows))
+    keep = (*NARROW_KEEP, f"{tail} ms", *measured)
+    dropped, shortened = fit_table(table, width, keep, [c for c in NARROW_DROP if c not in keep])
     left_out = left_out_line(dropped, shortened, width) if width else None
     notes = [Text(left_out, style="dim")] if left_out else []
     notes += [Text(line, style=style or "") for line, style in summary_notes(run)]
