@@ -11,9 +11,9 @@ from pathlib import Path
 import yaml
 
 
-def iofleet(*args, data_dir: Path, timeout: float = 300, check_rc: int | None = 0, **kw):
-    """Run the real CLI in a subprocess, as a user would."""
-    env = dict(os.environ, IOFLEET_DATA=str(data_dir), COLUMNS="200")
+def iofleet(*args, data_dir: Path, timeout: float = 300, check_rc: int | None = 0, columns: int = 200, **kw):
+    """Run the real CLI in a subprocess, as a user would (a terminal `columns` wide)."""
+    env = dict(os.environ, IOFLEET_DATA=str(data_dir), COLUMNS=str(columns))
     proc = subprocess.run([sys.executable, "-m", "iofleet", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, env=env, **kw)
     if check_rc is not None:

@@ -29,7 +29,10 @@ def test_diagnose_command_lists_findings_and_takes_thresholds(tmp_path, disk_dir
     summary = iofleet("run", plan, "--target", disk_dir, data_dir=data_dir).stdout
     assert "p99.9 ms" in summary and "p99 ms" not in summary  # the plan's percentile is the summary's
     table = " ".join(iofleet("diagnose", data_dir=data_dir).stdout.split())
-    assert "Diagnostics of run 1 · diag" in table and "critical 4k-r100-rand-j1-qd1 unprepared reads" in table
+    assert "Diagnostics of run 1 · diag" in table and "[critical] unprepared reads — 4k-r100-rand-j1-qd1" in table
+    # At 80 columns: lines of whole words (every word of the findings is still there, none split).
+    narrow = iofleet("diagnose", data_dir=data_dir, columns=80).stdout
+    assert max(map(len, narrow.splitlines())) <= 80 and narrow.split() == table.split(), narrow
 
     found = json.loads(iofleet("diagnose", "1", "--format", "json", data_dir=data_dir).stdout)
     unprepared = [f for f in found if f["rule"] == "unprepared_reads"]
