@@ -17,7 +17,7 @@ from iofleet.analysis.compare import (BASELINE, BETTER, INCONCLUSIVE, NOT_ENOUGH
                                       WITHIN_NOISE, WORSE, Config, NothingMatched, compare, default_metrics, gate, judge)
 from iofleet.errors import IofleetError
 from iofleet.report.compare import (compare_to_json, comparison_csv, comparison_json, comparison_markdown,
-                                    comparison_report, fmt_change, gate_lines)
+                                    comparison_report, comparison_tables, fmt_change, gate_lines)
 from iofleet.report.junit import junit_xml
 from iofleet.results.model import Run
 from iofleet.results.store import Store
@@ -278,6 +278,25 @@ def test_renderings(cmp):
     # The terminal shows a change over its interval and p-value, the verdict beside the change.
     assert "psync vs libaio-qd4" in out and f"{change} worse" in out and f"[{interval}" in out
     assert "| 4k-r100-rand-j1-qd4 | 56,235 | 18,066 | 57,144 |" in md and "| libaio-qd4 (n=3) |" in md
+
+
+def test_at_80_columns_each_row_is_a_paragraph_of_whole_words(cmp):
+    """Three configurations with intervals do not fit 80 columns as tables:
+    each test becomes wrapped lines holding every word of its row, none split."""
+    from rich.console import Console
+
+    def render(width):
+        console = Console(file=io.StringIO(), width=width, record=True)
+        console.print(comparison_report(cmp, width=width if width < 1000 else None))
+        return console.export_text()
+    narrow, wide = render(80), render(1000)
+    assert max(len(line.rstrip()) for line in narrow.splitlines()) <= 80
+    assert "│" not in narrow.split("Tests won")[0] and "─" not in narrow.split("Tests won")[0]  # no table left
+    for name, cols, rows in comparison_tables(cmp)[:-1]:  # the last, tests won per metric, fits as a table
+        for row in rows:
+            cells = " · ".join(f"{c} {v}" for c, v in zip(cols[1:], row[1:]))
+            assert " ".join(f"{row[0]}: {cells}".split()) in " ".join(narrow.split()), row
+    assert sorted(narrow.split()) != sorted(wide.split())  # the wide one is tables
 
 
 def _depth(doc: dict, iodepth: int) -> dict:

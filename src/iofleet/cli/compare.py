@@ -85,7 +85,8 @@ def compare_command(
 def _print_comparison(cmp, fmt: str, output: Optional[Path]) -> None:
     from ..report.compare import comparison_csv, comparison_json, comparison_markdown, comparison_report
     if fmt == "table" and output is None:
-        Console().print(comparison_report(cmp))
+        console = Console()
+        console.print(comparison_report(cmp, width=console.width))
         return
     if fmt == "table":
         console = Console(file=io.StringIO(), width=200, record=True)

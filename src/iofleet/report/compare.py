@@ -5,6 +5,7 @@ strings (`comparison_tables`), which the terminal and Markdown share."""
 import csv
 import io
 import json
+import textwrap
 
 from rich import box
 from rich.console import Group
@@ -14,6 +15,7 @@ from rich.text import Text
 from ..analysis.compare import (ALPHA, BASELINE, BETTER, CONFIDENCE, INCONCLUSIVE, MIN_REPEATS, NOT_ENOUGH,
                                 REGRESSION, WITHIN_NOISE, WORSE, Comparison, GateCheck, Metric, MetricRow)
 from ..units import MISSING, format_value, shown_unit
+from .fit import natural_width
 
 VERDICT_STYLE = {BETTER: "green", WORSE: "red", WITHIN_NOISE: "dim", NOT_ENOUGH: "yellow"}
 
@@ -129,8 +131,10 @@ def _styled(cell: str) -> Text:
     return Text(cell)
 
 
-def comparison_report(cmp: Comparison, title: str | None = None) -> Group:
-    """Everything for the terminal."""
+def comparison_report(cmp: Comparison, title: str | None = None, width: int | None = None) -> Group:
+    """Everything for the terminal. A table wider than `width` becomes a
+    block per test, its cells as "column: value" on lines wrapped between
+    words (None: every table in full)."""
     parts = [Text(title or f"Comparison against {cmp.baseline}", style="bold")]
     parts += [Text(line) for line in header_lines(cmp)]
     for name, cols, rows in comparison_tables(cmp):
@@ -143,9 +147,24 @@ def comparison_report(cmp: Comparison, title: str | None = None) -> Group:
                 table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0)
         for row in cells:
             table.add_row(*row)
-        parts.append(table)
+        parts += [table] if width is None or natural_width(table) <= width else _blocks(name, cols, rows, width)
+    parts.append(Text(""))
     parts += [Text(line, style="dim" if line == cmp.method else "") for line in note_lines(cmp)]
     return Group(*parts)
+
+
+def _blocks(name: str, cols: list[str], rows: list[list[str]], width: int) -> list[Text]:
+    """A table too wide for the terminal: one paragraph per row, "test:
+    column value · column value …", wrapped between words."""
+    out = [Text(""), Text(name, style="italic")]
+    for row in rows:
+        line = f"{row[0]}: " + " · ".join(f"{col} {cell}" for col, cell in zip(cols[1:], row[1:]))
+        para = Text("\n".join(textwrap.wrap(line, width, initial_indent="  ", subsequent_indent="    ",
+                                            break_long_words=False, break_on_hyphens=False)))
+        for verdict, style in VERDICT_STYLE.items():  # in colour, as in the table
+            para.highlight_words([verdict], style)
+        out.append(para)
+    return out
 
 
 def _md_cell(text: str) -> str:
