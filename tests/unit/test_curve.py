@@ -38,13 +38,14 @@ def test_the_table_and_notes_mark_the_missed_point_with_achieved_over_target():
     rows = curve_rows(curve)
     assert list(rows[0]) == list(COLUMNS)
     assert rows[0] == {"load %": "10", "target IOPS": "7,759", "achieved IOPS": "7,755", "MB/s": "31.8",
-                       "p50 ms": "0.062", "p99 ms": "0.109", "p99.9 ms": "0.264", "": ""}
-    assert rows[-1][""] == "◀ missed: 68,404/116,389 IOPS (58 %)"
-    assert [r[""] for r in rows[:-1]] == [""] * 5
+                       "p50 ms": "0.062", "p99 ms": "0.109", "p99.9 ms": "0.264", "reached": "yes"}
+    assert rows[-1]["reached"] == "◀ 58 %"
+    assert [r["reached"] for r in rows[:-1]] == ["yes"] * 5
     lines = curve_lines(curve)
     assert lines[0] == ("Most IOPS: 77,593 at jobs 1 × iodepth 16 (saturate run 1); loads as given: 10 %, 30 %, "
                         "50 %, 70 %, 90 %, 150 % of the most IOPS.")
-    assert lines[-1].startswith("1 of 6 points did not reach their target rate (150 % load)")
+    assert lines[-1].startswith("1 of 6 points did not reach their target rate (150 % load: 68,404/116,389 IOPS "
+                                "achieved)")
     assert curve_title(curve) == "latency against load: 4k 100% read random, jobs 1 × iodepth 16"
 
 

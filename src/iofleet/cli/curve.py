@@ -77,10 +77,10 @@ def curve_command(
     table = Table(title=f"Run {outcome.run.run_id} · {curve_title(result)}", title_justify="left")
     columns = curve_columns(result)
     for col in columns:
-        table.add_column(col, justify="left" if col == "" else "right")
+        table.add_column(col, justify="left" if col == "reached" else "right")
     for row in curve_rows(result):
-        table.add_row(*(row[col] for col in columns), style="yellow" if row[""] else None)
+        table.add_row(*(row[col] for col in columns), style="yellow" if row["reached"] != "yes" else None)
     print_table(table, wide)
-    for line in curve_lines(result, outcome.hosts):
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    for line in curve_lines(result, outcome.hosts):  # wrapped between words
+        console.print(line, highlight=False, markup=False)
     finish(outcome.run, db, fleet)

@@ -18,7 +18,7 @@ from ..units import format_value, to_ms
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-COLUMNS = ("load %", "target IOPS", "achieved IOPS", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "")
+COLUMNS = ("load %", "target IOPS", "achieved IOPS", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "reached")
 PERCENTILES = (("p50", "p50_us"), ("p99", "p99_us"), ("p99.9", "p99_9_us"))
 
 
@@ -34,17 +34,24 @@ def curve_title(result: CurveResult) -> str:
 
 
 def missed_mark(p: Point) -> str:
-    """How far a point fell short (achieved/target), or "" when it reached its target."""
+    """The `reached` cell: "yes", or how far a point fell short (the share
+    of its target it achieved: the row shows both), or why it has no IO."""
     if p.reached:
-        return ""
+        return "yes"
     if p.iops is None:
-        return f"◀ missed: {p.status}, no IO measured"
+        return f"◀ no IO: {p.status}"
     # Rounded down: a point that missed never shows the 95 % it did not reach.
-    return f"◀ missed: {p.iops:,.0f}/{p.target_iops:,} IOPS ({math.floor(p.achieved_pct)} %)"
+    return f"◀ {math.floor(p.achieved_pct)} %"
+
+
+def _missed(p: Point) -> str:
+    """e.g. "150 % load: 109,948/166,010 IOPS achieved" """
+    got = f"{p.iops:,.0f}/{p.target_iops:,} IOPS achieved" if p.iops is not None else f"no IO ({p.status})"
+    return f"{p.load_pct:.0f} % load: {got}"
 
 
 def curve_columns(result: CurveResult) -> tuple[str, ...]:
-    """The table's columns: the mark column only when a point missed its target."""
+    """The table's columns: `reached` only when a point missed its target."""
     return COLUMNS if result.missed else COLUMNS[:-1]
 
 
@@ -53,7 +60,7 @@ def curve_rows(result: CurveResult) -> list[dict[str, str]]:
     return [{"load %": f"{p.load_pct:.0f}", "target IOPS": f"{p.target_iops:,}",
              "achieved IOPS": format_value(p.iops, "IOPS"), "MB/s": format_value(p.mb_s, "MB/s"),
              "p50 ms": format_value(p.p50_us, "us"), "p99 ms": format_value(p.p99_us, "us"),
-             "p99.9 ms": format_value(p.p99_9_us, "us"), "": missed_mark(p)}
+             "p99.9 ms": format_value(p.p99_9_us, "us"), "reached": missed_mark(p)}
             for p in sorted(result.points, key=lambda p: p.target_iops)]
 
 
@@ -67,7 +74,7 @@ def curve_lines(result: CurveResult, hosts: int = 1) -> list[str]:
     missed = result.missed
     if missed:
         lines.append(f"{len(missed)} of {len(result.points)} points did not reach their target rate "
-                     f"({', '.join(f'{p.load_pct:.0f} %' for p in missed)} load): the storage, or the host driving it, "
+                     f"({'; '.join(_missed(p) for p in missed)}): the storage, or the host driving it, "
                      f"did not keep up; their latency is that of a saturated system, not of the load asked for.")
     else:
         lines.append("Every point reached its target rate.")
