@@ -133,8 +133,8 @@ def test_a_check_is_a_run_that_results_compare_and_the_next_fleet_run_record(tmp
     assert f"Run {slow} · network check · complete" in text and "Round trip, ms" in text, text
     assert "problem: h1 → h2:" in text and "Mbit/s against a median of" in text, text
     listed = json.loads(iofleet("results", "list", "--format", "json", data_dir=data).stdout)
-    assert {(r["id"], r["plan"], r["tests"]) for r in listed} == {(healthy, "network check", 0),
-                                                                   (slow, "network check", 0)}
+    assert {(r["id"], r["plan"], r["kind"], r["tests"]) for r in listed} == {
+        (healthy, "network check", "network check", 0), (slow, "network check", "network check", 0)}
 
     cmp = json.loads(iofleet("compare", "healthy", "slow", "--format", "json", data_dir=data).stdout)
     cells = {t["label"]: {r["metric"]: r for r in t["rows"]} for t in cmp["tests"]}

@@ -54,8 +54,8 @@ def test_list_and_its_filters(client, data):
     runs = client.get("/api/results").json()
     assert [r["id"] for r in runs] == [3, 2, 1]  # newest first
     first = runs[2]
-    assert (first["label"], first["plan"], first["status"], first["source"], first["tests"]) == \
-        ("alpha", "webres-a", "complete", "run", 1)
+    assert (first["label"], first["plan"], first["status"], first["source"], first["kind"], first["tests"]) == \
+        ("alpha", "webres-a", "complete", "run", "run", 1)
     assert first["ended_at"] >= first["created_at"]
     day = date.fromisoformat(first["created_at"][:10])
     cases = {

@@ -76,18 +76,18 @@ def results_list(
         console.print(f"No runs in {path} yet: start one with `iofleet run PLAN --target DIR`.")
         return
     table = Table(title=f"Runs in {path}", title_justify="left")
-    for col in ("run", "created (UTC)", "plan", "label", "source", "status", "tests ok/planned"):
+    for col in ("run", "created (UTC)", "kind", "plan", "label", "status", "tests ok"):
         table.add_column(col)
     stale = []
     for r in runs:
         if r.stale:  # its process is gone: a crash
             stale.append(str(r.id))
-        free = (Text(escaped(t or "")) for t in (r.plan_name, r.label, r.source))  # as written: no markup
-        table.add_row(str(r.id), str(r.created_at), *free, _list_status(r),
+        free = (Text(escaped(t or "")) for t in (r.plan_name, r.label))  # as written: no markup
+        table.add_row(str(r.id), r.created_at[:16].replace("T", " "), r.kind, *free, _list_status(r),
                       f"{r.tests_by_status['ok']}/{r.tests_planned}")
     width = table_width(wide)
-    dropped, _ = fit_table(table, width, ("run", "plan", "label", "status", "tests ok/planned"),
-                           ("source", "created (UTC)"), name=None)
+    dropped, _ = fit_table(table, width, ("run", "created (UTC)", "plan", "label", "status", "tests ok"),
+                           ("kind",), name=None)
     print_table(table, wide)
     if dropped:
         console.print(left_out_line(dropped, False, width), style="dim", highlight=False)

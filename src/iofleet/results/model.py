@@ -181,6 +181,16 @@ class RunInfo:
     methodology: RunMethodology | None  # preparation, cache policy, resumes, the study's record
     resume: dict | None  # what `run --resume` needs; None: it cannot be resumed
 
+    @property
+    def kind(self) -> str:
+        """What made the run: run, import, saturate, curve, scenario or network check."""
+        if self.source == "import":
+            return "import"
+        m = self.methodology
+        if m is not None and m.network and m.network.run is None:
+            return "network check"
+        return next((name for name in ("saturate", "curve", "scenario") if m is not None and getattr(m, name)), "run")
+
 
 @dataclass
 class Run(RunInfo):
@@ -231,7 +241,7 @@ class ListedRun(RunInfo):
     def to_dict(self) -> dict:
         """A listed run as JSON, the one shape of `results list --format json`
         and GET /api/results (docs/report.md): `tests` counts the tests saved."""
-        return {"id": self.id, "plan": self.plan_name, "label": self.label, "source": self.source,
+        return {"id": self.id, "plan": self.plan_name, "label": self.label, "source": self.source, "kind": self.kind,
                 "status": self.status, "stale": self.stale, "created_at": self.created_at,
                 "ended_at": self.ended_at, "fio_version": self.fio_version, "tests": self.tests_saved,
                 "tests_planned": self.tests_planned, "tests_ok": self.tests_by_status.get("ok", 0),

@@ -29,19 +29,28 @@ HEADLINED = 100  # the newest this many runs of a list get their headline figure
 
 def headline(run: Run) -> dict | None:
     """A run's headline figures: its best IOPS (with that test's p99) and best
-    MB/s over the tests stored ok; None before any."""
+    MB/s over the tests stored ok; None before any. A curve's best IOPS is
+    the most IOPS its sweep found, not one of its fixed-rate points."""
     done = [t for t in run.tests if t.status == "ok" and t.aggregate is not None]
     if not done:
         return None
     top = max(done, key=lambda t: t.aggregate.all.iops)
     p99 = top.aggregate.all.percentiles_ns.get("p99")
-    return {"iops": round(top.aggregate.all.iops, 1), "iops_test": top.id,
+    best = {"iops": round(top.aggregate.all.iops, 1), "iops_test": top.id,
             "mb_s": round(max(t.aggregate.all.bw_bytes_s for t in done) / 1e6, 3),
             "p99_ms": None if p99 is None else round(to_ms(p99, "ns"), 4)}
+    curve = run.methodology.curve if run.methodology is not None else None
+    if run.kind == "curve" and curve and curve.max_iops:
+        best |= {"iops": round(curve.max_iops, 1), "iops_test": f"the most IOPS ({curve.source})", "p99_ms": None}
+    return best
 
 
 def filtered_runs(store: Store, f: RunFilter) -> list[dict]:
-    rows = [r.to_dict() for r in store.list_runs(f)]
+    listed = store.list_runs(f)
+    rows = [r.to_dict() for r in listed]
+    for run, row in zip(listed, rows):
+        net = run.methodology.network if run.kind == "network check" else None
+        row["problems"] = len(net.errors) + len(net.problems) if net else None  # a network check's headline
     for row in rows[:HEADLINED]:
         row["best"] = headline(store.get_run(row["id"])) if row["tests_by_status"].get("ok") else None
     return rows
