@@ -42,7 +42,7 @@ def test_import_client_server_output_keeps_hosts_and_merges_bins(data_dir):
     assert test["all"]["lat_p99_us"] is not None
     assert test["all"]["iops"] == sum(h["all"]["iops"] for h in test["hosts"].values())
     (listed,) = json.loads(iofleet("results", "list", "--format", "json", data_dir=data_dir).stdout)
-    assert listed == {"id": 1, "plan": run["plan_name"], "label": "cs", "source": "import", "status": "complete",
+    assert listed == {"id": 1, "plan": run["plan_name"], "label": "cs", "source": "import", "kind": "import", "status": "complete",
                       "stale": False, "created_at": run["created_at"], "ended_at": run["ended_at"],
                       "fio_version": run["fio_version"], "tests": 1, "tests_planned": 1, "tests_ok": 1,
                       "tests_by_status": {"ok": 1, "failed": 0, "interrupted": 0, "partial": 0}, "note": None}

@@ -23,10 +23,13 @@ def test_the_pipe_line_names_the_test_its_time_and_latest_iops():
     m, clock, (a, _) = started()  # 5 s warm-up + 20 s
     assert pipe_line(m, "1/2") is None  # between tests: nothing to say
     m.test_started(0, a)
-    assert pipe_line(m, "1/2") == f"  test 1/2 {a.id}: starting, 0:00:00 of 0:00:25, no IOPS reported yet"
+    plan = m.estimate_s
+    assert pipe_line(m, "1/2") == (f"  test 1/2 {a.id}: starting, 0:00:00 of 0:00:25, no IOPS reported yet; "
+                                   f"the plan: 0:00:{plan:02.0f} left")
     clock.now += 12
     m.test_live(0, a, LiveFigures(elapsed_s=12.0, iops=75_210.4, bw_bytes_s=3e8, lat_mean_ns=100_000.0))
-    assert pipe_line(m, "1/2") == f"  test 1/2 {a.id}: measuring, 0:00:12 of 0:00:25, 75,210 IOPS"
+    assert pipe_line(m, "1/2") == (f"  test 1/2 {a.id}: measuring, 0:00:12 of 0:00:25, 75,210 IOPS; "
+                                   f"the plan: 0:00:{plan - 12:02.0f} left")
 
 
 def test_piped_output_gets_a_line_every_interval_during_a_test(tmp_path):
@@ -39,14 +42,14 @@ def test_piped_output_gets_a_line_every_interval_during_a_test(tmp_path):
         run.test_live(0, a, LiveFigures(elapsed_s=6.0, iops=1200.0, bw_bytes_s=4.9e6, lat_mean_ns=2e5))
         time.sleep(0.4)
     lines = [line for line in out.getvalue().splitlines() if line.startswith(f"  test 1/2 {a.id}: measuring")]
-    assert 3 <= len(lines) <= 9 and lines[-1].endswith("1,200 IOPS")
+    assert 3 <= len(lines) <= 9 and lines[-1].split("; the plan: ")[0].endswith("1,200 IOPS")
     assert Console(file=io.StringIO(), force_terminal=True).is_terminal  # a terminal draws bars instead:
     assert TerminalProgress(Console(file=io.StringIO(), force_terminal=True)).every_s is None
 
 
-def test_the_pace_is_30_s_unless_the_env_var_says_otherwise(monkeypatch):
+def test_the_pace_is_10_s_unless_the_env_var_says_otherwise(monkeypatch):
     monkeypatch.delenv(PROGRESS_EVERY_ENV, raising=False)
-    assert pipe_interval() == PIPE_PROGRESS_S == 30
+    assert pipe_interval() == PIPE_PROGRESS_S == 10
     monkeypatch.setenv(PROGRESS_EVERY_ENV, "0.5")
     assert pipe_interval() == 0.5
     monkeypatch.setenv(PROGRESS_EVERY_ENV, "soon")

@@ -4,8 +4,11 @@ iofleet's own errors as one line, loading a plan, and stopping on Ctrl-C."""
 
 import contextlib
 import functools
+import io
 import os
+import re
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import List, Optional
@@ -20,9 +23,25 @@ from ..units import escaped
 # The plan loader (with every importer) and the report's table fitting are
 # imported by the functions that use them: commands without a plan start sooner.
 
+class TrimmedLines(io.TextIOBase):
+    """Piped output as a log wants it: no line padded with spaces to the
+    console's width (rich pads a table's title and cells to the table's)."""
+
+    def write(self, text: str) -> int:
+        sys.stdout.write(re.sub(r"[ \t]+\n", "\n", text))  # sys.stdout as it is now (a test may swap it)
+        return len(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
 console = Console()
 if not console.is_terminal and "COLUMNS" not in os.environ:
-    console = Console(width=200)  # logs and pipes: wide rows, unless COLUMNS says otherwise
+    # Logs and pipes: tables at their full width (up to 200), sentences on one line each, no padding.
+    console = Console(file=TrimmedLines(), width=200, soft_wrap=True)
 err_console = Console(stderr=True)
 
 DataDir = typer.Option(None, "--data-dir", help="Results directory (default: $IOFLEET_DATA or ./iofleet-data).")

@@ -21,8 +21,8 @@ from ..units import format_value
 
 MAX_HOST_LINES = 12
 # Piped output (a nohup log) has no live display: a line this often during a
-# test says it is alive. IOFLEET_PROGRESS_EVERY (seconds) changes it.
-PIPE_PROGRESS_S = 30.0
+# test says it is alive and what is left. IOFLEET_PROGRESS_EVERY (seconds) changes it.
+PIPE_PROGRESS_S = 10.0
 PROGRESS_EVERY_ENV = "IOFLEET_PROGRESS_EVERY"
 
 
@@ -43,7 +43,7 @@ def pipe_interval() -> float:
 
 def pipe_line(m: RunProgress, nth: str) -> str | None:
     """A running test's progress line for piped output: its name, elapsed of
-    planned time, phase and latest IOPS; None between tests."""
+    planned time, phase, latest IOPS and the plan's time left; None between tests."""
     if m.state == "preparing" and m.preparing_data is not None:
         p = m.preparing_data
         done = f"{format_bytes(p.done_bytes)} of " if p.done_bytes is not None else ""
@@ -54,7 +54,9 @@ def pipe_line(m: RunProgress, nth: str) -> str | None:
     now = m.clock()
     iops = m.totals.iops if m.totals is not None else None
     latest = f"{format_value(iops, 'IOPS')} IOPS" if iops is not None else "no IOPS reported yet"
-    return f"  test {nth} {t.id}: {m.phase}, {_hms(t.elapsed_s(now))} of {_hms(t.planned_s)}, {latest}"
+    eta = m.eta_s(now)
+    left = "" if eta is None else f"; the plan: {'at most ' if m.estimate_is_bound else ''}{_hms(eta)} left"
+    return f"  test {nth} {t.id}: {m.phase}, {_hms(t.elapsed_s(now))} of {_hms(t.planned_s)}, {latest}{left}"
 
 
 def _rate(p) -> str:
