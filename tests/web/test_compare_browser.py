@@ -75,7 +75,7 @@ def test_compare_page_offers_the_match_that_pairs_runs_of_other_queue_depths(tmp
             page.wait_for_url("**match=bs%2Cread_pct%2Crandom_pct%2Cjobs**")
             assert page.inner_text("h1") == "Comparison against before"
             text = page.inner_text("main")
-            assert "before — baseline (the first configuration named)" in text and "qd16 vs before" in text
+            assert "before — baseline (the oldest picked)" in text and "qd16 vs before" in text
             assert "Tests matched by bs, read_pct, random_pct, jobs" in text
             assert page.input_value("#match") == "bs,read_pct,random_pct,jobs"
             screenshot(page, "web-compare-match.png")

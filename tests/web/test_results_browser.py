@@ -81,22 +81,26 @@ def test_results_result_and_compare_pages(server, tmp_path):
         charts(page)
         assert HOSTILE in page.inner_text("main")
 
-        # Tick runs 1 and 2 on the list, compare, then make run 2 the baseline.
+        # Tick runs 1 and 2 on the list, compare (the oldest is the baseline), then make run 2 the baseline.
         page.goto(server.url + "/results")
         page.check("#runs-table tr[data-run='1'] input[type=checkbox]")
         page.check("#runs-table tr[data-run='2'] input[type=checkbox]")
         page.click("#compare-picked")
         page.wait_for_url("**/compare?runs=2&runs=1")
         charts(page)
-        assert page.inner_text("h1") == "Comparison against run 2"  # the first ticked from the top
+        assert page.inner_text("h1") == "Comparison against run 1"  # the oldest, though listed second
+        # One run a side: no whiskers (no spread, no interval), and the title says why.
+        assert page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                             ".every(c => c.data.every(t => !t.error_y || t.error_y.visible === false))")
+        assert page.locator("text=no interval: fewer than 3 samples a side").count() >= 1
         page.click("#pick-section summary")
-        page.select_option("#baseline", "1")
+        page.select_option("#baseline", "2")
         page.click("#compare")
-        page.wait_for_url("**baseline=1**")
+        page.wait_for_url("**baseline=2**")
         assert charts(page) == 2 * 6  # value and % change per metric (IOPS, MB/s, 3 read latencies, CPU)
-        assert page.inner_text("h1") == "Comparison against run 1"
+        assert page.inner_text("h1") == "Comparison against run 2"
         table = page.locator("table:below(#metric-1)").first.inner_text()
-        assert "run 2 vs run 1" in table and "%" in table and "not enough repeats" in table
+        assert "run 1 vs run 2" in table and "%" in table and "not enough repeats" in table
         screenshot(page, "web-compare.png")
 
         # By label, with the markup label as a configuration: its name is text in tables and charts.

@@ -233,7 +233,8 @@ class Comparison:
     tests: list[MatchedTest]
     unmatched: list[dict] = field(default_factory=list)  # {key, label, configs: [names having it]}
     excluded: list[dict] = field(default_factory=list)  # tests not ok: {config, run, test, repeat, status}
-    baseline_named: bool = True  # False: the baseline is the first configuration, by default
+    baseline_named: bool = True  # False: chosen by default, as baseline_note says
+    baseline_note: str = "the first configuration named"
 
     @property
     def method(self) -> str:

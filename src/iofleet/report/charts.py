@@ -429,16 +429,20 @@ def compare_charts(cmp, metric) -> list[go.Figure]:
     x = [t.label for t, _ in found]
     values = _figure(f"{metric.label} per configuration ({'higher' if metric.higher_is_better else 'lower'} "
                      f"is better)")
-    change = _figure(f"{metric.label}: % change against {cmp.baseline}, with 95 % interval")
+    # Whiskers only where there is a spread to show: a single sample has none, fewer than 3 no interval.
+    intervals = any(r.cell(c.name).ci_low is not None for _, r in found for c in cmp.configs)
+    change = _figure(f"{metric.label}: % change against {cmp.baseline}<br><sub>"
+                     + ("with its 95 % interval" if intervals else "no interval: fewer than 3 samples a side")
+                     + "</sub>")
     for i, config in enumerate(c.name for c in cmp.configs):
         cells = [r.cell(config) for _, r in found]
         marker = bar_style(i)
         mean = [shown(c.mean) for c in cells]
         values.add_trace(go.Bar(
             x=x, y=mean, name=config, marker=marker,
-            error_y=dict(type="data", symmetric=False,
-                         array=[None if c.mean is None else shown(max(c.samples) - c.mean) for c in cells],
-                         arrayminus=[None if c.mean is None else shown(c.mean - min(c.samples)) for c in cells]),
+            error_y=dict(type="data", symmetric=False, visible=any(c.n > 1 for c in cells),
+                         array=[None if c.n < 2 else shown(max(c.samples) - c.mean) for c in cells],
+                         arrayminus=[None if c.n < 2 else shown(c.mean - min(c.samples)) for c in cells]),
             hovertemplate="%{y:.4g} " + unit + " (n=%{customdata})<extra>" + config + "</extra>",
             customdata=[c.n for c in cells]))
         if config == cmp.baseline:
@@ -447,7 +451,7 @@ def compare_charts(cmp, metric) -> list[go.Figure]:
         change.add_trace(go.Bar(
             x=x, y=pct, name=config, marker=marker,
             text=[c.verdict for c in cells], textposition="outside",
-            error_y=dict(type="data", symmetric=False,
+            error_y=dict(type="data", symmetric=False, visible=intervals,
                          array=[None if c.ci_high is None else c.ci_high - c.pct_change for c in cells],
                          arrayminus=[None if c.ci_low is None else c.pct_change - c.ci_low for c in cells])))
     values.update_layout(barmode="group")

@@ -42,7 +42,7 @@ def header_lines(cmp: Comparison) -> list[str]:
     for c in cmp.configs:
         runs = ", ".join(f"{r.id}" + ("" if r.status == "complete" else f" ({r.status})") for r in c.runs)
         role = "" if c.name != cmp.baseline else " — baseline" if cmp.baseline_named else \
-            " — baseline (the first configuration named)"
+            f" — baseline ({cmp.baseline_note})"
         labels = sorted({r.label for r in c.runs if r.label and r.label != c.name})
         plans = sorted({r.plan_name or "?" for r in c.runs})
         extra = f", label {', '.join(labels)}" if labels else ""

@@ -13,7 +13,7 @@ from ..report.compare import comparison_json
 from ..report.html import compare_context
 from ..results.model import ListedRun
 from ..results.store import Store
-from ..studies.compare import run_compare
+from ..studies.compare import resolve, run_compare
 from .render import render
 from .render import open_store
 
@@ -29,11 +29,19 @@ Match = Annotated[str, Query(description="Test parameters that must be equal for
 
 
 def comparison(store: Store, runs: list[str], baseline: str, noise: float, match: str) -> Comparison:
+    """No baseline given: the oldest configuration picked (its first run's id
+    the lowest), as a before-and-after reads, whatever order the page sent."""
     configs = [r.strip() for r in runs if r.strip()]
     if not configs:
         raise IofleetError("compare needs at least two configurations: pick two or more runs or labels")
     keys = tuple(k.strip() for k in match.split(",") if k.strip())
-    return run_compare(store, configs, baseline.strip() or None, match=keys, noise_pct=noise)
+    chosen = baseline.strip()
+    if not chosen and len(configs) > 1:
+        first_run = {arg: min(r.id for r in resolve(store, arg).runs) for arg in configs}
+        chosen = min(configs, key=first_run.get)
+    cmp = run_compare(store, configs, chosen or None, match=keys, noise_pct=noise)
+    cmp.baseline_named, cmp.baseline_note = bool(baseline.strip()), "the oldest picked"
+    return cmp
 
 
 @router.get("/api/compare", tags=["compare"])
