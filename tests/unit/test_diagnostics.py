@@ -179,30 +179,39 @@ def test_unpredictable_latency_of_direct_io_asks_what_delays_some_ios():
 # ------------------------------------------------------------ not_steady
 
 
-def test_not_steady_from_the_snia_verdict():
+def test_not_steady_from_the_snia_verdict_of_an_until_steady_test():
+    """Derived: the recorded not-steady test relabelled until: steady (as if it had run to max_runtime)."""
     run = load("buffered-2")
+    t = by_id(run, "4k-r100-rand-j1-qd1-sz256m-rt6s-ramp0s")
+    t["methodology"]["until"] = "steady"
     (f,) = found(run, "not_steady")
     assert f.test == "4k-r100-rand-j1-qd1-sz256m-rt6s-ramp0s"
     assert f.evidence == "IOPS in rounds 1–5 of 1 s: data excursion 29% > 20%"
-    assert f.change == "lengthen the warm-up (ramp, now 0s) or measure until steady (until: steady, with max_runtime)"
+    assert f.change == "raise max_runtime (now 1h00m00s) so a steady window can be found"
+
+
+def test_not_steady_is_silent_where_steady_state_was_not_asked_for():
+    """Real: the same test as it ran, a fixed time (until: time): its verdict
+    is information, not a finding; nor is a scenario's (its faults move the figures)."""
+    run = load("buffered-2")
+    assert by_id(run, "4k-r100-rand-j1-qd1-sz256m-rt6s-ramp0s")["methodology"]["until"] == "time"
+    assert found(run, "not_steady") == []
+    for t in run["tests"]:
+        t["methodology"]["until"] = "steady"
+    assert found(run, "not_steady") != []
+    run["methodology"]["scenario"] = {"name": "fail-a-disk", "events": []}
+    assert found(run, "not_steady") == []
 
 
 def test_not_steady_not_for_steady_tests_nor_for_too_few_rounds():
     run = load("buffered-2")
+    for t in run["tests"]:
+        t["methodology"]["until"] = "steady"
     steady = [t["id"] for t in run["tests"] if t["methodology"]["steady"]["iops"]["steady"]]
     assert steady == ["4k-r100-rand-j1-qd1-sz128m-rt6s-ramp0s", "4k-r100-rand-j1-qd1-sz512m-rt6s-ramp0s"]
     assert {f.test for f in found(run, "not_steady")}.isdisjoint(steady)
     # 2 s tests with 60 s rounds: "n/a (0 rounds)", no finding.
     assert found(load("qd-sweep"), "not_steady") == []
-
-
-def test_not_steady_under_until_steady_asks_for_more_max_runtime():
-    """Derived: the not-steady test relabelled until: steady (as if it had run to max_runtime)."""
-    run = load("buffered-2")
-    t = by_id(run, "4k-r100-rand-j1-qd1-sz256m-rt6s-ramp0s")
-    t["methodology"]["until"] = "steady"
-    (f,) = found(run, "not_steady")
-    assert f.change == "raise max_runtime (now 1h00m00s) so a steady window can be found"
 
 
 # ------------------------------------------------------------ client_bound
@@ -520,6 +529,11 @@ def test_every_rule_runs_on_every_recorded_run_mixed_and_fleet_included():
         for t in run["tests"]:
             t["methodology"] = None
         diagnose(run, strict)
+    # No recorded run measured until steady without reaching it: the not-steady test relabelled so.
+    derived = load("buffered-2")
+    for t in derived["tests"]:
+        t["methodology"]["until"] = "steady"
+    fired |= {f.rule for f in diagnose(derived, strict)}
     assert fired == {r.name for r in RULES}
     mixed = diagnose(load("fleet-mixed"), strict)
     assert {"latency_limit", "client_bound", "host_imbalance"} <= {f.rule for f in mixed}

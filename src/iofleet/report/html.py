@@ -87,10 +87,13 @@ def environment_rows(run: Run) -> list[tuple[str, str]]:
 
 
 def steady_rows(run: Run, names: dict[int, str]) -> list[dict]:
+    """Each test's verdicts; a fixed-time test's only when one could be
+    given (it never asked for steady state: "not enough data" is no news)."""
     rows = []
     for t in run.tests:
         steady = t.methodology.steady if t.methodology else {}
-        if not steady:
+        fixed = t.methodology is not None and t.methodology.has("until") and t.methodology.until == "time"
+        if not steady or (fixed and all(v is None or v.first_round is None for v in steady.values())):
             continue
         row = {"test": names[t.seq]}
         for key, label in (("iops", "IOPS"), ("lat", "latency")):

@@ -76,7 +76,8 @@ RULES: tuple[Rule, ...] = (
     Rule("unpredictable_latency", "unpredictable latency", "warning",
          "p95 > {p95_over_mean:g} × the mean latency (reads or writes)", latency.unpredictable_latency),
     Rule("not_steady", "not steady", "warning",
-         "the SNIA verdict on the test's IOPS is not steady (n/a verdicts are skipped)", method.not_steady),
+         "an until: steady test's SNIA verdict on its IOPS is not steady (n/a verdicts, fixed-time tests and "
+         "scenarios are skipped)", method.not_steady),
     Rule("client_bound", "client-bound", "critical",
          "a host's mean CPU > {host_cpu_pct:g} %, fio's CPU per job ≥ {job_cpu_pct:g} % of a CPU, or IOPS × mean "
          "latency more than {little_tolerance_pct:g} % off the outstanding IO (Little's law); not when storage "

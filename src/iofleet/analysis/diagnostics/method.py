@@ -33,23 +33,22 @@ def _nice_seconds(s: float) -> int:
 
 
 def not_steady(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
+    # Silent where steady state was not asked for: a fixed-time test (`until: time`; its verdict is in the
+    # report, for information), and a scenario, whose faults are meant to move the figures.
+    if run.method is not None and run.method.scenario:
+        return
     for i, t in run.tests:
         verdict = t.methodology.verdict("iops") if t.methodology is not None else None
-        if not verdict:
+        if not verdict or (t.methodology.has("until") and t.methodology.until == "time"):
             continue
         if verdict.steady or verdict.first_round is None:  # too few rounds to judge: n/a, not a finding
             continue
         why = verdict.reason.removeprefix("not steady: ")
         evidence = (f"IOPS in rounds {verdict.first_round + 1}–{verdict.last_round + 1} of {verdict.round_s} s: "
                     f"{why}")
-        if t.methodology.until == "steady":
-            most = values_of(t, "max_runtime")
-            change = (f"raise max_runtime (now {format_duration(most[0])}) so a steady window can be found"
-                      if most else "raise max_runtime so a steady window can be found")
-        else:
-            ramp = values_of(t, "ramp")
-            change = (f"lengthen the warm-up (ramp, now {format_duration(ramp[0]) if ramp else '?'}) or measure "
-                      f"until steady (until: steady, with max_runtime)")
+        most = values_of(t, "max_runtime")
+        change = (f"raise max_runtime (now {format_duration(most[0])}) so a steady window can be found"
+                  if most else "raise max_runtime so a steady window can be found")
         yield run.hit(i, t, evidence, change)
 
 
