@@ -186,3 +186,26 @@ def test_the_timeline_fires_in_order_and_undoes_every_fault_when_stopped():
     tl.finish()
     assert log == [("apply", "link-slow"), ("undo", "link-slow")]
     assert "no interface has the address" in tl.records[0]["error"] and tl.records[0]["applied_s"] is None
+
+
+def test_a_fault_applied_late_keeps_its_asked_for_length():
+    """A slow apply (a loaded machine: here 0.6 s) starts the fault late; it
+    is undone its `for` after it was in place, not at its planned end."""
+    import threading
+    import time
+
+    class _Slow(_Fake):
+        def apply(self):
+            time.sleep(0.6)
+            super().apply()
+
+    s = _scenario({"at": "1s", "fault": "device-slow", "iops": 9, "for": "1s"})
+    log = []
+    tl = Timeline([_Slow(s.events[0], log)], threading.Event())
+    tl.begin(-0.9)  # due 0.1 s from now; applied at about 0.7 s after its time
+    wait_for(lambda: ("undo", "device-slow") in log, timeout=10, what="the undo")
+    tl.finish()
+    r = tl.records[0]
+    assert r["applied_s"] >= 1.5  # began at 1 s, took 0.6 s
+    assert r["undone_s"] - r["applied_s"] >= 1.0, r  # in place at least its asked-for 1 s
+    assert "undo_late_s" not in r  # the shifted undo is on time against its own due time

@@ -112,7 +112,9 @@ class Timeline:
     command over SSH of a few tenths of a second, so one host's faults never
     wait behind another's. A host's own steps go in time order, an undo
     before an apply due at the same moment (the next fault of its kind may
-    start when one ends). A step begun more than LATE_BOUND_S after its time
+    start when one ends). A fault applied late is undone its `for` after it
+    was applied, never sooner: a loaded machine cannot shorten it (the
+    host's later steps wait behind it). A step begun more than LATE_BOUND_S after its time
     is recorded late (`late_s`, `undo_late_s`, and the bound); an event the
     load ended before is recorded not applied, saying why. Either is a
     failure of the scenario (`problems`)."""
@@ -165,6 +167,10 @@ class Timeline:
             if self._over.is_set() or self.stop.is_set():
                 return
         for t, apply, i in steps:
+            applied, length = self.records[i]["applied_s"], self.faults[i].event.for_s
+            if not apply and applied is not None and length is not None:
+                # A fault applied late keeps its asked-for length: undone `for` after it was in place.
+                t = max(t, applied + length)
             if not self._wait_until(t):
                 return
             self._step(i, undo=not apply, due=t)
