@@ -217,6 +217,33 @@ def test_not_steady_not_for_steady_tests_nor_for_too_few_rounds():
 # ------------------------------------------------------------ client_bound
 
 
+def test_client_bound_never_advises_more_jobs_the_run_measured_to_give_no_more():
+    """Derived: the recorded client-bound test as if at 1 job × iodepth 2, and
+    (a) Easy Run's probe recorded 2 × 1 below 1 × 2, (b) the run's own test
+    at 2 × 1 measured fewer IOPS: no finding (the run itself showed more jobs
+    do not help); (c) a probe where 2 × 1 gave more: the finding stays."""
+    def derived(probe_cells=None, own_iops=None):
+        run = load("buffered")
+        t = by_id(run, "4k-r100-rand-j1-qd1-sz16m-rt2s-ramp1s")
+        t["params"]["iodepth"] = 2
+        if probe_cells is not None:
+            run["methodology"]["probe"] = {"run": 4, "cells": probe_cells}
+        if own_iops is not None:
+            twin = copy.deepcopy(t)
+            twin["id"], twin["seq"] = "4k-r100-rand-j2-qd1-sz16m-rt2s-ramp1s", len(run["tests"])
+            twin["params"] |= {"jobs": 2, "iodepth": 1}
+            twin["all"]["iops"] = own_iops
+            run["tests"].append(twin)
+        return [f for f in found(run, "client_bound") if f.test == t["id"]]
+    iops = by_id(load("buffered"), "4k-r100-rand-j1-qd1-sz16m-rt2s-ramp1s")["all"]["iops"]
+    (f,) = derived()
+    assert f.change.startswith("add jobs (from 1 to 2)")
+    assert derived([{"jobs": 1, "iodepth": 2, "iops": 97553.0}, {"jobs": 2, "iodepth": 1, "iops": 67122.0}]) == []
+    assert derived(own_iops=iops * 0.9) == []
+    (f,) = derived([{"jobs": 1, "iodepth": 2, "iops": 67122.0}, {"jobs": 2, "iodepth": 1, "iops": 97553.0}])
+    assert f.change.startswith("add jobs (from 1 to 2)")
+
+
 def test_client_bound_when_fio_cannot_keep_its_ios_in_flight():
     """Real: a 16 MiB file read from the page cache: 1.2 M IOPS, fio's own
     time is a third of each IO's, so IOPS × latency is 0.70 of the 1 asked."""

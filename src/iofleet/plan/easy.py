@@ -65,6 +65,10 @@ class Load:
     working_set: int | None = None
     working_set_why: str | None = None
     data: object | None = None
+    # The probe's run and cells ({jobs, iodepth, iops}), recorded with the profiles' run: its diagnostics
+    # never advise what the probe measured to be worse.
+    probe_run: int | None = None
+    probe_cells: list[dict] | None = None
 
 
 @dataclass

@@ -308,8 +308,9 @@ class RunMethodology(Record):
     scenario: ScenarioRecord | None = None
     resumes: list[ResumeRecord] | None = None
     network: NetworkRecord | None = None  # a network check's links; a fleet run's last check before it
+    probe: dict | None = None  # Easy Run: its probe's run, IO (bs, read_pct, random_pct) and cells
 
-    OPTIONAL = ("saturate", "curve", "scenario", "resumes", "network")
+    OPTIONAL = ("saturate", "curve", "scenario", "resumes", "network", "probe")
 
     @classmethod
     def _from(cls, d: dict) -> dict:

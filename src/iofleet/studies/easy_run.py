@@ -115,7 +115,8 @@ def choose_load(result: Saturation, run_id: int, hosts: int, facts: list[HostFac
     guess = next((c for c in cells if (c.jobs, c.iodepth) == (jobs, depth)), None)
     if guess is not None and guess is not top:
         why += f"; the rule of thumb's {jobs} × {depth} gave {guess.iops:,.0f}"
-    return Load(top.jobs, top.iodepth, why + f"; probe run {run_id}, {seconds:.0f} s)")
+    return Load(top.jobs, top.iodepth, why + f"; probe run {run_id}, {seconds:.0f} s)", probe_run=run_id,
+                probe_cells=[{"jobs": c.jobs, "iodepth": c.iodepth, "iops": c.iops} for c in cells])
 
 
 def probe_label(label: str | None) -> str:
@@ -221,6 +222,10 @@ def easy_run(
         discard_quietly(shared, observer)  # the profiles do not start: the probe's data goes
         raise
     with session:  # from here the run's own clean-up removes the data (or keeps it: keep_files)
+        if load is not None and load.probe_cells:
+            session.methodology.probe = {"run": load.probe_run, "bs": 4096, "read_pct": 100, "random_pct": 100,
+                                         "cells": load.probe_cells}
+            store.set_run_methodology(session.run_id, session.methodology)
         for spec in specs:
             if session.done or session.stop.is_set():
                 break

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ...fleet.metrics import HostMetrics
+from ...plan.params import IO_PARAMS
 from ...results.model import Run, TestRecord
 from ..host_facts import readable, recorded_facts
 from ..little import outstanding_io
@@ -73,6 +74,33 @@ class JudgedRun:
             targets = list(((self.facts.get(host) or {}).get("targets") or {}).values())
         clients = {t.get("client") if isinstance(t, dict) else None for t in targets}
         return " + ".join(sorted(clients)) if targets and None not in clients else None
+
+    def more_jobs_no_better(self, test: TestRecord) -> str | None:
+        """What this run measured with more jobs at the same outstanding IO
+        per host and the same IO that gave no more IOPS than `test`'s jobs ×
+        iodepth (its own tests, or Easy Run's probe of its cells); None when
+        it measured nothing of the kind. A diagnostic never advises what the
+        run itself measured to be worse."""
+        params = test.params or {}
+        jobs, depth = params.get("jobs"), params.get("iodepth")
+        if not jobs or not depth or params.get("groups"):
+            return None
+        io = [params.get(k) for k in IO_PARAMS]
+        for _, other in self.tests:
+            p = other.params or {}
+            if ([p.get(k) for k in IO_PARAMS] == io and (p.get("jobs") or 0) > jobs
+                    and p["jobs"] * p.get("iodepth", 0) == jobs * depth
+                    and other.figures().all.iops <= test.figures().all.iops):
+                return (f"{p['jobs']} × {p['iodepth']} gave {other.figures().all.iops:,.0f} IOPS in this run "
+                        f"({self.name(other)})")
+        probe = (self.method.probe if self.method is not None else None) or {}
+        cells = {(c["jobs"], c["iodepth"]): c["iops"] for c in probe.get("cells") or []}
+        mine = cells.get((jobs, depth))
+        for (j, d), iops in cells.items():
+            if mine is not None and j > jobs and j * d == jobs * depth and iops <= mine:
+                return (f"Easy Run's probe (run {probe.get('run')}) measured {j} × {d} at {iops:,.0f} IOPS "
+                        f"against {jobs} × {depth}'s {mine:,.0f}")
+        return None
 
     def name(self, test: TestRecord) -> str:
         return f"{test.id} #{test.repeat}" if test.id in self._repeated else test.id

@@ -61,6 +61,9 @@ def client_bound(run: JudgedRun, th: Thresholds) -> Iterator[Hit]:
                             f"(ratio {ratio:.2f}, outside 1 ± {tolerance:g})")
         if hot:
             pass  # more jobs on a host whose CPU is spent would not help
+        elif (job_cpu >= th.job_cpu_pct or (ratio is not None and ratio < 1 - tolerance)) \
+                and run.more_jobs_no_better(t):
+            continue  # the run measured more jobs at this outstanding IO: no more IOPS, so fio is not the limit
         elif job_cpu >= th.job_cpu_pct or (ratio is not None and ratio < 1 - tolerance):
             jobs = values_of(t, "jobs")
             more = f" (from {jobs[0]} to {2 * jobs[0]}{per_host_text(t)})" if len(jobs) == 1 else ""
