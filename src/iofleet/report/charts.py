@@ -468,8 +468,11 @@ def compare_charts(cmp, metric) -> list[go.Figure]:
 # ---- the report's sections of these charts (sections.py) -----------------
 
 def overview_section(run: Run, series: Mapping[int, list[Series]]) -> list[str]:
-    """The run's overview charts (as JSON): IOPS and MB/s by block size, latency per test."""
-    overview = [f.to_json() for f in block_size_charts(run)]
+    """The run's overview charts (as JSON): IOPS and MB/s by block size, latency per test.
+    A curve or a scenario has no block size to compare (one IO, its own chart above): no by-size chart."""
+    method = run.methodology
+    own_chart = method is not None and (method.curve or method.scenario)
+    overview = [] if own_chart else [f.to_json() for f in block_size_charts(run)]
     latency = latency_chart(run)
     if latency:
         overview.append(latency.to_json())

@@ -82,8 +82,11 @@ def curve_lines(result: CurveResult, hosts: int = 1) -> list[str]:
 
 
 def curve_chart(result: CurveResult) -> go.Figure | None:
-    """Latency (p50, p99, p99.9) against achieved IOPS: the hockey stick.
-    Missed points are drawn as open crosses with achieved/target on hover."""
+    """Latency (p50, p99, p99.9) against achieved IOPS: the hockey stick, on
+    a log latency axis (p50 and p99.9 are orders of magnitude apart). The
+    lines join the points that reached their target; a missed point (a
+    saturated system's latency) is an open cross off the lines, with
+    achieved/target on hover."""
     import plotly.graph_objects as go  # here: `iofleet curve` and every other command start without plotly
 
     from .charts import PALETTE, WRITE, _figure
@@ -95,12 +98,16 @@ def curve_chart(result: CurveResult) -> go.Figure | None:
     hover = [f"load {p.load_pct:.0f} %: target {p.target_iops:,} IOPS, achieved {p.iops:,.0f}"
              + (f" (missed: {math.floor(p.achieved_pct)} %)" if not p.reached else "") for p in points]
     for i, (name, key) in enumerate(PERCENTILES):
-        ys = [to_ms(getattr(p, key), "us") for p in points]
-        fig.add_trace(go.Scatter(
-            x=[p.iops for p in points], y=ys, name=name, mode="lines+markers", text=hover,
-            hovertemplate="%{text}<br>" + name + " %{y:.3f} ms<extra></extra>",
-            line=dict(color=PALETTE[i]),
-            marker=dict(symbol=["circle" if p.reached else "x-open" for p in points], size=9)))
+        for reached in (True, False):
+            mine = [(p, h) for p, h in zip(points, hover) if p.reached == reached]
+            if not mine:
+                continue
+            fig.add_trace(go.Scatter(
+                x=[p.iops for p, _ in mine], y=[to_ms(getattr(p, key), "us") for p, _ in mine], name=name,
+                mode="lines+markers" if reached else "markers", text=[h for _, h in mine], legendgroup=name,
+                showlegend=reached or len(mine) == len(points),
+                hovertemplate="%{text}<br>" + name + " %{y:.3f} ms<extra></extra>", line=dict(color=PALETTE[i]),
+                marker=dict(symbol="circle" if reached else "x-open", size=9, color=PALETTE[i])))
     missed = [p for p in points if not p.reached]
     if missed:
         fig.add_trace(go.Scatter(
@@ -111,7 +118,7 @@ def curve_chart(result: CurveResult) -> go.Figure | None:
     fig.add_vline(x=result.max_iops, line=dict(color=WRITE, dash="dot"),
                   annotation_text=f"most IOPS {result.max_iops:,.0f}", annotation_position="top left")
     fig.update_xaxes(title_text="achieved IOPS (all hosts)", rangemode="tozero")
-    fig.update_yaxes(title_text="latency, ms", rangemode="tozero")
+    fig.update_yaxes(title_text="latency, ms (log scale)", type="log")
     return fig
 
 

@@ -18,7 +18,7 @@ from ..report.html import run_report_context, run_report_html
 from ..results.model import run_to_csv
 from ..results.model import Run
 from ..results.store import RUN_STATUSES, RunFilter, Store
-from ..units import to_ms
+from ..units import format_value, to_ms
 from .render import NotFound, error_response, fragment, open_store, render
 
 router = APIRouter()
@@ -38,10 +38,12 @@ def headline(run: Run) -> dict | None:
     p99 = top.aggregate.all.percentiles_ns.get("p99")
     best = {"iops": round(top.aggregate.all.iops, 1), "iops_test": top.id,
             "mb_s": round(max(t.aggregate.all.bw_bytes_s for t in done) / 1e6, 3),
-            "p99_ms": None if p99 is None else round(to_ms(p99, "ns"), 4)}
+            "p99_ms": None if p99 is None else round(to_ms(p99, "ns"), 4),
+            "p99_text": format_value(p99, "ns")}  # as the CLI shows it (not a second rounding of p99_ms)
     curve = run.methodology.curve if run.methodology is not None else None
     if run.kind == "curve" and curve and curve.max_iops:
-        best |= {"iops": round(curve.max_iops, 1), "iops_test": f"the most IOPS ({curve.source})", "p99_ms": None}
+        best |= {"iops": round(curve.max_iops, 1), "iops_test": f"the most IOPS ({curve.source})", "p99_ms": None,
+                 "p99_text": format_value(None, "ns")}
     return best
 
 
