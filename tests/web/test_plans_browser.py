@@ -197,5 +197,6 @@ def test_plans_list_and_a_plan_of_several_workloads(server):
             assert kept in text
         expect(page.locator("#test-summary")).to_contain_text("4 tests")
     assert seen.errors == [] and dialogs == []
+    assert not [r for r in seen.requests if "plotly" in r]  # 4.8 MB only on pages that draw charts
     missing = client.get("/plans/no-such-plan")
     assert missing.status_code == 404 and "No saved plan named <code>no-such-plan</code>" in missing.text

@@ -59,6 +59,7 @@ def test_results_result_and_compare_pages(server, tmp_path):
         page.select_option("select[name=status]", "")
         page.wait_for_function("() => document.querySelectorAll('#runs-table tr[data-run]').length === 3")
 
+        assert not [r for r in seen.requests if "plotly" in r]  # the list draws no chart: no plotly.js
         # A finished result: the report's tables and every chart, and its downloads.
         page.click("#runs-table tr[data-run='1'] td.text a")
         page.wait_for_url("**/results/1")

@@ -79,4 +79,4 @@ def compare_page(request: Request, runs: Configs = [], baseline: str = "", noise
             except IofleetError as exc:
                 error = str(exc)
     pick = dict(choices=choices, labels=labels, picked=set(runs), baseline=baseline, noise=noise, match=match)
-    return render(request, "compare_page.html.j2", pick=pick, error=error, compared="cmp" in context, **context)
+    return render(request, "compare_page.html.j2", pick=pick, charts=True, error=error, compared="cmp" in context, **context)

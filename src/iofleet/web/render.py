@@ -67,10 +67,12 @@ def _environment() -> Environment:
     return env
 
 
-def render(request: Request, template: str, title: str, status_code: int = 200, **context) -> HTMLResponse:
-    """A page in the web layout (nav, CSRF token for htmx, plotly served once)."""
+def render(request: Request, template: str, title: str, status_code: int = 200, charts: bool = False,
+           **context) -> HTMLResponse:
+    """A page in the web layout (nav, CSRF token for htmx); `charts`: it
+    draws charts, and loads plotly.js (cached a day) for them."""
     html = _environment().get_template(template).render(
-        request=request, title=title, layout="layout.html.j2", pages=PAGES, version=__version__,
+        request=request, title=title, layout="layout.html.j2", pages=PAGES, version=__version__, charts=charts,
         csrf_token=csrf_of(request), path=request.url.path,
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **context)
     return HTMLResponse(html, status_code=status_code)

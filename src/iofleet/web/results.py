@@ -177,4 +177,4 @@ def result_page(request: Request, run_id: int):
         except NotFound as exc:
             return render(request, "results_missing.html.j2", "No such run", status_code=404, message=str(exc))
         context = run_report_context(run, store.run_series(run))  # reads each test's series: store open
-    return render(request, "results_run.html.j2", **context, run_id=run_id, files=raw_files(run))
+    return render(request, "results_run.html.j2", **context, charts=True, run_id=run_id, files=raw_files(run))

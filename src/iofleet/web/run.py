@@ -122,6 +122,6 @@ async def run_events(request: Request, after: int = 0):
 def run_page(request: Request, plan: str = ""):
     s = settings(request)
     manager, plans = runs(request), list_plans(request)
-    return render(request, "run.html.j2", "Run", plans=plans, chosen=plan, fleet=s.inventory is not None,
+    return render(request, "run.html.j2", "Run", charts=True, plans=plans, chosen=plan, fleet=s.inventory is not None,
                   status_json=json.dumps(manager.status()), busy=manager.held_elsewhere(),
                   examples=offered_examples(plans))
