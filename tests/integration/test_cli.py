@@ -16,6 +16,17 @@ def test_validate_lists_the_24_hcibench_tests(data_dir):
     assert "Estimated duration: 50h00m48s" in out  # 24 x (2 h + 5 min + 2 s start-up)
 
 
+def test_validate_with_a_target_makes_the_runs_checks_before_its_first_test(tmp_path, data_dir):
+    """As the web's Validate (HCIBench's Validate): the target checked, one line each, exit 1 on a failure."""
+    plan = ROOT / "examples" / "quick.yaml"
+    out = iofleet("validate", plan, "--target", tmp_path, data_dir=data_dir).stdout
+    assert "Checks a run makes before its first test:" in out and f"✓ targets: {tmp_path}: free" in out
+    assert "✓ engine: fio-" in out
+    bad = iofleet("validate", plan, "--target", tmp_path / "missing", data_dir=data_dir, check_rc=1).stdout
+    assert f"✗ targets: target {tmp_path / 'missing'} is not a directory" in " ".join(bad.split())
+    assert not list(tmp_path.iterdir())  # nothing left behind by the checks
+
+
 def test_bad_plan_gives_one_line_per_problem_without_traceback(tmp_path, data_dir):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nworkloads:\n  - name: w\n    matrix:\n      bs: [4k, 8k, 4x]\n    iodepth: 0\n")

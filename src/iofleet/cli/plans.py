@@ -9,7 +9,8 @@ from rich.table import Table
 from ..plan import reference
 from ..plan.params import AUTO_ENGINES, PARAMS
 from ..plan.units import format_bytes, format_duration
-from .common import TargetOpt, WideOpt, console, plan_with_targets, print_table, table_width, user_errors
+from .common import (EXIT_FAILED, TargetOpt, WideOpt, console, plan_with_targets, print_table, table_width,
+                     user_errors)
 
 if TYPE_CHECKING:  # annotations only
     from ..studies.preview import PlanPreview
@@ -26,7 +27,8 @@ def validate(
                                             help="Write the fio job file of each test, as it would run, to DIR."),
     wide: bool = WideOpt,
 ):
-    """Check a plan and list the tests it expands into."""
+    """Check a plan and list the tests it expands into; with --target, also
+    make the checks a run makes before its first test (as the web's Validate)."""
     from ..report.fit import fit_table, left_out_line
     from ..studies.jobfiles import write_jobfiles
     from ..studies.preview import preview_plan
@@ -54,6 +56,21 @@ def validate(
         console.print(f"Wrote {len(written)} fio job file{'s' if len(written) != 1 else ''} to {jobfiles} "
                       f"(engine auto is written as {AUTO_ENGINES[0]}, the first it tries; "
                       f"`iofleet import FILE` reads one back as the same test)", highlight=False, soft_wrap=True)
+    if target:
+        _check_targets(plan)
+
+
+def _check_targets(plan) -> None:
+    """The run's own checks before its first test, one line each; exit 1 when one fails."""
+    from ..results.store import default_data_dir
+    from ..studies.preflight import preflight
+    checks = preflight(plan, None, str(default_data_dir(None)))
+    console.print("Checks a run makes before its first test:", highlight=False)
+    for c in checks:
+        console.print(f"  {'✓' if c.ok else '✗'} {c.name}: {c.detail}", style=None if c.ok else "red",
+                      highlight=False, markup=False)
+    if not all(c.ok for c in checks):
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _print_costs(preview: "PlanPreview") -> None:
