@@ -5,6 +5,7 @@ record goes with a clean-up, a failed or stopped preparation, or a new one."""
 
 import json
 import os
+import time
 import threading
 
 import pytest
@@ -156,8 +157,14 @@ def test_local_data_is_reused_until_a_file_changes(tmp_path, monkeypatch):
     place.release()
     assert (kept.entries()[key]["run"], kept.entries()[key]["kept_by"]) == (1, 2)
 
+    # Changed in place, its mtime put back (as `touch -r` or a careful tool does): its ctime still moved.
     f = tmp_path / "t" / "iofleet" / "iofleet-data.1.0"
-    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1000))  # a write since: prepared again
+    before = f.stat()
+    time.sleep(0.01)
+    with open(f, "r+b") as out:
+        out.write(b"y")
+    os.utime(f, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (f.stat().st_size, f.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     place, prepared = _local(tmp_path, kept)
     assert len(fio_calls) == 2 and not prepared.reused
     place.record_data(kept, 3, keep=False)  # not kept (its clean-up ran): the record goes

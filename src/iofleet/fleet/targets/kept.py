@@ -10,8 +10,9 @@ its probe.
 One JSON file in the results directory (KEPT_NAME), one entry per host
 and its targets (the key): the fio server's endpoint, or "local". An
 entry names the run that prepared the data, a fingerprint of that
-preparation and, on this machine, each data file's size and mtime (any
-write since, by any program, changes it: the data is not used). A fleet
+preparation and, on this machine, each data file's size, mtime and ctime
+(any write since, by any program, changes them: the data is not used; a
+program that puts the mtime back cannot put the ctime back). A fleet
 host's files are known only through fio: `hosts check`'s read of job 0's
 data file says they are still there (check.HostCheck.leftovers).
 
@@ -109,13 +110,13 @@ def host_key(host) -> str:
 
 
 def files_state(targets: list[Path]) -> dict[str, list[int]]:
-    """iofleet's data files on this machine's targets: path → [size, mtime_ns]."""
+    """iofleet's data files on this machine's targets: path → [size, mtime_ns, ctime_ns]."""
     out = {}
     for target in targets:
         for f in owned_data_files(Path(target) / DATA_DIR_NAME):
             with contextlib.suppress(OSError):
                 st = os.stat(f, follow_symlinks=False)
-                out[str(f)] = [st.st_size, st.st_mtime_ns]
+                out[str(f)] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns]
     return out
 
 
