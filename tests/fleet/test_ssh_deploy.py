@@ -91,3 +91,25 @@ def test_undeploy_never_kills_a_process_that_reused_the_pid(tmp_path, make_fleet
     assert other.poll() is None, "the other program still runs"
     assert not state.exists()
 
+
+
+def test_undeploy_leaves_a_host_a_run_is_testing_unless_forced(tmp_path, make_fleet, data_dir):
+    """A run on this machine holds its hosts' target locks (fleet/targets/lock.py): here this test holds
+    h1's, as a run would. undeploy stops h2's server and leaves h1's, naming the run; --force stops it."""
+    from iofleet.fleet.inventory import load_inventory
+    from iofleet.fleet.targets.lock import holder_facts, lock_fleet_target
+    fleet = ssh_fleet(make_fleet, 2)
+    inv = fleet.write_inventory(tmp_path / "inv.yaml")
+    deployed(fleet, inv, data_dir)
+    h1 = load_inventory(inv).hosts[0]
+    lock = lock_fleet_target(*h1.endpoint, h1.targets[0], holder_facts(run=7, data_dir=str(data_dir)))
+    try:
+        proc = iofleet("hosts", "undeploy", inv, data_dir=data_dir, check_rc=1)
+        said = " ".join(proc.stderr.split())
+        assert "h1: target" in said and "is being tested by another iofleet run" in said and "run 7" in said
+        assert "--force" in said and "1 of 2 hosts clean." in proc.stdout
+        assert set(all_fio(fleet)) == {"h1"}
+        forced = iofleet("hosts", "undeploy", inv, "--force", data_dir=data_dir).stdout
+        assert "stopped fio --server" in forced and not all_fio(fleet)
+    finally:
+        lock.release()

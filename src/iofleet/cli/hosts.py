@@ -181,9 +181,11 @@ def hosts_deploy(
 @user_errors
 def hosts_undeploy(
     inventory: Path = typer.Argument(..., metavar="INVENTORY", help="Inventory file (YAML) with `ssh:` settings."),
+    force: bool = typer.Option(False, "--force", help="Also stop the fio server of a host a run of this machine "
+                                                      "is testing (that run loses the host)."),
 ):
     """Stop what `hosts deploy` started and remove its files."""
     from ..fleet.inventory import load_inventory
     from ..studies.hosts import undeploy_fleet
     hosts = load_inventory(inventory).hosts
-    _summary(undeploy_fleet(hosts, inventory, progress=_outcome_line), "clean")
+    _summary(undeploy_fleet(hosts, inventory, progress=_outcome_line, force=force), "clean")

@@ -16,6 +16,7 @@ from ..fleet.control.fault_records import read_records
 from ..fleet.control.left_faults import undo_left_faults
 from ..fleet.control.host import host_facts as ssh_host_facts
 from ..fleet.targets.device_checks import REMOTE_UNSEEN
+from ..fleet.targets.lock import TargetBusy, holder_facts, lock_fleet_target
 from ..fleet.inventory import Host, InventoryError
 
 
@@ -100,7 +101,27 @@ def deploy_fleet(hosts: list[Host], inventory: Path | str, install: bool = False
 
 
 def undeploy_fleet(hosts: list[Host], inventory: Path | str,
-                   progress: Callable[[deploy.HostOutcome], None] | None = None) -> list[deploy.HostOutcome]:
-    """`iofleet hosts undeploy`: stop what deploy started, remove its directory on each host."""
+                   progress: Callable[[deploy.HostOutcome], None] | None = None,
+                   force: bool = False) -> list[deploy.HostOutcome]:
+    """`iofleet hosts undeploy`: stop what deploy started, remove its directory
+    on each host. A host whose targets a run of this machine is testing is
+    left alone, saying which run (`force`: stopped all the same)."""
     _ssh_hosts(hosts, inventory)
-    return deploy.undeploy(hosts, progress)
+    busy = {} if force else {h.name: why for h in hosts if (why := _in_use(h))}
+    refused = [deploy.HostOutcome(name, False, f"{name}: {why}; its fio server is left running (undeploy with "
+                                               f"--force to stop it during the run)") for name, why in busy.items()]
+    for outcome in refused:
+        if progress:
+            progress(outcome)
+    return refused + deploy.undeploy([h for h in hosts if h.name not in busy], progress)
+
+
+def _in_use(host: Host) -> str | None:
+    """Why a run of this machine uses the host now (its target locks, fleet/targets/lock.py), or None."""
+    address, port = host.endpoint
+    for target in host.targets:
+        try:
+            lock_fleet_target(address, port, target, holder_facts()).release()
+        except TargetBusy as exc:
+            return str(exc).split(";")[0]
+    return None
