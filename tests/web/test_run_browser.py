@@ -49,6 +49,9 @@ def test_start_watch_reattach_and_open_the_result(server, disk):
         page.wait_for_function("() => Number(document.querySelector('#live-section').dataset.samples || 0) >= 2",
                                timeout=20_000)
         assert page.locator("#live-iops .trace").count() == 1, "one line per host: here, local"
+        # MB/s per host too, from the same live events as IOPS.
+        mbs = page.evaluate("() => document.querySelector('#live-mbs').data.map(t => t.y.filter(v => v > 0).length)")
+        assert mbs and mbs[0] >= 1, mbs
         assert "IOPS" in page.inner_text("#run-figures")
         assert "of 2:" in page.inner_text("#run-test")
         screenshot(page, "web-run-live.png")

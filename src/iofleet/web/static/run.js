@@ -10,6 +10,7 @@
   var DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];
   var SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "cross", "star"];
   var source = null, hostTraces = {}, chartsReady = false, planned = 0, estimate = 0, marked = {}, marks = [];
+  var CHARTS = ["live-iops", "live-mbs", "live-latency"];
 
   function text(id, value) { $(id).textContent = value; }
   function fmt(v, digits) { return v === null || v === undefined ? "n/a" : Number(v).toLocaleString("en-US", {maximumFractionDigits: digits}); }
@@ -30,6 +31,7 @@
               yaxis: {title: {text: unit}, rangemode: "tozero"}, margin: {t: 40}, legend: {orientation: "h"}};
     };
     Plotly.newPlot("live-iops", [], layout("Live IOPS per host", "IOPS"), {responsive: true, displaylogo: false});
+    Plotly.newPlot("live-mbs", [], layout("Live MB/s per host", "MB/s"), {responsive: true, displaylogo: false});
     Plotly.newPlot("live-latency", [], fleet ? layout("Live p99 latency per host (its last round)", "ms")
                                                : layout("Live mean latency per host", "ms"), {responsive: true, displaylogo: false});
     chartsReady = true;
@@ -43,6 +45,7 @@
                line: {color: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length]},
                marker: {symbol: SYMBOLS[i % SYMBOLS.length]}};
       Plotly.addTraces("live-iops", t);
+      Plotly.addTraces("live-mbs", Object.assign({}, t));
       Plotly.addTraces("live-latency", Object.assign({}, t));
     }
     return hostTraces[host];
@@ -52,7 +55,7 @@
   var current = null;
   function reset() {
     hostTraces = {}; shown = {}; chartsReady = false; marked = {}; marks = []; planned = 0; estimate = 0;
-    Plotly.purge("live-iops"); Plotly.purge("live-latency");
+    CHARTS.forEach(function (id) { Plotly.purge(id); });
     $("run-results").querySelectorAll("tr:not(:first-child)").forEach(function (tr) { tr.remove(); });
     $("run-result").hidden = true; $("run-message").hidden = true;
     ["run-id", "run-test", "run-phase", "run-eta", "run-figures"].forEach(function (id) { text(id, ""); });
@@ -114,8 +117,7 @@
     var idx = Object.values(hostTraces);
     if (!chartsReady || !idx.length) return;
     var xs = idx.map(function () { return [null]; });
-    Plotly.extendTraces("live-iops", {x: xs, y: xs}, idx);
-    Plotly.extendTraces("live-latency", {x: xs, y: xs}, idx);
+    CHARTS.forEach(function (id) { Plotly.extendTraces(id, {x: xs, y: xs}, idx); });
   }
 
   // Each test starts at a dashed line with its name on both charts.
@@ -126,12 +128,12 @@
     var shapes = marks.map(function (m) {
       return {type: "line", xref: "x", yref: "paper", x0: m.x, x1: m.x, y0: 0, y1: 1, line: {dash: "dot", width: 1, color: "#777"}};
     });
+    // Each name runs up its line inside the plot: never cut, never over the title or another name.
     var notes = marks.map(function (m) {
-      return {x: m.x, xref: "x", y: 1, yref: "paper", text: m.name, showarrow: false, xanchor: "left", yanchor: "bottom",
-              textangle: -20, font: {size: 10, color: "#555"}};
+      return {x: m.x, xref: "x", y: 1, yref: "paper", text: m.name, showarrow: false, xanchor: "left", yanchor: "top",
+              textangle: -90, font: {size: 10, color: "#555"}};
     });
-    Plotly.relayout("live-iops", {shapes: shapes, annotations: notes});
-    Plotly.relayout("live-latency", {shapes: shapes, annotations: notes});
+    CHARTS.forEach(function (id) { Plotly.relayout(id, {shapes: shapes, annotations: notes}); });
     $("live-section").dataset.marks = String(marks.length);
   }
 
@@ -141,14 +143,15 @@
     initCharts(fleet);
     mark(e);
     var hosts = Object.keys(e.hosts || {});
-    var xsI = [], ysI = [], xsL = [], ysL = [], idx = [];
+    var xs = [], ysI = [], ysM = [], ysL = [], idx = [];
     hosts.forEach(function (h) {
       var v = e.hosts[h] || {};
-      idx.push(trace(h)); xsI.push([e.run_t]); ysI.push([v.iops]); xsL.push([e.run_t]); ysL.push([fleet ? v.p99_ms : v.lat_ms]);
+      idx.push(trace(h)); xs.push([e.run_t]); ysI.push([v.iops]); ysM.push([v.mb_s]); ysL.push([fleet ? v.p99_ms : v.lat_ms]);
     });
     if (idx.length) {
-      Plotly.extendTraces("live-iops", {x: xsI, y: ysI}, idx);
-      Plotly.extendTraces("live-latency", {x: xsL, y: ysL}, idx);
+      Plotly.extendTraces("live-iops", {x: xs, y: ysI}, idx);
+      Plotly.extendTraces("live-mbs", {x: xs.map(function (x) { return x.slice(); }), y: ysM}, idx);
+      Plotly.extendTraces("live-latency", {x: xs.map(function (x) { return x.slice(); }), y: ysL}, idx);
     }
     text("run-figures", fmt(f.iops, 0) + " IOPS · " + fmt(f.mb_s, 1) + " MB/s · mean latency " + fmt(f.lat_ms, 3) + " ms" +
          (f.source === "node_exporter" ? " (disk IOPS from each host's node_exporter, until the first round)" :
