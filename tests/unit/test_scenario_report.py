@@ -38,7 +38,9 @@ def test_the_chart_has_the_series_per_host_and_the_events_on_the_time_axis():
     assert names == ["IOPS (all hosts)", "IOPS h1", "IOPS h2", "p99 latency"]
     assert list(fig.data[0].y) == RECORD["impact"]["series"]["iops"]
     texts = [a.text for a in fig.layout.annotations]
-    assert texts == ["baseline", "link-slow h1", "host-down h2"]
+    # Each event says when the file put it and, where it has an end, when it was in place on the axis's clock.
+    assert texts == ["baseline", "link-slow h1 (at 3s in the file): in place 1.5–2.4 s",
+                     "host-down h2 (at 5s in the file)"]
     spans = [(s.x0, s.x1) for s in fig.layout.shapes if s.type == "rect"]
     assert spans == [(0, 1.48), (1.48, 2.42)]  # baseline, then the link's slow second
     (line,) = [s for s in fig.layout.shapes if s.type == "line"]

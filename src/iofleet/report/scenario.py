@@ -148,7 +148,9 @@ def scenario_chart(record: ScenarioRecord) -> go.Figure | None:
             continue
         hit = by_event.get(id(e))
         start = hit["from_s"] if hit else e["at_s"]
-        label = event_label(e)
+        # The file's `at` counts from fio's launch; the axis is the measured part on fio's own clock.
+        label = f"{event_label(e)} (at {e['at_s']}s in the file)" + (
+            f": in place {start:.1f}–{hit['to_s']:.1f} s" if hit and e["for_s"] is not None else "")
         color = PALETTE[(i + 1) % len(PALETTE)]
         if e["for_s"] is not None and hit:
             fig.add_vrect(x0=start, x1=hit["to_s"], fillcolor=color, opacity=0.18, line_width=0,
@@ -164,7 +166,8 @@ def scenario_chart(record: ScenarioRecord) -> go.Figure | None:
     _watch_states(fig, record)
     fig.update_xaxes(title_text="seconds into the measured part", rangemode="tozero")
     fig.update_yaxes(title_text="IOPS", secondary_y=False, rangemode="tozero")
-    fig.update_yaxes(title_text="p99 latency, ms", secondary_y=True, rangemode="tozero", showgrid=False)
+    fig.update_yaxes(title_text="p99 latency, ms", secondary_y=True, rangemode="tozero", showgrid=False,
+                     tickmode="auto", nticks=6)  # its own round ticks, not the IOPS axis's grid
     return fig
 
 
