@@ -173,6 +173,11 @@ def test_latency_rounds_chart_draws_each_rounds_percentiles_at_its_end():
     [band] = fig.layout.shapes
     assert (band.x0, band.x1) == (4, 14)
     assert fig.layout.annotations[0].text == "steady window (SNIA)"
+    # Beside the per-second chart, it counts from the start of the test too: its warm-up (here 3 s) first.
+    shifted = charts.latency_rounds_chart(steady_test(), "t", offset=3.0)
+    assert list(shifted.data[0].x) == [x + 3.0 for x in fleet[0].x]
+    assert (shifted.layout.shapes[0].x0, shifted.layout.shapes[0].x1) == (7, 17)
+    assert shifted.layout.xaxis.title.text.startswith("seconds from the start of the test")
 
 
 def test_latency_rounds_chart_picks_a_host_in_a_dropdown():

@@ -293,14 +293,25 @@ def _mark_window(fig: go.Figure, test: TestRecord, offset: float = 0.0) -> None:
 ROUND_PERCENTILES = (("p50", "solid"), ("p99", "dash"), ("p99.9", "dot"))
 
 
-def latency_rounds_chart(test: TestRecord, name: str | None = None) -> go.Figure | None:
+def warmup_s(series: list[Series]) -> float:
+    """Seconds from the start of the test (its warm-up's first second) to
+    its measured part: the per-second chart's origin, which the per-round
+    chart beside it shares."""
+    measured, warmup = test_totals(series), test_totals(series, phase="warmup")
+    origins = [o for o in (warmup["origin_ms"], measured["origin_ms"]) if o is not None]
+    return (measured["origin_ms"] - min(origins)) / 1000 if measured["origin_ms"] is not None else 0.0
+
+
+def latency_rounds_chart(test: TestRecord, name: str | None = None, offset: float = 0.0) -> go.Figure | None:
     """p50, p99 and p99.9 of each whole round (from that round's merged
     histograms), fleet-wide and, in a dropdown, per host; the steady (or
-    measurement) window shaded as on the per-second chart."""
+    measurement) window shaded as on the per-second chart; `offset`: its
+    warm-up, so both charts count from the start of the test."""
     rounds = test.methodology.latency_rounds if test.methodology else None
     if not rounds or not rounds.get("start_s"):
         return None
-    x = rounds.get("end_s") or [s + rounds["round_s"] for s in rounds["start_s"]]  # each round at its end
+    ends = rounds.get("end_s") or [s + rounds["round_s"] for s in rounds["start_s"]]  # each round at its end
+    x = [offset + e for e in ends]
     hosts = rounds.get("hosts") or {}
     order = (test.fleet.hosts if test.fleet else None) or sorted(hosts)  # the inventory's order
     lines = [("fleet", rounds["fleet"])]
@@ -322,8 +333,8 @@ def latency_rounds_chart(test: TestRecord, name: str | None = None) -> go.Figure
             buttons=[dict(label="fleet (all hosts)" if who == "fleet" else who, method="update",
                           args=[{"visible": [j // per == i for j in range(per * len(lines))]}])
                      for i, (who, _) in enumerate(lines)])])
-    _mark_window(fig, test)
-    fig.update_xaxes(title_text="seconds from the start of the measured part (end of each round)", rangemode="tozero")
+    _mark_window(fig, test, offset)
+    fig.update_xaxes(title_text="seconds from the start of the test (end of each round)", rangemode="tozero")
     fig.update_yaxes(title_text="latency, ms (log)", type="log", dtick=1, tickformat="~g")
     return fig
 
@@ -485,8 +496,9 @@ def tests_section(run: Run, series: Mapping[int, list[Series]]) -> list[dict]:
     tests = []
     for t in run.tests:
         name = names[t.seq]
-        figures = [f.to_json() for f in (series_chart(t, series.get(t.seq, []), name),
-                                         latency_rounds_chart(t, name), host_chart(t, name),
+        per_second = series.get(t.seq, [])
+        figures = [f.to_json() for f in (series_chart(t, per_second, name),
+                                         latency_rounds_chart(t, name, warmup_s(per_second)), host_chart(t, name),
                                          percentile_chart(t, name)) if f]
         tests.append({"name": name, "status": t.status, "error": t.error, "figures": figures})
     return tests
