@@ -93,7 +93,7 @@ def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir,
                       defaults={"size": "8m", "ramp": "0s", "iodepth": 2},
                       workloads=[{"name": "first", "runtime": "2s"},
                                  {"name": "long", "runtime": "60s", "read_pct": 0}])
-    monkeypatch.setenv("IOFLEET_PROGRESS_EVERY", "0.5")  # piped output: a progress line every 0.5 s, not 30 s
+    monkeypatch.setenv("IOFLEET_PROGRESS_EVERY", "0.5")  # piped output: a progress line every 0.5 s, not 10 s
     proc = spawn("run", plan, "--target", disk_dir, data_dir=data_dir)
     # Wait until the second (long) test is running.
     db = data_dir / "results.db"
@@ -118,7 +118,7 @@ def test_ctrl_c_stops_fio_keeps_finished_tests_and_cleans_up(tmp_path, disk_dir,
     assert "Traceback" not in err
     # The log said the long test was alive, then how to finish the run ($IOFLEET_DATA: no --data-dir).
     assert re.search(r"^  test 2/2 4k-r0-rand-j1-qd2-rt1m00s: measuring, 0:00:\d\d of 0:01:00, "
-                     r"([\d,]+ IOPS|no IOPS reported yet)$", out, re.M), out
+                     r"([\d,]+ IOPS|no IOPS reported yet); the plan: 0:0\d:\d\d left$", out, re.M), out
     assert out.rstrip().endswith("Run its unfinished tests with: iofleet run --resume 1")
     run = show_json(1, data_dir)
     assert run["status"] == "interrupted"

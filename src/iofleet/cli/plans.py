@@ -27,8 +27,10 @@ def validate(
                                             help="Write the fio job file of each test, as it would run, to DIR."),
     wide: bool = WideOpt,
 ):
-    """Check a plan and list the tests it expands into; with --target, also
-    make the checks a run makes before its first test (as the web's Validate)."""
+    """Check a plan and list the tests it expands into.
+
+    With --target, also make the checks a run makes before its first test
+    (as the web's Validate): targets, room for the data, fio."""
     from ..report.fit import fit_table, left_out_line
     from ..studies.jobfiles import write_jobfiles
     from ..studies.preview import preview_plan
