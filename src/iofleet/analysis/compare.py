@@ -445,7 +445,7 @@ REGRESSION = "regression"
 PASSED = "passed"
 INCONCLUSIVE = "inconclusive"
 NOT_JUDGED = "not judged"
-# Worse by more than this is not a gate: latency 10 × the baseline's would pass it.
+# A larger threshold is no gate: a latency 11 times the baseline's would still pass it.
 MAX_FAIL_ABOVE = 1000.0
 
 
