@@ -21,8 +21,7 @@ class LinkSample:
 
 def network_check(run: Run) -> NetworkRecord | None:
     """The run's own network check (a fleet run's record of its last check is not)."""
-    net = run.methodology.network if run.methodology is not None else None
-    return net if net and net.run is None else None
+    return run.methodology.own_network if run.methodology is not None else None
 
 
 def link_samples(run: Run) -> list[LinkSample]:

@@ -334,9 +334,7 @@ def diagnose_command(
         rows.setdefault((f.severity, f.host or "", f.rule, f.evidence, f.change), []).append(f.test or "(run)")
     for (severity, host, rule, evidence, change), tests in rows.items():
         table.add_row(Text(severity, style=colour[severity]), ", ".join(tests), host, titles[rule], evidence, change)
-    import textwrap
-
-    from ..report.fit import natural_width
+    from ..report.fit import natural_width, wrapped
     if natural_width(table) <= console.width:
         console.print(table)
     else:  # narrower: one block per finding, wrapped between words, never inside one
@@ -346,8 +344,7 @@ def diagnose_command(
             console.print(Text.assemble((f"[{severity}]", colour[severity]), f" {titles[rule]} — ",
                                         escaped(where)))
             for what, line in (("evidence", evidence), ("change", change)):
-                console.print(textwrap.fill(f"{what}: {escaped(line)}", console.width, initial_indent="  ",
-                                            subsequent_indent="  ", break_long_words=False, break_on_hyphens=False),
-                              markup=False, highlight=False, soft_wrap=True)
+                console.print("\n".join(wrapped(f"{what}: {escaped(line)}", console.width)), markup=False,
+                              highlight=False, soft_wrap=True)
     counts = [f"{n} {s}" for s in SEVERITIES if (n := sum(1 for f in findings if f.severity == s))]
     console.print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}: {', '.join(counts)}.")

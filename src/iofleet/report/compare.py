@@ -5,7 +5,6 @@ strings (`comparison_tables`), which the terminal and Markdown share."""
 import csv
 import io
 import json
-import textwrap
 
 from rich import box
 from rich.console import Group
@@ -15,7 +14,7 @@ from rich.text import Text
 from ..analysis.compare import (ALPHA, BASELINE, BETTER, CONFIDENCE, INCONCLUSIVE, MIN_REPEATS, NOT_ENOUGH,
                                 REGRESSION, WITHIN_NOISE, WORSE, Comparison, GateCheck, Metric, MetricRow)
 from ..units import MISSING, format_value, shown_unit
-from .fit import natural_width
+from .fit import natural_width, wrapped
 
 VERDICT_STYLE = {BETTER: "green", WORSE: "red", WITHIN_NOISE: "dim", NOT_ENOUGH: "yellow"}
 
@@ -159,8 +158,7 @@ def _blocks(name: str, cols: list[str], rows: list[list[str]], width: int) -> li
     out = [Text(""), Text(name, style="italic")]
     for row in rows:
         line = f"{row[0]}: " + " · ".join(f"{col} {cell}" for col, cell in zip(cols[1:], row[1:]))
-        para = Text("\n".join(textwrap.wrap(line, width, initial_indent="  ", subsequent_indent="    ",
-                                            break_long_words=False, break_on_hyphens=False)))
+        para = Text("\n".join(wrapped(line, width, then="    ")))
         for verdict, style in VERDICT_STYLE.items():  # in colour, as in the table
             para.highlight_words([verdict], style)
         out.append(para)

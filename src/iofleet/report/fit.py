@@ -6,6 +6,7 @@ not essential are left out (the caller says which ones, and says so under
 the table), and only then are test names shortened, in the middle with a
 visible "…", never a figure."""
 
+import textwrap
 from collections.abc import Collection, Sequence
 
 from rich.console import Console, Group
@@ -117,3 +118,10 @@ def fit_group(group: Group, width: int | None, keep: Collection[str], drop_first
             items.append(Text(left_out_line(dropped, False, width), style="dim"))
         first = False
     return Group(*items)
+
+
+def wrapped(text: str, width: int, first: str = "  ", then: str = "  ") -> list[str]:
+    """A paragraph's lines within `width` columns, broken between words only
+    (a word longer than the width stays whole): `first` and `then` indent them."""
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=then, break_long_words=False,
+                         break_on_hyphens=False)

@@ -324,6 +324,11 @@ class RunMethodology(Record):
             "resumes": None if resumes is None else [ResumeRecord.from_dict(r) for r in resumes]}
 
     @property
+    def own_network(self) -> NetworkRecord | None:
+        """The network check this run is (a fleet run's record of its last check is not)."""
+        return self.network if self.network and self.network.run is None else None
+
+    @property
     def tail(self) -> str:
         """The plan's `percentile`, the tail the summary shows."""
         return self.percentile or "p99"

@@ -187,7 +187,7 @@ class RunInfo:
         if self.source == "import":
             return "import"
         m = self.methodology
-        if m is not None and m.network and m.network.run is None:
+        if m is not None and m.own_network:
             return "network check"
         return next((name for name in ("saturate", "curve", "scenario") if m is not None and getattr(m, name)), "run")
 

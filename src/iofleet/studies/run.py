@@ -115,7 +115,8 @@ class RunSession:
         self.observer.run_started(self.run_id, self.resume.specs if self.resume else self.specs,
                                   estimate_seconds(self.specs))
         try:
-            for line in setup_warnings(host_facts() | self.place.describe()):
+            described = self.place.describe()
+            for line in setup_warnings(host_facts() | described):
                 self.observer.warning(line)
             self._caches = self.place.cache_sizes(plan.cache_size)
             method = RunMethodology(prepare=None, **{name: getattr(plan, name) for name, p in RUN_PARAMS.items()
@@ -129,7 +130,7 @@ class RunSession:
                 self._prepared = True  # kept data used as it is counts as prepared too
                 self._data_whole = not self.stop.is_set()
             # A fleet's last network check, for its diagnostics (a host that lags on a slow link).
-            method.network = last_network_check(self.store, self.place.describe().get("hosts") or [])
+            method.network = last_network_check(self.store, described.get("hosts") or [])
             if self.resume is not None:
                 method = self.resume.methodology_with(method, [self.resume.specs[i].id for i in self.resume.todo])
             self.methodology = method

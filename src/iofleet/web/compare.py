@@ -7,13 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT, Comparison, NothingMatched
+from ..analysis.compare import DEFAULT_MATCH, DEFAULT_NOISE_PCT, Comparison, NothingMatched, compare
 from ..errors import IofleetError, StoreDamagedError
 from ..report.compare import comparison_json
 from ..report.html import compare_context
 from ..results.model import ListedRun
 from ..results.store import Store
-from ..studies.compare import resolve, run_compare
+from ..studies.compare import load_configs
 from .render import render
 from .render import open_store
 
@@ -35,12 +35,12 @@ def comparison(store: Store, runs: list[str], baseline: str, noise: float, match
     if not configs:
         raise IofleetError("compare needs at least two configurations: pick two or more runs or labels")
     keys = tuple(k.strip() for k in match.split(",") if k.strip())
-    chosen = baseline.strip()
-    if not chosen and len(configs) > 1:
-        first_run = {arg: min(r.id for r in resolve(store, arg).runs) for arg in configs}
-        chosen = min(configs, key=first_run.get)
-    cmp = run_compare(store, configs, chosen or None, match=keys, noise_pct=noise)
-    cmp.baseline_named, cmp.baseline_note = bool(baseline.strip()), "the oldest picked"
+    named = baseline.strip() or None
+    loaded, base = load_configs(store, configs, named)
+    if named is None:
+        base = min(loaded, key=lambda c: min(r.id for r in c.runs)).name
+    cmp = compare(loaded, base, noise_pct=noise, match=keys)
+    cmp.baseline_named, cmp.baseline_note = named is not None, "the oldest picked"
     return cmp
 
 
