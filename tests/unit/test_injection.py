@@ -386,9 +386,9 @@ class Recorder:
     def __init__(self):
         self.started = []
 
-    def start(self, plan, text, hosts, label):
+    def start(self, launch):
         from iofleet.web.live import RunBusy
-        self.started.append((plan, text, hosts, label))
+        self.started.append((launch.preview, launch.text, launch.hosts, launch.label))
         raise RunBusy("recorded, not started")
 
     def status(self):

@@ -136,36 +136,33 @@ def easy_run_command(
     from ..fleet.inventory import load_inventory
     from ..report.summary import summary_table
     from ..results.store import Store, default_data_dir
-    from ..studies.easy_run import easy_run, probe
+    from ..studies.easy_run import run_easy_run
     from ..studies.options import easy_run_options
-    from .progress import TerminalProgress
+    from .progress import EachRunProgress
     check_label(label)
     durations, working_set = easy_run_options(**params)
     fleet = load_inventory(hosts).hosts if hosts else None
+    progress = EachRunProgress(console)
 
     def on_plan(plan_text, reasons):
+        progress.close()
         console.print("Easy Run chose:", highlight=False)
         for r in reasons:
             console.print(f"  {r}", highlight=False, markup=False)
 
     targets = checked_targets(target)
+    if not no_probe:
+        console.print("Easy Run probes jobs × iodepth first: 4k random reads in short cells "
+                      "(--no-probe guesses instead)", highlight=False)
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
-        load = None
-        if not no_probe:
-            console.print("Easy Run probes jobs × iodepth first: 4k random reads in short cells "
-                          "(--no-probe guesses instead)", highlight=False)
-            with TerminalProgress(console) as progress:
-                probed = probe(store, targets=targets, hosts=fleet, durations=durations, working_set=working_set,
-                               label=label, observer=progress, stop=stop, destroy_data=destroy_data)
-            if stop.is_set() or probed.outcome.run.status == "interrupted":
-                probed.discard_data()  # the data it kept for the profiles (stopped just as it ended)
-                finish(probed.outcome.run, store.path, fleet)
-            load = probed.load
-        with TerminalProgress(console) as progress:
-            outcome = easy_run(store, targets=targets, hosts=fleet, durations=durations, working_set=working_set,
-                               label=label, observer=progress, stop=stop, on_plan=on_plan,
-                               destroy_data=destroy_data, load=load)
-        print_table(summary_table(store.get_run(outcome.run_id), table_width(wide)), wide)
+        try:
+            outcome = run_easy_run(store, targets=targets, hosts=fleet, durations=durations,
+                                   working_set=working_set, label=label, observer=progress, stop=stop,
+                                   on_plan=on_plan, destroy_data=destroy_data, probe_first=not no_probe)
+        finally:
+            progress.close()
+        if outcome.profiles is None:  # the probe was stopped
+            finish(outcome.last, store.path, fleet)
+        print_table(summary_table(store.get_run(outcome.last.run_id), table_width(wide)), wide)
         db = store.path
-    finish(outcome, db, fleet, resumable=True)
-
+    finish(outcome.last, db, fleet, resumable=True)

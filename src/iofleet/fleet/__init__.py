@@ -12,3 +12,9 @@
 - The hosts: the inventory, their facts and metrics, the check before a
   fleet run (check), this machine's own facts and directories (local).
 """
+
+# The target kinds first: they import this machine's facts (local), which
+# import the targets' device checks; begun from local, the two would meet half made.
+from . import targets  # noqa: E402
+
+__all__ = ["targets"]

@@ -231,3 +231,48 @@ def easy_run(
                 break
             session.run(spec)
     return session.outcome
+
+
+@dataclass
+class EasyRunOutcome:
+    """Easy Run's runs: the probe's (None with probe=False) and the
+    profiles' (None when the probe was stopped)."""
+
+    probe: Probe | None
+    profiles: RunOutcome | None
+
+    @property
+    def last(self) -> RunOutcome:
+        """The run the study ended with: the profiles', else the stopped probe's."""
+        return self.profiles if self.profiles is not None else self.probe.outcome.run
+
+
+def run_easy_run(
+    store: Store,
+    *,
+    targets: list[Path] | None = None,
+    hosts: list[Host] | None = None,
+    durations: Durations,
+    working_set: int | None = None,
+    label: str | None = None,
+    observer: RunObserver | None = None,
+    stop: threading.Event | None = None,
+    on_plan=None,
+    destroy_data: list[str] | None = None,
+    probe_first: bool = True,
+) -> EasyRunOutcome:
+    """Easy Run as both front doors start it: the probe (unless
+    `probe_first` is False: the rule of thumb instead), then the profiles
+    with the load it chose; a stopped probe ends the study, its data removed."""
+    stop = stop or threading.Event()
+    probed = None
+    if probe_first:
+        probed = probe(store, targets=targets, hosts=hosts, durations=durations, working_set=working_set,
+                       label=label, observer=observer, stop=stop, destroy_data=destroy_data)
+        if stop.is_set() or probed.outcome.run.status == "interrupted":
+            probed.discard_data(observer)  # the data it kept for the profiles (stopped just as it ended)
+            return EasyRunOutcome(probed, None)
+    profiles = easy_run(store, targets=targets, hosts=hosts, durations=durations, working_set=working_set,
+                        label=label, observer=observer, stop=stop, on_plan=on_plan, destroy_data=destroy_data,
+                        load=probed.load if probed else None)
+    return EasyRunOutcome(probed, profiles)

@@ -28,6 +28,11 @@ class RunObserver:
     def cleaning(self) -> None: ...  # the tests are over; iofleet's data files are being removed
     def warning(self, text: str) -> None: ...  # a problem with the set-up (a target in RAM), said at the start
 
+    # A front door that holds the study (the web's run manager) makes each of
+    # its runs' publishers (studies.live_state), so one page follows a study
+    # of several runs; None: the run publishes its own.
+    def publisher(self, plan: str, label: str | None, sweep: bool): return None
+
 
 @dataclass
 class TestOutcome:

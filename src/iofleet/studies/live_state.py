@@ -60,6 +60,7 @@ class Publisher(RunObserver):
         self.next_id, self._written, self.clock = first_id, 0.0, clock
         self.lock = threading.Lock()
         self.failed = False  # a data directory we cannot write: the run goes on unpublished
+        self.ended_as: str | None = None  # the run's status, once its session knows it
         if observer is not None:
             self.follow(observer)
 
@@ -181,6 +182,7 @@ class Publisher(RunObserver):
         """The session knows the run's status (said before the run lock is
         let go, so a reader never sees a running run that nobody holds). A
         held run's file says so now; its model ends when its holder closes it."""
+        self.ended_as = status
         if not self.held:
             self.close(status)
             return
@@ -190,14 +192,15 @@ class Publisher(RunObserver):
         view.ended()
         self.write(ended=view.snapshot())
 
-    def close(self, status: str | None, error: str | None = None) -> None:
-        """The run is over: its status (and the error that ended it), one `ended` event."""
+    def close(self, status: str | None, error: str | None = None, more: bool = False) -> None:
+        """The run is over: its status (and the error that ended it), one
+        `ended` event; `more`: the study it is part of goes on with another run."""
         p = self.progress
         with self.lock:
             p.status, p.error = status, error or p.error
             if p.state != "ended":
                 p.ended()
-                self._keep("ended", p.snapshot())
+                self._keep("ended", p.snapshot() | ({"more": True} if more else {}))
         self.write()
 
     def stopping(self) -> None:

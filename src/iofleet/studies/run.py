@@ -53,7 +53,7 @@ class RunSession:
                  label: str | None = None, observer: RunObserver | None = None,
                  stop: threading.Event | None = None, place: Place | None = None, resumable: bool = False,
                  inventory: Path | None = None, resume: "Resume | None" = None, sweep: bool = False,
-                 prepare_for: list | None = None, publisher: Publisher | None = None):
+                 prepare_for: list | None = None):
         """`resumable`: store what `run --resume` needs (with the inventory's
         path for a fleet); `resume`: go on with that stopped run (its tests
         to run are `specs`) instead of creating one; `sweep`: `specs` is the
@@ -65,10 +65,12 @@ class RunSession:
         else here."""
         self.plan, self.store = plan, store
         # Every run publishes its live state to the data directory, for a web UI that did not start it.
+        # The front door holding the study may make it (RunObserver.publisher); a sweep's planned tests are
+        # an upper bound.
+        publisher = observer.publisher(plan.name, label or plan.label, sweep) if observer is not None else None
         if publisher is None:
-            publisher = Publisher(store.data_dir, observer, plan.name, label or plan.label,
-                                  sweep=sweep)  # a sweep's planned tests are an upper bound
-        elif observer is not None:
+            publisher = Publisher(store.data_dir, observer, plan.name, label or plan.label, sweep=sweep)
+        else:
             publisher.follow(observer)
         self.observer = self.publisher = publisher
         self.stop = stop or threading.Event()
@@ -206,17 +208,15 @@ def run_plan(
     stop: threading.Event | None = None,
     inventory: Path | None = None,
     resumable: bool = True,
-    publisher: Publisher | None = None,
 ) -> RunOutcome:
     """Run every test of the plan, one after the other, storing each as it
     ends: on the plan's targets here, or on `hosts` (fio servers) at once.
     `inventory`: where `hosts` came from, stored so that `run --resume`
     finds them again; `resumable=False` for a plan that is not stored as
-    it runs (a scaling step); `publisher`: the run's live model when the
-    caller made it (RunSession)."""
+    it runs (a scaling step)."""
     place, specs = place_for(plan, hosts)
     with RunSession(plan, plan_text, store, specs=specs, place=place, label=label, observer=observer, stop=stop,
-                    resumable=resumable, inventory=inventory, publisher=publisher) as session:
+                    resumable=resumable, inventory=inventory) as session:
         for spec in specs:
             if session.done or session.stop.is_set():
                 break

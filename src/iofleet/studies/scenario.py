@@ -264,6 +264,7 @@ class _Observer(RunObserver):
     def test_started(self, *a): self.inner.test_started(*a)
     def test_live(self, *a): self.inner.test_live(*a)
     def cleaning(self): self.inner.cleaning()
+    def publisher(self, *a): return self.inner.publisher(*a)
 
     def test_phase(self, index, spec, phase):
         if phase.startswith(_STARTING):

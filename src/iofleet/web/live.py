@@ -1,7 +1,9 @@
-"""The run the web UI started: at most one per store, in a thread of the
-server (so it survives the browser closing). Its live state is its
-publisher's (studies.live_state), which the Run page's event stream, the
-status API and /metrics read."""
+"""The study the web UI started (a plan, Easy Run, a sweep, a curve or a
+scenario: studies.launch): at most one per store, in a thread of the
+server (so it survives the browser closing). Each of its runs' live state
+is a publisher of the manager's (studies.live_state), event ids following
+on from run to run, which the Run page's event stream, the status API and
+/metrics read."""
 
 import fcntl
 import os
@@ -10,36 +12,40 @@ import traceback
 from pathlib import Path
 
 from ..errors import IofleetError
-from ..fleet.inventory import Host
-from ..plan.model import Plan
 from ..results.store import Store
 from ..studies.events import RunObserver
+from ..studies.launch import Launch
 from ..studies.live_state import Publisher, held_runs, read_published
-from ..studies.run import run_plan
 
 
 class RunBusy(IofleetError):
     """A second run was asked for while one is going."""
 
 
-class _Stored(RunObserver):
-    """Lets `start` answer once the run is stored (its id known)."""
+class _Held(RunObserver):
+    """The manager's hold on its study: each run gets the manager's next
+    publisher, and `start` answers once the first run is stored (its id known)."""
 
-    def __init__(self, stored: threading.Event):
-        self.stored = stored
+    def __init__(self, manager: "RunManager", stored: threading.Event):
+        self.manager, self.stored = manager, stored
+
+    def publisher(self, plan, label, sweep):
+        return self.manager._next_publisher(plan, label, sweep)
 
     def run_started(self, run_id, specs, estimate_s):
         self.stored.set()
 
 
 class RunManager:
-    """Starts a plan in a thread, one at a time per data directory (a lock
+    """Starts a study in a thread, one at a time per data directory (a lock
     file, so a second `iofleet serve` on the same store is refused too)."""
 
     def __init__(self, data_dir: Path):
         self.data_dir = data_dir
         self.lock = threading.Lock()
         self.publisher: Publisher | None = None  # of the run going, or the last one
+        self.publishers: list[Publisher] = []  # the study's runs', in order
+        self.launch: Launch | None = None
         self._stop: threading.Event | None = None
         self._thread: threading.Thread | None = None
         self._lock_file = None
@@ -62,7 +68,7 @@ class RunManager:
             mark = {"external": True, "pid": body.get("pid")}
             return [e | {"data": e["data"] | mark} if e["type"] in ("run", "ended") else e
                     for e in body["events"] if e["id"] > last_id]
-        return [] if self.publisher is None else self.publisher.events_after(last_id)
+        return [e for p in self.publishers for e in p.events_after(last_id)]
 
     @property
     def running(self) -> bool:
@@ -93,9 +99,14 @@ class RunManager:
         body = self._published()
         if body is not None:
             return body["status"] | {"external": True, "pid": body.get("pid")}
-        return None if self.publisher is None else self.publisher.snapshot()
+        if self.publisher is None:
+            return None
+        runs = [p.progress.run_id for p in self.publishers if p.progress.run_id is not None]
+        return self.publisher.snapshot() | {"study": {"kind": self.launch.study, "about": self.launch.about,
+                                                       "runs": runs}}
 
-    def start(self, plan: Plan, plan_text: str, hosts: list[Host] | None, label: str | None) -> Publisher:
+    def start(self, launch: Launch) -> dict:
+        """Start the study; its status once its first run is stored (or it failed before)."""
         with self.lock:
             if self.running:
                 live = self.publisher.progress
@@ -107,15 +118,32 @@ class RunManager:
                 raise RunBusy(elsewhere)
             self._take_store_lock()
             stored = threading.Event()
-            # Event ids keep growing across this server's runs: a page that reconnects misses nothing.
-            self.publisher = Publisher(self.data_dir, _Stored(stored), plan.name, label or plan.label, held=True,
-                                       first_id=self.publisher.next_id if self.publisher else 1)
+            self.launch, self.publishers = launch, []
+            first = self._new_publisher(launch.name, launch.label, False)
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._run, name="iofleet-web-run", daemon=True,
-                                            args=(plan, plan_text, hosts, label, self.publisher, stored))
+                                            args=(launch, stored))
             self._thread.start()
-        stored.wait(timeout=600)  # until the run is stored (or failed to start): its id is known
+        stored.wait(timeout=600)  # until the first run is stored (or failed to start): its id is known
+        return first.snapshot() | {"study": {"kind": launch.study, "about": launch.about}}
+
+    def _new_publisher(self, plan: str, label: str | None, sweep: bool) -> Publisher:
+        # Event ids keep growing across this server's runs: a page that reconnects misses nothing.
+        self.publisher = Publisher(self.data_dir, None, plan, label, sweep=sweep, held=True,
+                                   first_id=self.publisher.next_id if self.publisher else 1)
+        self.publishers.append(self.publisher)
         return self.publisher
+
+    def _next_publisher(self, plan: str, label: str | None, sweep: bool) -> Publisher:
+        """The publisher of the study's next run: the first run takes the one
+        made at start; a later run's closes the run before it, saying the study goes on."""
+        with self.lock:
+            p = self.publisher
+            if p.progress.run_id is None and p.ended_as is None:
+                p.progress.plan, p.progress.label, p.progress.sweep = plan, label, sweep
+                return p
+            p.close(p.ended_as, more=True)
+            return self._new_publisher(plan, label, sweep)
 
     def stop(self) -> bool:
         """Ask the run to stop: fio is stopped on every host, finished tests are kept."""
@@ -130,12 +158,11 @@ class RunManager:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _run(self, plan, plan_text, hosts, label, publisher: Publisher, stored: threading.Event) -> None:
+    def _run(self, launch: Launch, stored: threading.Event) -> None:
         status = error = None
         try:
             with Store.open(self.data_dir) as store:
-                status = run_plan(plan, plan_text, store, hosts=hosts, label=label, stop=self._stop,
-                                  publisher=publisher).status
+                status = launch.go(store, _Held(self, stored), self._stop)
         except IofleetError as exc:
             status, error = "failed", str(exc).splitlines()[0]
         except Exception as exc:  # a bug: keep the server up, say what happened
@@ -144,7 +171,10 @@ class RunManager:
         finally:
             with self.lock:
                 self._release_store_lock()
-            publisher.close(status, error)  # the run's one `ended` event, with the error the page shows
+                publisher = self.publisher
+            # The study's one last `ended` event, with the error the page shows; a run that
+            # ended before the study failed keeps its own status.
+            publisher.close(publisher.ended_as or status, error)
             stored.set()
 
     def _take_store_lock(self) -> None:

@@ -1,17 +1,23 @@
-"""The Run page and API: start a plan, follow it live (server-sent events),
-stop it. The run lives in the server (live.RunManager), not in the page:
-closing the browser does not stop it, and a page opened later reattaches."""
+"""The Run page and API: start a plan or a study (Easy Run, saturate, curve,
+scenario: studies.launch), follow it live (server-sent events), stop it.
+The study lives in the server (live.RunManager), not in the page: closing
+the browser does not stop it, and a page opened later reattaches."""
 
 import asyncio
 import json
+from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
+from typing import Any, Literal
+
 from pydantic import BaseModel, Field
 
 from ..errors import IofleetError
+from ..plan.load import check_targets
 from ..plan.model import check_name
+from ..studies import launch as studies
 from ..studies.preflight import Check, preflight
 from .live import RunBusy, RunManager
 from .plans import list_plans, offered_examples, plan_from, read_plan
@@ -22,11 +28,17 @@ POLL_S = 0.5
 
 
 class StartRun(BaseModel):
-    plan: str | None = Field(None, description="A saved plan's name (GET /api/plans).")
-    yaml: str | None = Field(None, description="Or the plan itself, as YAML.", max_length=200_000)
-    targets: list[str] | None = Field(None, description="Directories replacing the plan's targets.")
+    study: Literal[studies.STUDIES] = Field("plan", description="What to run: a plan, or a study of its own.")
+    plan: str | None = Field(None, description="A saved plan's name (GET /api/plans); study plan.")
+    yaml: str | None = Field(None, description="Or the plan itself, as YAML; for study scenario, the scenario.",
+                             max_length=200_000)
+    targets: list[str] | None = Field(None, description="Directories replacing the plan's targets (a study's "
+                                                        "targets, unless it runs on the fleet).")
     label: str | None = Field(None, description="Label stored with the run (for comparisons).")
     fleet: bool = Field(False, description="Run on the server's inventory (iofleet serve --hosts) at once.")
+    settings: dict[str, Any] | None = Field(None, description="A study's settings by name, as the command's "
+                                            "options (e.g. {\"bs\": \"4k\", \"slo\": \"p99<=2ms\"} for saturate); "
+                                            "left out: the study's defaults.")
 
 
 def runs(request: Request) -> RunManager:
@@ -35,13 +47,13 @@ def runs(request: Request) -> RunManager:
 
 @router.post("/api/runs", status_code=202, tags=["runs"])
 def start_run(body: StartRun, request: Request):
-    """Start a run; 409 while another run is going on this store. Returns its status (with run_id)."""
-    plan, text, hosts = _plan_of(body, settings(request))
+    """Start a plan or a study; 409 while another is going on this store. Returns its status (with run_id,
+    its first run's)."""
+    launch = _launch_of(body, settings(request))
     try:
-        publisher = runs(request).start(plan, text, hosts, body.label)
+        status = runs(request).start(launch)
     except RunBusy as exc:
         return JSONResponse({"error": str(exc)}, status_code=409)
-    status = publisher.snapshot()
     if status["run_id"] is None and status["error"]:
         raise IofleetError(status["error"])
     return status
@@ -50,40 +62,73 @@ def start_run(body: StartRun, request: Request):
 @router.post("/api/runs/validate", tags=["runs"])
 def validate_run(body: StartRun, request: Request):
     """Validate before Start, with the same body: the checks the run makes before its first test
-    (targets exist, are free and have room for the data, device safety, fio), one line each."""
+    (settings, targets exist, are free and have room for the data, device safety, fio), one line each."""
     s = settings(request)
     try:
-        plan, _, hosts = _plan_of(body, s)
+        launch = _launch_of(body, s)
     except IofleetError as exc:
-        return {"ok": False, "checks": [{"name": "plan", "ok": False, "detail": str(exc).splitlines()[0]}]}
+        what = "plan" if body.study == "plan" else "settings"
+        return {"ok": False, "checks": [{"name": what, "ok": False, "detail": str(exc).splitlines()[0]}]}
     manager = runs(request)
     busy = manager.held_elsewhere() or ("a run started here is still going" if manager.running else None)
     checks = [Check("store", busy is None, busy or f"no run going on {s.data_dir}")]
-    checks += preflight(plan, hosts, str(s.data_dir)) if busy is None else []  # its targets are the run's now
+    if launch.study != "plan":
+        checks.append(Check("study", True, f"{launch.study}: {launch.about}"))
+    # Its targets are the run's now while one goes.
+    checks += preflight(launch.preview, launch.hosts, str(s.data_dir)) if busy is None else []
     return {"ok": all(c.ok for c in checks), "checks": [c.to_dict() for c in checks]}
+
+
+def _launch_of(body: StartRun, s) -> studies.Launch:
+    """The plan or study to run, from a Start or Validate body."""
+    if body.label is not None:
+        try:
+            check_name(body.label)
+        except ValueError as exc:
+            raise IofleetError(f"label {body.label!r}: {exc}") from None
+    if body.study == "plan":
+        plan, text, hosts = _plan_of(body, s)
+        return studies.plan_launch(plan, text, hosts, body.label)
+    if body.plan is not None:
+        raise IofleetError(f"a {body.study} takes no plan: its settings say what it runs")
+    hosts = _fleet(s, None) if body.fleet else None
+    if hosts and body.targets:
+        raise IofleetError("give targets or the fleet, not both: each host's targets are the inventory's")
+    targets = [Path(t) for t in check_targets(body.targets, "targets")] if body.targets else []
+    if not hosts and not targets:
+        raise IofleetError(f"a {body.study} needs a place to test: give targets (one directory or device "
+                           f"a line){', or run on the fleet' if s.inventory is not None else ''}")
+    if body.study == "scenario":
+        if not body.yaml:
+            raise IofleetError("give the scenario itself (`yaml`): name, load and events")
+        return studies.scenario_launch(body.yaml, targets, hosts, body.label)
+    if body.yaml is not None:
+        raise IofleetError(f"a {body.study} takes no YAML: give its `settings`")
+    make = {"easy-run": studies.easy_run_launch, "saturate": studies.saturate_launch,
+            "curve": studies.curve_launch}[body.study]
+    return make(targets or None, hosts, body.label, body.settings)
+
+
+def _fleet(s, selection: dict | None):
+    """The inventory's hosts the selection names (all: None)."""
+    if s.inventory is None:
+        raise IofleetError("this server has no inventory: start it with `iofleet serve --hosts INVENTORY`")
+    return s.inventory.select(selection)
 
 
 def _plan_of(body: StartRun, s) -> tuple:
     """The plan to run (with its text) and the hosts, from a Start or Validate body."""
     if (body.plan is None) == (body.yaml is None):
         raise IofleetError("give either `plan` (a saved plan's name) or `yaml` (the plan's text)")
+    if body.settings:
+        raise IofleetError("a plan takes no `settings`: its YAML says what it runs")
     if body.plan is not None:
         plan, text = read_plan(s, body.plan)
         plan = plan_from(s, text, body.targets or None, f"plan {body.plan}")
     else:
         text = body.yaml
         plan = plan_from(s, text, body.targets or None)
-    if body.label is not None:
-        try:
-            check_name(body.label)
-        except ValueError as exc:
-            raise IofleetError(f"label {body.label!r}: {exc}") from None
-    hosts = None
-    if body.fleet:
-        if s.inventory is None:
-            raise IofleetError("this server has no inventory: start it with `iofleet serve --hosts INVENTORY`")
-        hosts = s.inventory.select(plan.hosts)
-    return plan, text, hosts
+    return plan, text, _fleet(s, plan.hosts) if body.fleet else None
 
 
 @router.get("/api/runs/current", tags=["runs"])

@@ -1,0 +1,164 @@
+"""A study as the web's Run page starts it: a plan, Easy Run, a saturate
+sweep, a latency curve or a scenario, from the settings the page sends.
+Each is checked as the terminal's command checks it (the same option
+parsers), gives the plan whose targets Validate checks (the study's first
+run's, or its largest), and runs through the same study function as the
+terminal's command."""
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import IofleetError
+from ..fleet.inventory import Host
+from ..plan import parse_plan
+from ..plan.load import yaml_data
+from ..plan.model import Plan
+from ..plan.params import CURVE, EASY_RUN, IO_PARAMS, SATURATE
+from ..plan.settings import offered
+from ..results.store import Store
+from ..units import escaped
+from .events import RunObserver
+
+STUDIES = ("plan", "easy-run", "saturate", "curve", "scenario")
+# Each study's own settings beside the parameter table's rows it offers (plan.settings.offered).
+OWN = {
+    "easy-run": {"probe": bool},
+    "saturate": {"slo": str, "max_jobs": int, "max_iodepth": int, "min_gain_pct": float, "bisect": int,
+                 "repeats": int, "noise_pct": float},
+    "curve": {"points": int, "loads": str, "from_run": int, "max_jobs": int, "max_iodepth": int},
+}
+TABLE = {"easy-run": EASY_RUN, "saturate": SATURATE, "curve": CURVE}
+
+
+@dataclass
+class Launch:
+    """A study ready to start: `go(store, observer, stop)` runs it and
+    returns the status its last run ended with."""
+
+    study: str
+    name: str  # shown until its first run is stored
+    label: str | None
+    hosts: list[Host] | None
+    preview: Plan  # the plan whose targets Validate checks
+    go: Callable[[Store, RunObserver, threading.Event], str]
+    about: str  # what the study runs, one line
+    text: str | None = None  # the plan's or scenario's text as given
+
+
+def settings_of(study: str, given: dict[str, Any] | None) -> dict[str, Any]:
+    """The settings given (None and "" left out: the study's default), each
+    a row the study offers or one of its own, as that type."""
+    own, rows = OWN.get(study, {}), offered(TABLE[study]) if study in TABLE else {}
+    out = {}
+    for name, value in (given or {}).items():
+        if value is None or value == "":
+            continue
+        if name in rows:
+            out[name] = str(value)  # parsed by its row, as the command line's text is
+            continue
+        kind = own.get(name)
+        if kind is None:
+            known = ", ".join([*rows, *own]) or "none"
+            raise IofleetError(f"{study} has no setting {name!r}; its settings: {known}")
+        try:
+            out[name] = value if isinstance(value, kind) else (
+                str(value).strip().lower() in ("1", "true", "yes", "on") if kind is bool else kind(value))
+        except (TypeError, ValueError):
+            raise IofleetError(f"{study} setting {name}: {value!r} is not {'a number' if kind in (int, float) else kind.__name__}") from None
+    return out
+
+
+def plan_launch(plan: Plan, text: str, hosts: list[Host] | None, label: str | None) -> Launch:
+    from .run import run_plan
+
+    def go(store, observer, stop):
+        return run_plan(plan, text, store, hosts=hosts, label=label, observer=observer, stop=stop).status
+    return Launch("plan", plan.name, label or plan.label, hosts, plan, go, f"plan {plan.name}", text)
+
+
+def easy_run_launch(targets: list[Path], hosts: list[Host] | None, label: str | None,
+                    given: dict | None) -> Launch:
+    from ..plan.easy import easy_plan
+    from .easy_run import run_easy_run, survey
+    from .options import easy_run_options
+    settings = settings_of("easy-run", given)
+    probe_first = settings.pop("probe", True)
+    durations, working_set = easy_run_options(**settings)
+    facts, names = survey(targets, hosts)
+    data, _ = easy_plan(facts, names, durations, working_set)
+    preview = parse_plan(data, "easy-run")
+
+    def go(store, observer, stop):
+        return run_easy_run(store, targets=targets, hosts=hosts, durations=durations, working_set=working_set,
+                            label=label, observer=observer, stop=stop, probe_first=probe_first).last.status
+    about = ("a probe of jobs × iodepth (4k random reads in short cells), then " if probe_first else "") + \
+        f"{len(data['workloads'])} standard profiles"
+    return Launch("easy-run", "easy-run", label or "easy-run", hosts, preview, go, about)
+
+
+def _sweep_preview(sweep, targets: list[Path], hosts: list[Host] | None, study: str) -> Plan:
+    """The sweep's whole grid as a plan: its largest data files."""
+    from .saturate import _max_jobs, doubling, place_names, sweep_plan
+    names = place_names(hosts, targets, study, checking=None)
+    data, _ = sweep_plan(sweep, doubling(_max_jobs(sweep, hosts)), doubling(sweep.max_iodepth), names)
+    return parse_plan(data, study)
+
+
+def saturate_launch(targets: list[Path], hosts: list[Host] | None, label: str | None,
+                    given: dict | None) -> Launch:
+    from .options import sweep_from_options
+    from .saturate import run_saturate
+    settings = settings_of("saturate", given)
+    sweep = sweep_from_options(**settings)
+
+    def go(store, observer, stop):
+        return run_saturate(store, sweep, targets=targets, hosts=hosts, label=label, observer=observer,
+                            stop=stop).run.status
+    about = (f"a sweep of jobs × iodepth up to {sweep.max_iodepth} IOs per job"
+             + (f", target {sweep.slo.text}" if sweep.slo else ""))
+    return Launch("saturate", "saturate", label or "saturate", hosts,
+                  _sweep_preview(sweep, targets, hosts, "saturate"), go, about)
+
+
+def curve_launch(targets: list[Path], hosts: list[Host] | None, label: str | None,
+                 given: dict | None) -> Launch:
+    from .curve import run_curve
+    from .options import curve_from_options
+    settings = settings_of("curve", given)
+    own = {name: settings.pop(name) for name in OWN["curve"] if name in settings}
+    curve = curve_from_options(**own, **settings)
+    io_given = {name for name in IO_PARAMS if settings.get(name)}
+
+    def go(store, observer, stop):
+        return run_curve(store, curve, targets=targets, hosts=hosts, label=label, observer=observer, stop=stop,
+                         given=io_given).run.status
+    first = f"the most IOPS of saturate run {curve.from_run}" if curve.from_run else "a saturate sweep for the most IOPS"
+    about = f"{first}, then {len(curve.load_list())} fixed-rate tests up to it"
+    return Launch("curve", "curve", label or "curve", hosts, _sweep_preview(curve.sweep, targets, hosts, "curve"),
+                  go, about)
+
+
+def scenario_launch(text: str, targets: list[Path], hosts: list[Host] | None, label: str | None) -> Launch:
+    from ..plan.scenario import parse_scenario
+    from .scenario import check_scenario, clear_left_faults, run_scenario
+    from .watch import shown
+    source = "scenario"
+    scenario = parse_scenario(yaml_data(text, source), source)
+    if bool(targets) == bool(hosts):
+        raise IofleetError("give where the scenario runs: targets (this host) or the fleet")
+    commands = [t for _, _, t in scenario.commands] + shown(scenario.watch)
+    if commands:  # the terminal shows them and asks for --yes; a page gets no such say
+        raise IofleetError(escaped(f"the scenario runs commands on hosts as root ({'; '.join(commands)}): the web "
+                                   f"UI does not run commands; check them and run `iofleet scenario FILE --yes`"))
+    faults = check_scenario(scenario, source, hosts, str(targets[0].resolve()) if targets else None, yes=False)
+    preview = scenario.plan(source, [str(t) for t in targets])
+
+    def go(store, observer, stop):
+        for line in clear_left_faults(hosts):  # a killed scenario's, undone here (docs/scenarios.md)
+            observer.warning(line)
+        return run_scenario(scenario, text, source, store, faults, targets=targets, hosts=hosts, label=label,
+                            observer=observer, stop=stop).run.status
+    about = f"scenario {scenario.name}: a load with {len(scenario.events)} events"
+    return Launch("scenario", scenario.name, label, hosts, preview, go, about, text)
