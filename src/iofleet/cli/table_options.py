@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 import typer
 
 from ..plan.params import Param
-from ..plan.settings import offered, option_name
+from ..plan.settings import offered, option_name, setting_help
 
 _MISSING = object()
 
@@ -18,9 +18,7 @@ _MISSING = object()
 def option_help(p: Param, study: str, default: Any) -> str:
     """The study's sentence for the row (else the row's help), then the
     study's default as typer shows one (`\\[`: a bracket, not rich markup)."""
-    given = p.studies[study].help
-    text = given or f"{p.help[0].upper()}{p.help[1:]}."
-    return text + (f" \\[default: {p.format(default)}]" if default is not None else "")
+    return setting_help(p, study) + (f" \\[default: {p.format(default)}]" if default is not None else "")
 
 
 def _option(name: str, p: Param, study: str, defaults_from: tuple) -> inspect.Parameter:

@@ -71,6 +71,11 @@ def plan_entries(values: Mapping[str, Any], table: Mapping[str, Param] = PARAMS,
     return out
 
 
+def setting_help(p: Param, study: str) -> str:
+    """The study's sentence for a row it offers, else the row's own help as one."""
+    return p.studies[study].help or f"{p.help[0].upper()}{p.help[1:]}."
+
+
 def option_name(name: str) -> str:
     """A row's command-line option: --max-runtime for max_runtime."""
     return "--" + name.replace("_", "-")

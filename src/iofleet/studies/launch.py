@@ -16,20 +16,66 @@ from ..plan import parse_plan
 from ..plan.load import yaml_data
 from ..plan.model import Plan
 from ..plan.params import CURVE, EASY_RUN, IO_PARAMS, SATURATE
-from ..plan.settings import offered
+from ..analysis.curve import DEFAULT_POINTS
+from ..plan.settings import offered, setting_help
 from ..results.store import Store
 from ..units import escaped
 from .events import RunObserver
 
 STUDIES = ("plan", "easy-run", "saturate", "curve", "scenario")
-# Each study's own settings beside the parameter table's rows it offers (plan.settings.offered).
+# Each study's own settings beside the parameter table's rows it offers
+# (plan.settings.offered): its type, its help and its default in words.
 OWN = {
-    "easy-run": {"probe": bool},
-    "saturate": {"slo": str, "max_jobs": int, "max_iodepth": int, "min_gain_pct": float, "bisect": int,
-                 "repeats": int, "noise_pct": float},
-    "curve": {"points": int, "loads": str, "from_run": int, "max_jobs": int, "max_iodepth": int},
+    "easy-run": {"probe": (bool, "Measure which jobs × iodepth gives the most IOPS first (~1–2 min); "
+                                 "off: guess from CPUs and device type.", "on")},
+    "saturate": {
+        "slo": (str, "Latency target, e.g. p99<=2ms or mean<500us.", "none"),
+        "max_jobs": (int, "Most jobs per host.", "its CPUs"),
+        "max_iodepth": (int, "Most outstanding IOs per job.", "256"),
+        "min_gain_pct": (float, "A doubling gaining fewer % IOPS has stopped growing.", "10"),
+        "bisect": (int, "Most bisection steps toward the target.", "3"),
+        "repeats": (int, "Most runs of a cell whose verdict is within noise.", "3"),
+        "noise_pct": (float, "Run-to-run IOPS noise, % (a single run is ± half).", "8"),
+    },
+    "curve": {
+        "points": (int, "Loads evenly spaced up to the most IOPS: k/N of it, k = 1..N.", str(DEFAULT_POINTS)),
+        "loads": (str, "Loads in % of the most IOPS instead, e.g. 10,50,90,120.", "none"),
+        "from_run": (int, "Take the most IOPS from this stored saturate run instead of sweeping.", "none"),
+        "max_jobs": (int, "Most jobs per host in the sweep.", "its CPUs"),
+        "max_iodepth": (int, "Most outstanding IOs per job in the sweep.", "256"),
+    },
 }
 TABLE = {"easy-run": EASY_RUN, "saturate": SATURATE, "curve": CURVE}
+
+
+@dataclass
+class Setting:
+    """One field of a study's form: a table row it offers or one of its own."""
+
+    name: str
+    label: str
+    help: str
+    default: str
+    kind: str  # text | bool
+
+
+def study_settings(study: str) -> list[Setting]:
+    """What the Run page offers for `study`, with each default as the study has it."""
+    from ..plan.easy import Durations
+    from .curve import Curve
+    from .saturate import Sweep
+    defaults = {"easy-run": (Durations,), "saturate": (Sweep,), "curve": (Curve, Sweep)}[study]
+    out = []
+    for name, p in offered(TABLE[study]).items():
+        default = next((getattr(cls, name) for cls in defaults if hasattr(cls, name)), None)
+        out.append(Setting(name, p.label or name, setting_help(p, TABLE[study]),
+                           "until steady" if default is None and name == "runtime" else
+                           p.format(default) if default is not None else "chosen by the study",
+                           "bool" if p.kind == "bool" else "text"))
+    for name, (kind, text, default) in OWN[study].items():
+        out.append(Setting(name, name.replace("_pct", " %").replace("_", " "), text, default,
+                           "bool" if kind is bool else "text"))
+    return out
 
 
 @dataclass
@@ -50,7 +96,8 @@ class Launch:
 def settings_of(study: str, given: dict[str, Any] | None) -> dict[str, Any]:
     """The settings given (None and "" left out: the study's default), each
     a row the study offers or one of its own, as that type."""
-    own, rows = OWN.get(study, {}), offered(TABLE[study]) if study in TABLE else {}
+    own = {name: kind for name, (kind, _, _) in OWN.get(study, {}).items()}
+    rows = offered(TABLE[study]) if study in TABLE else {}
     out = {}
     for name, value in (given or {}).items():
         if value is None or value == "":

@@ -64,18 +64,18 @@ def validate_run(body: StartRun, request: Request):
     """Validate before Start, with the same body: the checks the run makes before its first test
     (settings, targets exist, are free and have room for the data, device safety, fio), one line each."""
     s = settings(request)
+    manager = runs(request)
     try:
         launch = _launch_of(body, s)
-    except IofleetError as exc:
+        busy = manager.held_elsewhere() or ("a run started here is still going" if manager.running else None)
+        checks = [Check("store", busy is None, busy or f"no run going on {s.data_dir}")]
+        if launch.study != "plan":
+            checks.append(Check("study", True, f"{launch.study}: {launch.about}"))
+        # Its targets are the run's now while one goes.
+        checks += preflight(launch.preview, launch.hosts, str(s.data_dir)) if busy is None else []
+    except IofleetError as exc:  # the plan or the settings, as the run would refuse them
         what = "plan" if body.study == "plan" else "settings"
         return {"ok": False, "checks": [{"name": what, "ok": False, "detail": str(exc).splitlines()[0]}]}
-    manager = runs(request)
-    busy = manager.held_elsewhere() or ("a run started here is still going" if manager.running else None)
-    checks = [Check("store", busy is None, busy or f"no run going on {s.data_dir}")]
-    if launch.study != "plan":
-        checks.append(Check("study", True, f"{launch.study}: {launch.about}"))
-    # Its targets are the run's now while one goes.
-    checks += preflight(launch.preview, launch.hosts, str(s.data_dir)) if busy is None else []
     return {"ok": all(c.ok for c in checks), "checks": [c.to_dict() for c in checks]}
 
 
@@ -163,10 +163,15 @@ async def run_events(request: Request, after: int = 0):
         await asyncio.sleep(POLL_S)
 
 
+STUDY_TITLES = {"easy-run": "Easy Run: the four standard profiles", "saturate": "saturate: the knee and the most IOPS",
+                "curve": "curve: latency against load", "scenario": "scenario: faults under a fixed load"}
+
+
 @router.get("/run", include_in_schema=False)
-def run_page(request: Request, plan: str = ""):
+def run_page(request: Request, plan: str = "", study: str = "plan"):
     s = settings(request)
     manager, plans = runs(request), list_plans(request)
     return render(request, "run.html.j2", "Run", charts=True, plans=plans, chosen=plan, fleet=s.inventory is not None,
                   status_json=json.dumps(manager.status()), busy=manager.held_elsewhere(),
-                  examples=offered_examples(plans))
+                  examples=offered_examples(plans), study=study, studies=list(STUDY_TITLES.items()),
+                  settings_of={kind: studies.study_settings(kind) for kind in studies.TABLE})

@@ -71,6 +71,7 @@
     $("live-section").hidden = false;
     planned = s.tests_planned || planned; estimate = s.estimate_s || estimate;
     if (s.run_id !== null && s.run_id !== undefined) text("run-id", s.run_id);
+    showStudy_(s);
     text("run-plan", (s.plan || "") + (s.label ? " · label " + s.label : "") +
          (s.external ? " · started by another iofleet process" + (s.pid ? " (pid " + s.pid + ")" : "") : ""));
     text("run-state", s.state + (s.status ? " (" + s.status + ")" : "") + (s.error ? ": " + s.error : ""));
@@ -82,6 +83,16 @@
     $("stop").disabled = s.state === "ended" || s.state === "stopping" || !!s.external;  // Ctrl-C where it was started
     (s.results || []).forEach(addResult);
     if (s.state === "ended") ended(s);
+  }
+
+  // A study (not a plan): what it runs, and its runs so far (a run event of its next run adds it).
+  var study = null;
+  function showStudy_(s) {
+    if (s.study) study = {kind: s.study.kind, about: s.study.about, runs: (s.study.runs || []).slice()};
+    if (!study || study.kind === "plan") return;
+    if (s.run_id !== null && s.run_id !== undefined && study.runs.indexOf(s.run_id) < 0) study.runs.push(s.run_id);
+    $("run-study").hidden = false;
+    text("run-study", study.kind + ": " + study.about + (study.runs.length > 1 ? " · its runs: " + study.runs.join(", ") : ""));
   }
 
   var shown = {};
@@ -110,6 +121,14 @@
     m.hidden = false;
     m.className = "message " + (s.status === "complete" ? "ok" : "error");
     m.textContent = "Run " + (s.run_id === null ? "" : s.run_id + " ") + (s.status || "ended") + (s.error ? ": " + s.error : "") + ".";
+  }
+
+  // A run of a study ended and the study goes on: say so until its next run starts (reset).
+  function ranOn(s) {
+    var m = $("run-message");
+    m.hidden = false; m.className = "message ok";
+    m.textContent = "Run " + s.run_id + " " + (s.status || "ended") + "; the study goes on with its next run.";
+    $("live-section").dataset.ranOn = String(s.run_id);
   }
 
   // A break in every line between two tests (fio restarts; nothing was measured in between).
@@ -176,13 +195,33 @@
     on("live", live);
     on("result", addResult);
     on("stopping", function () { text("run-state", "stopping: fio is finishing on every host"); $("stop").disabled = true; });
-    on("ended", function (s) { showStatus(s); source.close(); });
+    on("ended", function (s) {
+      if (s.more) { ranOn(s); return; }  // the study goes on with its next run: keep following
+      showStatus(s); source.close();
+    });
+  }
+
+  // The study picked shows its own fields: a plan's name, a scenario's YAML, a study's settings.
+  function showStudy() {
+    var study = $("study").value;
+    document.querySelectorAll(".studyset").forEach(function (el) { el.hidden = el.dataset.study !== study; });
   }
 
   function startBody() {
+    var study = $("study").value;
     var targets = $("targets").value.split("\n").map(function (t) { return t.trim(); }).filter(Boolean);
-    return {plan: $("plan").value, targets: targets.length ? targets : null, label: $("label").value.trim() || null,
-            fleet: $("fleet") ? $("fleet").checked : false};
+    var body = {study: study, targets: targets.length ? targets : null, label: $("label").value.trim() || null,
+                fleet: $("fleet") ? $("fleet").checked : false};
+    if (study === "plan") body.plan = $("plan") ? $("plan").value : null;
+    else if (study === "scenario") body.yaml = $("scenario-yaml").value;
+    else {
+      body.settings = {};
+      document.querySelectorAll('.studyset[data-study="' + study + '"] [data-setting]').forEach(function (el) {
+        if (el.type === "checkbox") body.settings[el.dataset.setting] = el.checked;
+        else if (el.value.trim()) body.settings[el.dataset.setting] = el.value.trim();
+      });
+    }
+    return body;
   }
 
   // Validate: the run's own checks, one line each; a failed check disables
@@ -208,6 +247,8 @@
 
   var form = $("start-form");
   if (form) {
+    showStudy();
+    $("study").addEventListener("change", showStudy);
     $("validate").addEventListener("click", validate);
     form.addEventListener("input", function () {
       $("checks").hidden = true; $("validated").className = "note warning";
@@ -224,7 +265,7 @@
       var err = $("start-error");
       if (!r.ok) { err.hidden = false; err.textContent = r.body.error || ("HTTP " + r.status); return; }
       err.hidden = true;
-      reset(); current = null;
+      reset(); current = null; study = null; $("run-study").hidden = true;
       showStatus(r.body);
       attach();
     });
