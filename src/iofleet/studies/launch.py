@@ -113,7 +113,8 @@ def settings_of(study: str, given: dict[str, Any] | None) -> dict[str, Any]:
             out[name] = value if isinstance(value, kind) else (
                 str(value).strip().lower() in ("1", "true", "yes", "on") if kind is bool else kind(value))
         except (TypeError, ValueError):
-            raise IofleetError(f"{study} setting {name}: {value!r} is not {'a number' if kind in (int, float) else kind.__name__}") from None
+            wanted = "a number" if kind in (int, float) else kind.__name__
+            raise IofleetError(f"{study} setting {name}: {value!r} is not {wanted}") from None
     return out
 
 
@@ -147,9 +148,9 @@ def easy_run_launch(targets: list[Path], hosts: list[Host] | None, label: str | 
 
 def _sweep_preview(sweep, targets: list[Path], hosts: list[Host] | None, study: str) -> Plan:
     """The sweep's whole grid as a plan: its largest data files."""
-    from .saturate import _max_jobs, doubling, place_names, sweep_plan
+    from .saturate import doubling, max_jobs_for, place_names, sweep_plan
     names = place_names(hosts, targets, study, checking=None)
-    data, _ = sweep_plan(sweep, doubling(_max_jobs(sweep, hosts)), doubling(sweep.max_iodepth), names)
+    data, _ = sweep_plan(sweep, doubling(max_jobs_for(sweep, hosts)), doubling(sweep.max_iodepth), names)
     return parse_plan(data, study)
 
 

@@ -137,7 +137,7 @@ def doubling(top: int) -> list[int]:
     return out + ([top] if out[-1] != top else [])
 
 
-def _max_jobs(sweep: Sweep, hosts: list[Host] | None) -> int:
+def max_jobs_for(sweep: Sweep, hosts: list[Host] | None) -> int:
     from ..fleet.facts import fleet_facts
     if sweep.max_jobs:
         return sweep.max_jobs
@@ -227,7 +227,7 @@ def run_saturate(
     without an answer removes it as any run does."""
     from .run import RunSession
     names = place_names(hosts, targets, "saturate", checking="sweep")
-    jobs_axis = doubling(_max_jobs(sweep, hosts))
+    jobs_axis = doubling(max_jobs_for(sweep, hosts))
     depth_axis = doubling(sweep.max_iodepth)
     data, text = sweep_plan(sweep, jobs_axis, depth_axis, names, destroy_data or ())
     plan = parse_plan(data, "saturate")

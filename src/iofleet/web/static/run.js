@@ -71,7 +71,7 @@
     $("live-section").hidden = false;
     planned = s.tests_planned || planned; estimate = s.estimate_s || estimate;
     if (s.run_id !== null && s.run_id !== undefined) text("run-id", s.run_id);
-    showStudy_(s);
+    studyLine(s);
     text("run-plan", (s.plan || "") + (s.label ? " · label " + s.label : "") +
          (s.external ? " · started by another iofleet process" + (s.pid ? " (pid " + s.pid + ")" : "") : ""));
     text("run-state", s.state + (s.status ? " (" + s.status + ")" : "") + (s.error ? ": " + s.error : ""));
@@ -87,7 +87,7 @@
 
   // A study (not a plan): what it runs, and its runs so far (a run event of its next run adds it).
   var study = null;
-  function showStudy_(s) {
+  function studyLine(s) {
     if (s.study) study = {kind: s.study.kind, about: s.study.about, runs: (s.study.runs || []).slice()};
     if (!study || study.kind === "plan") return;
     if (s.run_id !== null && s.run_id !== undefined && study.runs.indexOf(s.run_id) < 0) study.runs.push(s.run_id);
@@ -202,9 +202,9 @@
   }
 
   // The study picked shows its own fields: a plan's name, a scenario's YAML, a study's settings.
-  function showStudy() {
-    var study = $("study").value;
-    document.querySelectorAll(".studyset").forEach(function (el) { el.hidden = el.dataset.study !== study; });
+  function showStudyFields() {
+    var picked = $("study").value;
+    document.querySelectorAll(".studyset").forEach(function (el) { el.hidden = el.dataset.study !== picked; });
   }
 
   function startBody() {
@@ -247,8 +247,8 @@
 
   var form = $("start-form");
   if (form) {
-    showStudy();
-    $("study").addEventListener("change", showStudy);
+    showStudyFields();
+    $("study").addEventListener("change", showStudyFields);
     $("validate").addEventListener("click", validate);
     form.addEventListener("input", function () {
       $("checks").hidden = true; $("validated").className = "note warning";
