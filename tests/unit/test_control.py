@@ -175,3 +175,15 @@ def test_host_imbalance_names_what_differs_on_the_straggler():
     assert finding.change.startswith("check what differs on h4 (that difference, its targets' devices")
     (plain,) = [f for f in diagnose(Run.from_dict(_fleet_run())) if f.rule == "host_imbalance"]
     assert "differs:" not in plain.evidence
+
+
+def test_a_deploy_whose_session_ends_under_it_says_so():
+    """A session the SSH server closes (or a host that goes away) gives no exit status: that, not "exit None"."""
+    from iofleet.fleet.control.deploy import _script_failed
+    host = Host(name="h2", address="10.0.0.2", targets=["/data"])
+    gone = _script_failed(host, Reply("h2", None, "", ""))
+    assert gone.startswith("h2: the SSH session ended before the deploy script did (no exit status, nothing said)")
+    assert "None" not in gone and "\n" not in gone
+    failed = _script_failed(host, Reply("h2", 2, "", "mkdir: cannot create directory\n"))
+    assert "(exit 2: mkdir: cannot create directory)" in failed
+    assert _script_failed(host, Reply("h2", 0, "fio=/usr/bin/fio\n", "")) is None

@@ -2,13 +2,18 @@
 said, and when it ended, whatever the chunks the bytes arrive in. The
 frames are built as fio's server.h lays them out; the relay end to end,
 between a real fio client and real servers, is tested by tests/fleet
-(a frozen host ended alone: test_host_failures.py)."""
+(a frozen host ended alone: test_host_failures.py), and against servers
+that misbehave by tests/integration/test_misbehaving_servers.py."""
 
+import gzip
+import socket
 import struct
+import time
+from pathlib import Path
 
 import pytest
 
-from iofleet.fleet.fio_link.relay import _Frames, loopback_address
+from iofleet.fleet.fio_link.relay import Relay, _crc16, _Frames, loopback_address
 
 HEADER = struct.Struct("<HHIQIHH")
 
@@ -46,3 +51,42 @@ def test_every_host_has_a_loopback_address_of_its_own():
     assert len(set(addresses)) == 2000
     assert all(a.startswith("127.") and all(0 <= int(o) <= 255 for o in a.split(".")) for a in addresses)
     assert not any(a.endswith(".0") for a in addresses)
+
+
+RECORDINGS = sorted((Path(__file__).parents[1] / "fixtures" / "status_frames").glob("*.stream.gz"))
+
+
+@pytest.mark.parametrize("recording", RECORDINGS, ids=lambda p: p.name)
+def test_fios_header_checksum_is_computed_as_fio_does(recording):
+    """On the headers real fio servers sent (the relay tells fio's protocol from something else by it)."""
+    stream, at = gzip.decompress(recording.read_bytes()), 0
+    for _ in range(100):
+        head = stream[at:at + HEADER.size]
+        assert _crc16(head[:20]) == HEADER.unpack(head)[5]
+        at += HEADER.size + HEADER.unpack(head)[4]
+
+
+def test_a_server_that_resets_the_connection_mid_message_is_said_to_have_closed_it_there():
+    """A server that dies with data unread resets the connection (no plain
+    close): the relay reads what it sent, then says where it stopped."""
+    with socket.create_server(("127.0.0.1", 0)) as listener, \
+            Relay({"h1": ("127.0.0.1", listener.getsockname()[1])}) as relay:
+        assert relay.open() == {}
+        server, _ = listener.accept()
+        link = relay.links["h1"]
+        with socket.create_connection((link.address, link.port)) as client:
+            client.sendall(frame(10, b"p" * 40))  # as fio's client starts: its PROBE
+            assert len(server.recv(HEADER.size, socket.MSG_WAITALL)) == HEADER.size  # the rest left unread
+            server.sendall(frame(5, text("x"))[:12])
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            server.close()  # with data unread: a reset
+            deadline = time.monotonic() + 10
+            while relay.ended("h1") is None:
+                assert time.monotonic() < deadline, "the relay did not end the host's connection"
+                time.sleep(0.01)
+            # What it sent is passed on before the end.
+            assert client.recv(12, socket.MSG_WAITALL) == frame(5, text("x"))[:12]
+        port = listener.getsockname()[1]
+        assert relay.fault("h1") == (f"its fio server at 127.0.0.1:{port} closed the connection in the middle of a "
+                                     f"message (after 12 of its 24 header bytes): it stopped, crashed or was killed; "
+                                     f"check the host with `iofleet hosts check INVENTORY`")

@@ -113,6 +113,10 @@ def client_command(jobs: list[tuple[str, str]], status_interval: int | None = No
     return cmd
 
 
+# error_line's answer when fio printed nothing.
+NO_MESSAGE = "fio failed without a message"
+
+
 def error_line(stderr: str, stdout: str = "") -> str:
     """fio's own error line, for a failed test's message."""
     lines = [l.strip() for l in (stderr + "\n" + stdout).splitlines() if l.strip()]
@@ -120,4 +124,4 @@ def error_line(stderr: str, stdout: str = "") -> str:
         # fio's client prefixes a server's lines with "<hostname> ".
         if re.sub(r"^<[^>]*> ", "", line).startswith("fio:") or "error" in line.lower() or "err=" in line:
             return line
-    return lines[0] if lines else "fio failed without a message"
+    return lines[0] if lines else NO_MESSAGE

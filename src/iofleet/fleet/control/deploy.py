@@ -196,9 +196,13 @@ def _fields(reply: Reply) -> dict[str, str]:
 def _script_failed(host: Host, reply: Reply) -> str | None:
     if reply.error:
         return reply.error
+    said = (reply.stderr.strip().splitlines() or [None])[-1]
+    if reply.exit_status is None:  # the session closed under the script: its own exit never came
+        return (f"{host.name}: the SSH session ended before the deploy script did (no exit status"
+                f"{f'; it said: {said}' if said else ', nothing said'}): the SSH server or the host went away; "
+                f"run `iofleet hosts deploy` again, and `iofleet hosts check` if it repeats")
     if reply.exit_status != 0:
-        said = (reply.stderr.strip().splitlines() or ["no message"])[-1]
-        return (f"{host.name}: the deploy script failed (exit {reply.exit_status}: {said}); "
+        return (f"{host.name}: the deploy script failed (exit {reply.exit_status}: {said or 'nothing said'}); "
                 f"check that the SSH user may write {STATE_ROOT} and run fio")
     return None
 

@@ -17,6 +17,8 @@ messages (TEXT), which fio's client would prefix with the server's own
 hostname only (the same on every host of some fleets), and, given
 `LiveRounds`, its periodic status (TS: each job's figures, which fio's
 client holds until the end), so each host's rounds are known live.
+When a host's server fails, what the relay saw says what went wrong
+(`Relay.fault`): fio's client only says it "disconnected".
 
 fio's client names a server's logs and JSON entries by the address it
 connected to, so each host gets an address of its own on loopback
@@ -38,6 +40,7 @@ from .live_rounds import LiveRounds
 
 # fio's network protocol (server.h).
 _HEADER = struct.Struct("<HHIQIHH")  # version, opcode, flags, tag, pdu_len, cmd_crc16, pdu_crc16
+_CHECKED = 20  # FIO_NET_CMD_CRC_SZ: the header's bytes before its checksums, which cmd_crc16 covers
 _QUIT, _TEXT, _TS, _STOP = 1, 5, 6, 12
 _MORE = 1  # FIO_NET_CMD_F_MORE: the payload goes on in the next frame
 _TEXT_HEAD = struct.Struct("<IIQQ")  # level, buf_len, log_sec, log_usec
@@ -126,6 +129,11 @@ class _Link:
         self.messages: list[str] = []
         self.dropped = False
         self.draining = False  # one side has closed: what it sent is still being written to the other
+        # What tells a server's failure (Relay.fault): its first header, fio's client's protocol
+        # version, and whether the server closed the connection before the client did.
+        self.first_reply = bytearray()
+        self.client_version: int | None = None
+        self.server_closed = False
 
     @property
     def port(self) -> int:
@@ -218,6 +226,40 @@ class Relay:
         """When the host's connection ended (monotonic), or None while it lasts."""
         return self.links[name].ended_at
 
+    def fault(self, name: str) -> str | None:
+        """What the host's server did wrong, and what to do, as the relay
+        saw it: an answer in something other than fio's protocol, or in
+        another fio version's, or a connection it closed before it was done;
+        None when it did none of these."""
+        link = self.links[name]
+        host, port = link.upstream
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        first, expected = bytes(link.first_reply), link.client_version
+        whole = len(first) == _HEADER.size
+        version = int.from_bytes(first[:2], "little") if len(first) >= 2 else None
+        other_version = None not in (version, expected) and version != expected
+        # fio's client checks each header's checksum too (server.c, verify_convert_cmd); a
+        # server sends whole headers, so a short reply of another version is not one either.
+        if whole and _crc16(first[:_CHECKED]) != _HEADER.unpack(first)[5] or other_version and not whole:
+            return (f"what answers at {where} is not a fio server (it sent {_shown(first)}, not fio's protocol): "
+                    f"correct the host's address in the inventory, or start a fio server there with "
+                    f"`iofleet server --bind {where}`")
+        if other_version:
+            return (f"its fio server at {where} speaks version {version} of fio's protocol and this controller's "
+                    f"fio version {expected}, so they are different fio releases: install the same fio version "
+                    f"on every host (`iofleet hosts check INVENTORY` names each host's)")
+        if not link.server_closed or link.quit_at is not None or link.exit is not None:
+            return None
+        frames = link.frames
+        if frames.head:
+            when = f"in the middle of a message (after {len(frames.head)} of its {_HEADER.size} header bytes)"
+        elif frames.in_frame:
+            when = f"in the middle of a message ({frames.left} bytes of it still to come)"
+        else:
+            when = "before its jobs ended"
+        return (f"its fio server at {where} closed the connection {when}: it stopped, crashed or was killed; "
+                f"check the host with `iofleet hosts check INVENTORY`")
+
     def finished(self, name: str) -> float | None:
         """When the host's server said it was done, its jobs without error (monotonic), else None."""
         link = self.links[name]
@@ -267,13 +309,22 @@ class Relay:
             out = link.pending[sock]
             del out[:sock.send(out)]
         if mask & selectors.EVENT_READ:
-            data = sock.recv(_CHUNK)
+            try:
+                data = sock.recv(_CHUNK)
+            except ConnectionResetError:  # a server that dies with data unread resets: a close all the same
+                if sock is not link.server:
+                    raise
+                data = b""
             if not data:  # closed: once what it sent is written on, the link ends
+                if not link.draining:  # the first side to close: the other is not read after it
+                    link.server_closed = sock is link.server
                 link.draining = True
                 self._sel.unregister(sock)
             else:
                 if sock is link.server:
                     self._heard(link, data)
+                elif link.client_version is None and len(data) >= 2:  # its first frame's header
+                    link.client_version = int.from_bytes(data[:2], "little")
                 link.pending.setdefault(other, bytearray()).extend(data)
                 try:
                     del link.pending[other][:other.send(link.pending[other])]
@@ -301,6 +352,8 @@ class Relay:
             self._sel.modify(sock, events, (link, "pipe"))
 
     def _heard(self, link: _Link, data: bytes) -> None:
+        if len(link.first_reply) < _HEADER.size:
+            link.first_reply += data[:_HEADER.size - len(link.first_reply)]
         for opcode, payload in link.frames.feed(data):
             if opcode == _QUIT:
                 link.quit_at = time.monotonic()
@@ -324,6 +377,24 @@ class Relay:
         link.listener = link.client = link.server = None
         if link.ended_at is None:
             link.ended_at = time.monotonic()
+
+
+def _crc16(data: bytes) -> int:
+    """fio's CRC-16 (crc/crc16.c: polynomial 0x8005, bits reflected, from 0)."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = crc >> 1 ^ (0xA001 if crc & 1 else 0)
+    return crc
+
+
+def _shown(data: bytes) -> str:
+    """The start of what a server sent: its first line when it reads as text, else its first bytes in hex."""
+    line = data.split(b"\n")[0].rstrip(b"\r")
+    if line and all(32 <= b < 127 for b in line):
+        return f'"{line.decode()}"'
+    return f"bytes {data[:8].hex(' ')}"
 
 
 def _reason(code: int) -> str:

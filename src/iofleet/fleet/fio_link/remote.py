@@ -98,7 +98,8 @@ def run_on_hosts(
                       [h.name for h in hosts if h.name not in late], late,
                       lambda name, now, done: _overdue(name, now, timeout_s, planned_s, done, work_bytes), finish)
     views, docs, fio = _split(fio, hosts, relay, work)
-    return _collect(hosts, views, docs, fio, late, per_tick if status_s else None, (status_s or 1) * 1000)
+    faults = {h.name: f"no result: {why}" for h in hosts if (why := relay.fault(h.name))}
+    return _collect(hosts, views, docs, fio, late, faults, per_tick if status_s else None, (status_s or 1) * 1000)
 
 
 def _client(cmd: list[str], work: Path, stop: threading.Event, relay: Relay, names: list[str],
@@ -245,10 +246,13 @@ def _overdue(name: str, now: float, timeout_s: float | None, planned_s: dict[str
 
 
 def _collect(hosts: list[Host], views: dict[str, FioRun], docs: dict[str, dict], fio: FioRun,
-             late: dict[str, str], per_tick: dict[str, int] | None = None, interval_ms: int = 1000) -> FleetRun:
+             late: dict[str, str], faults: dict[str, str], per_tick: dict[str, int] | None = None,
+             interval_ms: int = 1000) -> FleetRun:
     """The hosts' results (from `docs`: host → its part of the client's
     document), each job named by its host's inventory name, and with
-    `per_tick`, each host's status rounds."""
+    `per_tick`, each host's status rounds. `faults`: host → what its
+    server did wrong, as the relay saw it (for a lost host, said before
+    what fio's client said: that it disconnected)."""
     ordered = [(h.name, views[h.name]) for h in hosts]
     counted = [r for name, r in ordered if name not in late]
     run = FleetRun(fio=replace(fio, stdout="".join(r.stdout for _, r in ordered),
@@ -277,7 +281,7 @@ def _collect(hosts: list[Host], views: dict[str, FioRun], docs: dict[str, dict],
         run.job_errors += [replace(j, host=name) for j in parsed.jobs + parsed.warmup_jobs if j.error]
     seen = {j.host for j in run.jobs}
     run.lost = [name for name, _ in ordered if name not in seen]
-    run.why_lost = {name: late.get(name) or _no_result(views[name]) for name in run.lost}
+    run.why_lost = {name: late.get(name) or faults.get(name) or _no_result(views[name]) for name in run.lost}
     return run
 
 
@@ -313,12 +317,19 @@ def resolve_fleet_engines(hosts: list[Host], engine: str, direct: bool, work: Pa
                 chosen[h.name] = candidate
             else:
                 fio = run.runs.get(h.name, run.fio)
-                errors[h.name].append(f"{candidate}: {error_line(fio.stderr, fio.stdout)}")
+                errors[h.name].append((candidate, run.why_lost.get(h.name) or error_line(fio.stderr, fio.stdout)))
     missing = [h for h in hosts if h.name not in chosen]
     if missing:
-        raise FioError("; ".join(f"host {h.name}: no IO engine works ({' / '.join(errors[h.name])})"
+        raise FioError("; ".join(f"host {h.name}: no IO engine works ({_engine_errors(errors[h.name])})"
                                  for h in missing))
     return chosen
+
+
+def _engine_errors(errors: list[tuple[str, str]]) -> str:
+    """Each engine's error; once for all when they are the same (a server that failed them all alike)."""
+    if len({why for _, why in errors}) == 1:
+        return f"{'/'.join(e for e, _ in errors)}: {errors[0][1]}"
+    return " / ".join(f"{e}: {why}" for e, why in errors)
 
 
 def first_engine(target, engine: str) -> str:

@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...fio.command import error_line
+from ...fio.command import NO_MESSAGE, error_line
 from ...fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX
 from ...fio.records import DiskUtil, JobResult, Series
 from ...fio.status import Round
@@ -172,7 +172,7 @@ def verdict(fio: FioRun, jobs: list[JobResult], disks: list[DiskUtil], job_error
     # Ended as planned (steady) by the same signal as a stop: fio's exit code is then not 0.
     if fio.returncode != 0 and not fio.ended_early or not output or job_errors:
         line = error_line(fio.stderr, fio.stdout)
-        if job_errors and line == "fio failed without a message":
+        if job_errors and line == NO_MESSAGE:
             line = f"fio job error {job_errors[0].error} ({os.strerror(job_errors[0].error)})"
         return Measured("failed", line, jobs, disks)
     return Measured("ok", None, jobs, disks)
