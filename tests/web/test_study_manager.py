@@ -11,6 +11,8 @@ from iofleet.studies.launch import Launch
 from iofleet.studies.run import run_plan
 from iofleet.web.live import RunManager
 
+from ..cli import wait_for
+
 pytestmark = pytest.mark.integration
 
 
@@ -58,3 +60,17 @@ def test_an_error_after_a_run_keeps_its_status_and_says_why(tmp_path, disk):
     manager = RunManager(tmp_path / "data")
     end = [e["data"] for e in _run(manager, go, plan) if e["type"] == "ended"]
     assert len(end) == 1 and end[0]["status"] == "complete" and "measured no IO" in end[0]["error"], end
+
+
+def test_stop_during_a_curves_sweep_ends_the_study(server, disk):
+    """Stop in the sweep: the sweep's run is interrupted and the curve never starts (no second run)."""
+    client = server.client()
+    r = client.post("/api/runs", json={"study": "curve", "targets": [str(disk)], "settings": {
+        "size": "8m", "runtime": "30s", "ramp": "0s", "max_jobs": "1", "max_iodepth": "4"}})
+    assert r.status_code == 202, r.text
+    assert r.json()["study"]["kind"] == "curve" and r.json()["plan"] == "saturate"
+    wait_for(lambda: client.get("/api/runs/current").json()["fleet"], timeout=30, what="live figures")
+    assert client.post("/api/runs/current/stop").json() == {"stopping": True}
+    status = server.wait_run(client, timeout=60)
+    assert (status["run_id"], status["status"], status["study"]["runs"]) == (1, "interrupted", [1]), status
+    assert [run["id"] for run in client.get("/api/results").json()] == [1]
