@@ -1,6 +1,7 @@
 """The web UI over a real fleet (fio servers in network namespaces): the
 Fleet page lists the inventory and checks the hosts, and a plan started
-from the Run page on the fleet draws one live line per host."""
+from the Run page on the fleet draws one live line per host, as does a
+saturate sweep started there."""
 
 from ..browser import Seen, browser_page, screenshot
 from ..webserver import save_plan, start_server
@@ -45,7 +46,24 @@ def test_fleet_page_checks_hosts_and_the_run_page_runs_on_them(tmp_path, make_fl
             screenshot(page, "web-run-fleet.png")
             page.wait_for_function("() => !document.querySelector('#run-message').hidden", timeout=60_000)
             assert page.inner_text("#run-message") == "Run 1 complete."
+
+            # A study on the fleet: a saturate sweep, every cell on both hosts at once, Validated first.
+            page.select_option("#study", "saturate")
+            for name, value in {"size": "8m", "runtime": "1s", "ramp": "0s", "max_jobs": "1",
+                                "max_iodepth": "2"}.items():
+                page.fill(f"#set-saturate-{name}", value)
+            page.click("#validate")
+            page.wait_for_function("() => document.querySelector('#validated').textContent === 'all checks passed'",
+                                   timeout=60_000)
+            assert "2 hosts" in page.inner_text("#checks li[data-check='targets']")
+            page.click("#start")
+            page.wait_for_function("() => document.querySelector('#run-message').textContent === 'Run 2 complete.'",
+                                   timeout=90_000)
+            assert page.evaluate("() => document.querySelector('#live-iops').data.map(t => t.name)") == ["h1", "h2"]
         assert seen.errors == []
+        sweep = client.get("/api/results/2").json()
+        assert sweep["plan_name"] == "saturate" and sweep["status"] == "complete"
+        assert all(set(t["hosts"]) == {"h1", "h2"} for t in sweep["tests"]), "every cell on both hosts"
         run = client.get("/api/runs/current").json()
         assert run["status"] == "complete" and run["results"][0]["iops"] > 0
     finally:
