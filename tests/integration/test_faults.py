@@ -7,7 +7,7 @@ import os
 import signal
 import sqlite3
 import subprocess
-import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -119,18 +119,25 @@ def test_fio_killed_mid_test_fails_that_test_with_the_signal_and_the_run_goes_on
                       defaults={"size": "8m", "ramp": "0s"},
                       workloads=[{"name": "victim", "runtime": "30s"}, {"name": "next", "runtime": "1s"}])
     proc = spawn("run", plan, "--target", disk_dir, data_dir=data_dir)
-    # Once its job process does IO, kill fio's main process (iofleet's child).
-    wait_for(lambda: fio_using([disk_dir / "iofleet"]), what="the first test's fio")
-    time.sleep(0.5)
-    main = subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "fio"], capture_output=True, text=True).stdout.split()
-    assert len(main) == 1
-    os.kill(int(main[0]), signal.SIGKILL)
-    started = time.monotonic()
-    out, err = proc.communicate(timeout=60)
-    assert time.monotonic() - started < 15, "the run waited for the killed test's runtime"
+
+    def test_fio() -> list[str]:
+        """iofleet's fio running the test itself (job.fio), not its engine probe, preparation or layout."""
+        children = subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "fio"], capture_output=True,
+                                  text=True).stdout.split()
+        return [pid for pid in children if b"job.fio" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+    # Once the test's fio has a job process doing IO, kill fio's main process (iofleet's child).
+    wait_for(lambda: test_fio() and fio_using([disk_dir / "iofleet"]).keys() - set(map(int, test_fio())),
+             what="the first test's fio and its job process")
+    (main,) = test_fio()
+    os.kill(int(main), signal.SIGKILL)
+    killed_at = datetime.now(timezone.utc)
+    out, err = proc.communicate(timeout=90)
     assert proc.returncode == 1, out + err
     with Store.open(data_dir) as store:
         victim, after = store.get_run(1).tests
+    # Ended long before its 30 s runtime: its job processes were killed, not waited for.
+    assert (datetime.fromisoformat(victim.ended_at) - killed_at).total_seconds() < 20, (victim.ended_at, killed_at)
     assert victim.status == "failed" and after.status == "ok"
     assert victim.error.startswith("fio was killed by signal 9 (SIGKILL) ")
     assert victim.aggregate is None and victim.jobs == []  # its last status is no result

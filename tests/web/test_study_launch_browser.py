@@ -80,6 +80,15 @@ def test_every_study_starts_from_the_run_page(server, disk):
             assert "its runs: 2, 3" in page.inner_text("#run-study")
             screenshot(page, "web-study-curve.png")
 
+            # A curve from a stored sweep: Validate previews its fixed-rate tests, and knows a run that is none.
+            page.fill("#set-curve-from_run", "1")
+            checks = validate(page)
+            assert checks["study"].startswith("✓ study: curve: the most IOPS of saturate run 1, "), checks
+            assert checks["plan"] == "✓ plan: curve: 2 tests", checks
+            page.fill("#set-curve-from_run", "4")
+            assert validate(page)["settings"].startswith("✗ settings: no run 4 in ")
+            page.fill("#set-curve-from_run", "")
+
             # Easy Run without its probe: the four profiles in one run.
             pick(page, "easy-run", QUICK | {"probe": False}, disk)
             assert run_to_end(page, 4) == "Run 4 complete."

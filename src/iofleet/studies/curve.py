@@ -124,6 +124,18 @@ def curve_plan(curve: Curve, io: dict, jobs: int, iodepth: int, rates: list[int]
     return data, text
 
 
+def fixed_rate_plan(curve: Curve, io: dict, jobs: int, iodepth: int, max_iops: float, targets: list[str],
+                    destroy_data: list[str], swept_here: bool = False) -> tuple[dict, str, str]:
+    """The curve's fixed-rate tests at its loads of `max_iops` as a plan
+    (data, text; one test per distinct rate), and the rule that placed them."""
+    loads = curve.load_list()
+    rule = load_rule(loads, bool(curve.loads))
+    rates = sorted({max(1, round(max_iops * pct / 100)) for pct in loads})
+    data, text = curve_plan(curve, io, jobs, iodepth, rates, targets, destroy_data, curve.sweep.engine, max_iops,
+                            rule, swept_here=swept_here)
+    return data, text, rule
+
+
 def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, hosts: list[Host] | None = None,
               label: str | None = None, observer: RunObserver | None = None, stop: threading.Event | None = None,
               destroy_data: list[str] | None = None, given: set[str] = frozenset(),
@@ -156,14 +168,11 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
             name: getattr(sweep, name) for name in IO_PARAMS}
         source = f"saturate run {max_run}"
     try:
-        loads = curve.load_list()
-        rule = load_rule(loads, bool(curve.loads))
+        data, text, rule = fixed_rate_plan(curve, io, jobs, iodepth, max_iops, names, destroy_data or [],
+                                           swept_here=shared is not None)
         if on_maximum:
             on_maximum(f"most IOPS: {max_iops:,.0f} at jobs {jobs} × iodepth {iodepth} per host ({source}); "
-                       f"the curve runs {len(loads)} fixed-rate tests: {rule}")
-        rates = sorted({max(1, round(max_iops * pct / 100)) for pct in loads})  # one test per distinct rate
-        data, text = curve_plan(curve, io, jobs, iodepth, rates, names, destroy_data or [], curve.sweep.engine,
-                                max_iops, rule, swept_here=shared is not None)
+                       f"the curve runs {len(curve.load_list())} fixed-rate tests: {rule}")
         plan = parse_plan(data, "curve")
         place, specs = place_for(plan, hosts)
         if shared is not None:

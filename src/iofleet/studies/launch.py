@@ -170,22 +170,32 @@ def saturate_launch(targets: list[Path], hosts: list[Host] | None, label: str | 
                   _sweep_preview(sweep, targets, hosts, "saturate"), go, about)
 
 
-def curve_launch(targets: list[Path], hosts: list[Host] | None, label: str | None,
-                 given: dict | None) -> Launch:
-    from .curve import run_curve
+def curve_launch(targets: list[Path], hosts: list[Host] | None, label: str | None, given: dict | None,
+                 data_dir: Path) -> Launch:
+    """From a stored saturate run (`from_run`, read from the store at
+    `data_dir`) its fixed-rate tests are the preview; else the sweep's grid."""
+    from .curve import fixed_rate_plan, run_curve, stored_maximum
     from .options import curve_from_options
+    from .saturate import place_names
     settings = settings_of("curve", given)
     own = {name: settings.pop(name) for name in OWN["curve"] if name in settings}
     curve = curve_from_options(**own, **settings)
     io_given = {name for name in IO_PARAMS if settings.get(name)}
+    if curve.from_run is not None:
+        with Store.open(data_dir) as store:
+            jobs, iodepth, max_iops, io = stored_maximum(store, curve.from_run, curve, io_given)
+        names = place_names(hosts, targets, "curve", checking=None)
+        preview = parse_plan(fixed_rate_plan(curve, io, jobs, iodepth, max_iops, names, [])[0], "curve")
+        first = f"the most IOPS of saturate run {curve.from_run}, {max_iops:,.0f}"
+    else:
+        preview = _sweep_preview(curve.sweep, targets, hosts, "curve")
+        first = "a saturate sweep for the most IOPS"
 
     def go(store, observer, stop):
         return run_curve(store, curve, targets=targets, hosts=hosts, label=label, observer=observer, stop=stop,
                          given=io_given).run.status
-    first = f"the most IOPS of saturate run {curve.from_run}" if curve.from_run else "a saturate sweep for the most IOPS"
     about = f"{first}, then {len(curve.load_list())} fixed-rate tests up to it"
-    return Launch("curve", "curve", label or "curve", hosts, _sweep_preview(curve.sweep, targets, hosts, "curve"),
-                  go, about)
+    return Launch("curve", "curve", label or "curve", hosts, preview, go, about)
 
 
 def scenario_launch(text: str, targets: list[Path], hosts: list[Host] | None, label: str | None) -> Launch:

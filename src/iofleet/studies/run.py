@@ -60,9 +60,7 @@ class RunSession:
         most a sweep may run (its published progress says so);
         `prepare_for`: tests of a run before this one whose data files the
         preparation covers too (a sweep's, kept for this run: the same
-        preparation finds them kept, fleet/targets/kept.py); `publisher`: the run's
-        live model, made by the front door that holds the run (the web's),
-        else here."""
+        preparation finds them kept, fleet/targets/kept.py)."""
         self.plan, self.store = plan, store
         # Every run publishes its live state to the data directory, for a web UI that did not start it.
         # The front door holding the study may make it (RunObserver.publisher); a sweep's planned tests are

@@ -6,12 +6,11 @@ the browser does not stop it, and a page opened later reattaches."""
 import asyncio
 import json
 from pathlib import Path
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
-from typing import Any, Literal
-
 from pydantic import BaseModel, Field
 
 from ..errors import IofleetError
@@ -104,8 +103,9 @@ def _launch_of(body: StartRun, s) -> studies.Launch:
         return studies.scenario_launch(body.yaml, targets, hosts, body.label)
     if body.yaml is not None:
         raise IofleetError(f"a {body.study} takes no YAML: give its `settings`")
-    make = {"easy-run": studies.easy_run_launch, "saturate": studies.saturate_launch,
-            "curve": studies.curve_launch}[body.study]
+    if body.study == "curve":  # its maximum may be a stored run's
+        return studies.curve_launch(targets or None, hosts, body.label, body.settings, s.data_dir)
+    make = {"easy-run": studies.easy_run_launch, "saturate": studies.saturate_launch}[body.study]
     return make(targets or None, hosts, body.label, body.settings)
 
 
