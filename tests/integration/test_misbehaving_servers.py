@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from iofleet.fleet.targets import target_for  # before fio_link.remote: fleet.local and fleet.targets import each other
 from iofleet.errors import FioError
 from iofleet.fleet.fio_link.relay import _crc16
 from iofleet.fleet.fio_link.remote import lost_reason, resolve_fleet_engines, run_on_hosts
 from iofleet.fleet.inventory import Host
+from iofleet.fleet.targets import target_for
 
 HEADER = struct.Struct("<HHIQIHH")  # fio's server.h: version, opcode, flags, tag, pdu_len, cmd_crc16, pdu_crc16
 TEXT = 5
@@ -133,8 +133,8 @@ def test_a_fio_server_of_another_version_is_named_with_both_versions(fake_server
     line = lost_line(server, tmp_path)
     (mine,) = versions  # fio's client's protocol version, from its first header
     assert line == (f"lost host h2: no result: its fio server at 127.0.0.1:{server.port} speaks version {mine + 1} "
-                    f"of fio's protocol and this controller's fio version {mine}, so they are different fio "
-                    f"releases: install the same fio version on every host (`iofleet hosts check INVENTORY` "
+                    f"of fio's protocol and this controller's fio speaks {mine}: they are different fio "
+                    f"releases; install the same fio version on every host (`iofleet hosts check INVENTORY` "
                     f"names each host's)")
 
 

@@ -246,7 +246,7 @@ class Relay:
                     f"`iofleet server --bind {where}`")
         if other_version:
             return (f"its fio server at {where} speaks version {version} of fio's protocol and this controller's "
-                    f"fio version {expected}, so they are different fio releases: install the same fio version "
+                    f"fio speaks {expected}: they are different fio releases; install the same fio version "
                     f"on every host (`iofleet hosts check INVENTORY` names each host's)")
         if not link.server_closed or link.quit_at is not None or link.exit is not None:
             return None
