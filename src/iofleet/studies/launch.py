@@ -16,7 +16,6 @@ from ..plan import parse_plan
 from ..plan.load import yaml_data
 from ..plan.model import Plan
 from ..plan.params import CURVE, EASY_RUN, IO_PARAMS, SATURATE
-from ..analysis.curve import DEFAULT_POINTS
 from ..plan.settings import offered, setting_help
 from ..results.store import Store
 from ..units import escaped
@@ -24,25 +23,26 @@ from .events import RunObserver
 
 STUDIES = ("plan", "easy-run", "saturate", "curve", "scenario")
 # Each study's own settings beside the parameter table's rows it offers
-# (plan.settings.offered): its type, its help and its default in words.
+# (plan.settings.offered): its type, its help, and its default in words
+# where the study's settings class has none (or has None).
 OWN = {
     "easy-run": {"probe": (bool, "Measure which jobs × iodepth gives the most IOPS first (~1–2 min); "
                                  "off: guess from CPUs and device type.", "on")},
     "saturate": {
         "slo": (str, "Latency target, e.g. p99<=2ms or mean<500us.", "none"),
         "max_jobs": (int, "Most jobs per host.", "its CPUs"),
-        "max_iodepth": (int, "Most outstanding IOs per job.", "256"),
-        "min_gain_pct": (float, "A doubling gaining fewer % IOPS has stopped growing.", "10"),
-        "bisect": (int, "Most bisection steps toward the target.", "3"),
-        "repeats": (int, "Most runs of a cell whose verdict is within noise.", "3"),
-        "noise_pct": (float, "Run-to-run IOPS noise, % (a single run is ± half).", "8"),
+        "max_iodepth": (int, "Most outstanding IOs per job.", None),
+        "min_gain_pct": (float, "A doubling gaining fewer % IOPS has stopped growing.", None),
+        "bisect": (int, "Most bisection steps toward the target.", None),
+        "repeats": (int, "Most runs of a cell whose verdict is within noise.", None),
+        "noise_pct": (float, "Run-to-run IOPS noise, % (a single run is ± half).", None),
     },
     "curve": {
-        "points": (int, "Loads evenly spaced up to the most IOPS: k/N of it, k = 1..N.", str(DEFAULT_POINTS)),
+        "points": (int, "Loads evenly spaced up to the most IOPS: k/N of it, k = 1..N.", None),
         "loads": (str, "Loads in % of the most IOPS instead, e.g. 10,50,90,120.", "none"),
         "from_run": (int, "Take the most IOPS from this stored saturate run instead of sweeping.", "none"),
         "max_jobs": (int, "Most jobs per host in the sweep.", "its CPUs"),
-        "max_iodepth": (int, "Most outstanding IOs per job in the sweep.", "256"),
+        "max_iodepth": (int, "Most outstanding IOs per job in the sweep.", None),
     },
 }
 TABLE = {"easy-run": EASY_RUN, "saturate": SATURATE, "curve": CURVE}
@@ -72,9 +72,10 @@ def study_settings(study: str) -> list[Setting]:
                            "until steady" if default is None and name == "runtime" else
                            p.format(default) if default is not None else "chosen by the study",
                            "bool" if p.kind == "bool" else "text"))
-    for name, (kind, text, default) in OWN[study].items():
-        out.append(Setting(name, name.replace("_pct", " %").replace("_", " "), text, default,
-                           "bool" if kind is bool else "text"))
+    for name, (kind, text, when_none) in OWN[study].items():
+        default = next((getattr(cls, name) for cls in defaults if getattr(cls, name, None) is not None), None)
+        out.append(Setting(name, name.replace("_pct", " %").replace("_", " "), text,
+                           when_none if default is None else f"{default:g}", "bool" if kind is bool else "text"))
     return out
 
 
