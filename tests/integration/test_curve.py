@@ -39,6 +39,12 @@ def test_a_curve_tracks_its_targets_and_marks_the_one_beyond_the_maximum(disk_di
     assert (f"1 of 3 points did not reach their target rate (300 % load: {beyond.iops:,.0f}/{beyond.target_iops:,} "
             f"IOPS achieved)") in " ".join(out.split())
 
+    # `results show` of the curve's run prints the same table and lines as `iofleet curve` did.
+    shown = iofleet("results", "show", "2", data_dir=data_dir).stdout
+    assert "Run 2 · latency against load: 4k 100% read random, jobs 1 × iodepth" in shown
+    assert f"◀ {math.floor(beyond.achieved_pct)} %" in shown
+    assert "1 of 3 points did not reach their target rate (300 % load:" in " ".join(shown.split())
+
     # From the stored sweep: no new sweep, the same maximum; its IO is the sweep's.
     again = iofleet("curve", "--target", disk_dir, "--from-run", "1", "--loads", "50", *SHORT, data_dir=data_dir)
     assert "(saturate run 1)" in again.stdout and "at most" not in again.stdout  # no sweep's progress

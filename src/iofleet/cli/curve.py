@@ -47,7 +47,6 @@ def curve_command(
     then runs one test at each load, stored as one run; a point that does
     not reach its target rate is marked, with achieved/target."""
     from ..fleet.inventory import load_inventory
-    from ..report.curve import curve_columns, curve_lines, curve_rows, curve_title
     from ..results.store import Store, default_data_dir
     from ..studies.curve import run_curve
     from ..studies.options import curve_from_options
@@ -70,17 +69,22 @@ def curve_command(
         finally:
             progress.close()
         db = store.path
-    result = outcome.result
-    if result is None:  # stopped during the sweep
+    if outcome.result is None:  # stopped during the sweep
         finish(outcome.run, db, fleet)
         return
-    table = Table(title=f"Run {outcome.run.run_id} · {curve_title(result)}", title_justify="left")
+    print_curve(outcome.run.run_id, outcome.result, outcome.hosts, wide)
+    finish(outcome.run, db, fleet)
+
+
+def print_curve(run_id: int, result, hosts: int, wide: bool) -> None:
+    """A curve run's table (a missed point in yellow) and how its loads were chosen."""
+    from ..report.curve import curve_columns, curve_lines, curve_rows, curve_title
+    table = Table(title=f"Run {run_id} · {curve_title(result)}", title_justify="left")
     columns = curve_columns(result)
     for col in columns:
         table.add_column(col, justify="left" if col == "reached" else "right")
     for row in curve_rows(result):
         table.add_row(*(row[col] for col in columns), style="yellow" if row["reached"] != "yes" else None)
     print_table(table, wide)
-    for line in curve_lines(result, outcome.hosts):  # wrapped between words
+    for line in curve_lines(result, hosts):  # wrapped between words
         console.print(line, highlight=False, markup=False)
-    finish(outcome.run, db, fleet)

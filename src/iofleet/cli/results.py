@@ -195,6 +195,7 @@ def results_show(
     else:
         print_table(summary_table(run, table_width(wide)), wide)
         _print_saturation(run, wide)
+        _print_curve(run, wide)
 
 
 def _print_saturation(run: "Run", wide: bool) -> None:
@@ -204,6 +205,15 @@ def _print_saturation(run: "Run", wide: bool) -> None:
     if sweep is not None:
         report = saturation_report(*sweep, f"Saturation sweep of run {run.id}")
         print_table(fitted_sweep(report, sweep[0], table_width(wide)), wide)
+
+
+def _print_curve(run: "Run", wide: bool) -> None:
+    """A curve run's table and how its loads were chosen, as `iofleet curve` printed them (other runs: nothing)."""
+    from ..analysis.curve import curve_of_run
+    from .curve import print_curve
+    result = curve_of_run(run)
+    if result is not None:
+        print_curve(run.id, result, len(run.host_facts.get("hosts", [])) or 1, wide)
 
 
 @user_errors
