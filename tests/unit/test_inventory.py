@@ -41,6 +41,10 @@ def test_errors_name_file_and_field(tmp_path):
     assert any(l.startswith(f"{p}: hosts[0].address:") and "65535" in l for l in lines)
     assert any(l.startswith(f"{p}: hosts[1].targets[0]:") for l in lines)
     assert any(l.startswith(f"{p}: hosts[1].labels:") for l in lines)
+    # A port of thousands of digits is refused as any other, not converted.
+    p.write_text("hosts:\n  - address: 10.0.0.1:" + "9" * 5000 + "\n    targets: [/mnt/a]\n")
+    with pytest.raises(InventoryError, match=r"hosts\[0\].address: .*the port must be a number from 1 to 65535"):
+        load_inventory(p)
 
 
 def test_duplicate_hosts_are_refused():

@@ -112,6 +112,11 @@ def test_a_fio_rate_iofleet_cannot_take_names_the_option():
         params_from_fio({"rw": "randrw", "rwmixread": "70", "rate_iops": "500"})
     with pytest.raises(FioOptionError, match="rate: 1500000 bytes/s in all is not a whole number of MB/s"):
         params_from_fio({"rw": "read", "rate": "1500000"})
+    # Thousands of digits (found by tests/unit/test_fuzz.py): refused as any other bad number, not converted.
+    with pytest.raises(FioOptionError, match="rate: expected whole numbers"):
+        params_from_fio({"rw": "read", "rate": "9" * 5000})
+    with pytest.raises(FioOptionError, match="rwmixwrite: expected a whole number, allowed: 0 to 100"):
+        params_from_fio({"rw": "randrw", "rwmixwrite": "9" * 5000})
 
 
 def test_a_plan_gives_one_rate_or_none():

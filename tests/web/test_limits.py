@@ -66,6 +66,17 @@ def test_a_body_over_the_limit_is_refused_by_its_length_before_it_is_read(server
     assert server.client().get("/api/session").status_code == 200
 
 
+def test_a_length_or_event_id_of_thousands_of_digits_is_refused_not_converted(server):
+    sock, answer = raw_post(server, "Content-Length: " + "9" * 5000)
+    answer.join(15)
+    assert answer.data.split()[1] in (b"400", b"413"), answer.data[:200]  # the HTTP layer's refusal, or ours
+    # The event stream's Last-Event-ID: a number it cannot take is no number (the stream starts over).
+    client = server.client()
+    with client.stream("GET", "/api/runs/current/events", headers={"Last-Event-ID": "9" * 5000}) as r:
+        assert r.status_code == 200 and "event: status" in next(r.iter_text())
+    assert client.get("/api/session").status_code == 200
+
+
 def test_a_chunked_body_is_stopped_once_past_the_limit(server):
     sock, answer = raw_post(server, "Transfer-Encoding: chunked")  # a body without a length
     chunk, sent = b'{"yaml": "' + b"x" * (65536 - 10), 0

@@ -78,7 +78,7 @@ def _ip_version(text: str) -> int | None:
 
 
 def _port(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
+    if not (text.isascii() and text.isdigit()) or len(text) > 5 or not 1 <= int(text) <= 65535:
         raise ValueError("the port must be a number from 1 to 65535")
     return int(text)
 

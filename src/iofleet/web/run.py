@@ -151,7 +151,7 @@ async def run_events(request: Request, after: int = 0):
     A client that reconnects (Last-Event-ID) gets what it missed."""
     manager = runs(request)
     header = request.headers.get("last-event-id", "")
-    last = int(header) if header.isdigit() else after
+    last = int(header) if header.isascii() and header.isdigit() and len(header) <= 18 else after
     yield ServerSentEvent(event="status", data=manager.status() or {"state": "idle"})
     while True:
         for event in manager.events_after(last):

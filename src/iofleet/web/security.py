@@ -113,8 +113,10 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:  # (h11 refuses a bad one)
-            return await self._refuse(send, int(length))
+        if length is not None and length.isdigit():  # (h11 refuses a bad one)
+            size = int(length) if len(length) <= 18 else None  # thousands of digits: not converted
+            if size is None or size > self.limit:
+                return await self._refuse(send, size)
         received, refused, started = 0, False, False
 
         async def limited_receive():

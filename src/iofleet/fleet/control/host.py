@@ -95,7 +95,7 @@ def facts_command(targets: list[str], port: int | None = None) -> str:
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text and text.isascii() and text.isdigit() else None
+    return int(text) if text and text.isascii() and text.isdigit() and len(text) <= 19 else None
 
 
 def active_scheduler(text: str | None) -> str | None:
