@@ -30,7 +30,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from ..errors import IofleetError, PlanError
 from ..plan.load import format_validation_error, read_yaml
 from ..plan.model import Targets, check_name
-from ..plan.units import parse_size, shown
+from ..plan.units import parse_size, shown, whole_number
 
 DEFAULT_FIO_PORT = 8765
 ADDRESS_EXAMPLES = "e.g. 10.0.0.11, 10.0.0.11:8765, [2001:db8::11]:8765 or storage01:8765"
@@ -78,9 +78,10 @@ def _ip_version(text: str) -> int | None:
 
 
 def _port(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or len(text) > 5 or not 1 <= int(text) <= 65535:
+    port = whole_number(text)
+    if port is None or not 1 <= port <= 65535:
         raise ValueError("the port must be a number from 1 to 65535")
-    return int(text)
+    return port
 
 
 def _check_labels(value: Any) -> dict:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .units import exact_duration, format_duration, format_size, parse_duration, parse_size
+from .units import exact_duration, format_duration, format_size, parse_duration, parse_size, whole_number
 
 # rbd: fio's librbd engine, the one engine of an RBD image target (rbd:POOL/IMAGE).
 ENGINES = ("auto", "io_uring", "libaio", "psync", "posixaio", "sync", "rbd")
@@ -221,7 +221,7 @@ def _read_pct_from_fio(options: FioOptions):
         return _one(options, "rwmixread")
     if "rwmixwrite" in options:
         write = _one(options, "rwmixwrite")
-        return 100 - _whole(write) if _whole(write) is not None else write
+        return 100 - whole_number(write) if whole_number(write) is not None else write
     return 50  # fio's default mix
 
 
@@ -235,7 +235,7 @@ def _random_pct_from_fio(options: FioOptions):
         return _one(options, "percentage_random")
     if "percentage_sequential" in options:
         seq = _one(options, "percentage_sequential")
-        return 100 - _whole(seq) if _whole(seq) is not None else seq
+        return 100 - whole_number(seq) if whole_number(seq) is not None else seq
     return 100
 
 
@@ -334,12 +334,6 @@ def _rate_to_fio(name: str) -> Callable[[Mapping], list]:
     return to_fio
 
 
-def _whole(text: str) -> int | None:
-    """A fio option's plain whole number (64 bits at most, as fio's), else
-    None: never a conversion of thousands of digits."""
-    return int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else None
-
-
 def _rate_from_fio(name: str) -> Callable[[FioOptions], Any]:
     """The test's total (one host) from a job's `rate_iops=R[,W]` and numjobs.
     A single value on a read/write mix caps each way: twice that in all, and
@@ -352,9 +346,9 @@ def _rate_from_fio(name: str) -> Callable[[FioOptions], Any]:
         if text is None:
             return None
         parts = [p.strip() for p in text.split(",")]
-        if len(parts) > 2 or not all(_whole(p) is not None for p in parts if p):
+        if len(parts) > 2 or not all(whole_number(p) is not None for p in parts if p):
             raise FioOptionError(option, "expected whole numbers: one value, or reads,writes (no suffixes, no trims)")
-        per_way = [_whole(p) if p else 0 for p in parts]
+        per_way = [whole_number(p) if p else 0 for p in parts]
         mode = _rw_mode(options) or (100, True)
         if len(per_way) == 1:
             per_way *= 1 if mode[0] in (0, 100) else 2
@@ -363,14 +357,14 @@ def _rate_from_fio(name: str) -> Callable[[FioOptions], Any]:
         if 0 in per_way and len(per_way) == 2:
             raise FioOptionError(option, "a rate on one way of a read/write mix leaves the other uncapped")
         read_pct = _read_pct_from_fio(options) if len(per_way) == 2 else None
-        if read_pct is not None and _whole(str(read_pct)) is not None and \
+        if read_pct is not None and whole_number(str(read_pct)) is not None and \
                 abs(per_way[0] - sum(per_way) * int(read_pct) / 100) > 1:
             raise FioOptionError(option, f"reads {per_way[0]}, writes {per_way[1]} a second: fio follows these rates, "
                                  f"not the {read_pct}/{100 - int(read_pct)} read/write mix; give reads,writes in the "
                                  f"mix's ratio, e.g. {option}={sum(per_way) * int(read_pct) // 100},"
                                  f"{sum(per_way) - sum(per_way) * int(read_pct) // 100}")
         jobs = _one(options, "numjobs") or "1"
-        total = sum(per_way) * (_whole(jobs) if _whole(jobs) is not None else 1)
+        total = sum(per_way) * (whole_number(jobs) if whole_number(jobs) is not None else 1)
         if total % unit:
             raise FioOptionError(option, f"{total} bytes/s in all is not a whole number of MB/s (10^6 bytes/s)")
         return total // unit

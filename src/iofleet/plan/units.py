@@ -55,6 +55,13 @@ def parse_size(value) -> int:
     return int(size)
 
 
+def whole_number(text: str | None) -> int | None:
+    """A plain whole number written in ASCII digits, 64 bits at most (as fio's
+    and the kernel's), else None: never a conversion of thousands of digits,
+    which Python refuses with an error past 4,300."""
+    return int(text) if text and text.isascii() and text.isdigit() and len(text) <= 19 else None
+
+
 def parse_duration(value) -> int:
     """Whole seconds from `90s`, `5m`, `2h`, `1h30m` or an integer."""
     number = _plain_number(value, "duration such as 90s, 5m or 2h")

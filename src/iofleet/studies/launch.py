@@ -97,8 +97,8 @@ class Launch:
 def settings_of(study: str, given: dict[str, Any] | None) -> dict[str, Any]:
     """The settings given (None and "" left out: the study's default), each
     a row the study offers or one of its own, as that type."""
-    own = {name: kind for name, (kind, _, _) in OWN.get(study, {}).items()}
-    rows = offered(TABLE[study]) if study in TABLE else {}
+    own = {name: kind for name, (kind, _, _) in OWN[study].items()}
+    rows = offered(TABLE[study])
     out = {}
     for name, value in (given or {}).items():
         if value is None or value == "":
@@ -108,7 +108,7 @@ def settings_of(study: str, given: dict[str, Any] | None) -> dict[str, Any]:
             continue
         kind = own.get(name)
         if kind is None:
-            known = ", ".join([*rows, *own]) or "none"
+            known = ", ".join([*rows, *own])
             raise IofleetError(f"{study} has no setting {name!r}; its settings: {known}")
         try:
             out[name] = value if isinstance(value, kind) else (

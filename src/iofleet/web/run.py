@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from ..errors import IofleetError
 from ..plan.load import check_targets
 from ..plan.model import check_name
+from ..plan.units import whole_number
 from ..studies import launch as studies
 from ..studies.preflight import Check, preflight
 from .live import RunBusy, RunManager
@@ -105,8 +106,9 @@ def _launch_of(body: StartRun, s) -> studies.Launch:
         raise IofleetError(f"a {body.study} takes no YAML: give its `settings`")
     if body.study == "curve":  # its maximum may be a stored run's
         return studies.curve_launch(targets or None, hosts, body.label, body.settings, s.data_dir)
-    make = {"easy-run": studies.easy_run_launch, "saturate": studies.saturate_launch}[body.study]
-    return make(targets or None, hosts, body.label, body.settings)
+    if body.study == "saturate":
+        return studies.saturate_launch(targets or None, hosts, body.label, body.settings)
+    return studies.easy_run_launch(targets or None, hosts, body.label, body.settings)
 
 
 def _fleet(s, selection: dict | None):
@@ -151,7 +153,8 @@ async def run_events(request: Request, after: int = 0):
     A client that reconnects (Last-Event-ID) gets what it missed."""
     manager = runs(request)
     header = request.headers.get("last-event-id", "")
-    last = int(header) if header.isascii() and header.isdigit() and len(header) <= 18 else after
+    last = whole_number(header)
+    last = after if last is None else last
     yield ServerSentEvent(event="status", data=manager.status() or {"state": "idle"})
     while True:
         for event in manager.events_after(last):

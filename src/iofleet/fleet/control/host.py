@@ -8,6 +8,7 @@ the answers, and its callers say what could not be done."""
 
 import shlex
 
+from ...plan.units import whole_number
 from ..targets.device_checks import spinning
 from ..inventory import Host
 from ..local import RBD_CLIENT, network_client
@@ -94,10 +95,6 @@ def facts_command(targets: list[str], port: int | None = None) -> str:
                      *map(shlex.quote, targets)])
 
 
-def _int(text: str | None) -> int | None:
-    return int(text) if text and text.isascii() and text.isdigit() and len(text) <= 19 else None
-
-
 def active_scheduler(text: str | None) -> str | None:
     """sysfs queue/scheduler "none [mq-deadline] kyber" → "mq-deadline"
     (a queue with one choice prints it bare)."""
@@ -113,14 +110,14 @@ def _target_facts(raw: dict[str, str]) -> dict:
     if kind == "rbd":  # as local.target_facts says of an image: no device of this host
         return out | {"device": None, "rotational": None, "client": RBD_CLIENT}
     if kind == "directory":
-        free = _int(raw.get("free_kib"))  # df: statvfs, which FUSE and network filesystems answer too
+        free = whole_number(raw.get("free_kib"))  # df: statvfs, which FUSE and network filesystems answer too
         out |= {"filesystem": raw.get("filesystem") or None, "source": raw.get("source") or None,
                 "free_bytes": None if free is None else free * 1024}
         client = network_client(out["filesystem"])
         if client:  # its data is on other hosts: no device of this host is the target's (local.target_facts)
             return out | {"device": None, "rotational": None, "network_fs": True, "client": client}
     if "device" in raw:
-        sectors, rotational = _int(raw.get("size_sectors")), raw.get("rotational")
+        sectors, rotational = whole_number(raw.get("size_sectors")), raw.get("rotational")
         out |= {"device": raw["device"] or None, "bytes": None if sectors is None else sectors * 512,
                 "model": raw.get("model") or None, "firmware": raw.get("firmware") or None,
                 "scheduler": active_scheduler(raw.get("scheduler")),
@@ -136,9 +133,9 @@ def parse_facts(stdout: str, targets: list[str]) -> dict:
         key, sep, value = line.partition("=")
         if sep:
             raw[key] = value.strip()
-    memory = _int(raw.get("memory_kib"))
+    memory = whole_number(raw.get("memory_kib"))
     facts: dict = {"server_view": raw.get("server_view") or None, "hostname": raw.get("hostname") or None, "kernel": raw.get("kernel") or None,
-                   "os": raw.get("os") or None, "cpus": _int(raw.get("cpus")),
+                   "os": raw.get("os") or None, "cpus": whole_number(raw.get("cpus")),
                    "memory_bytes": None if memory is None else memory * 1024}
     per_target: dict = {}
     for i, target in enumerate(targets):
