@@ -98,12 +98,29 @@ def _imports(source: str, module: str, is_package: bool, modules: set[str]) -> t
     return top, deferred
 
 
+def _packages_run_first(module: str, imported: str, modules: set[str]) -> set[str]:
+    """The packages whose `__init__` Python runs when `module` imports
+    `imported` (a.b.c runs a/__init__ and a/b/__init__ first): those above
+    `imported` that are not already running around `module` itself."""
+    parts = imported.split(".")
+    above = {".".join(parts[:n]) for n in range(1, len(parts))}
+    mine = module.split(".")
+    around = {".".join(mine[:n]) for n in range(1, len(mine) + 1)}
+    return {p for p in above - around if p in modules}
+
+
 def _graph(sources: dict[str, tuple[str, bool]]) -> tuple[dict[str, set[str]], dict[str, dict[str, int]]]:
-    """{module: (source, is_package)} → module-level imports, imports in functions."""
+    """{module: (source, is_package)} → module-level imports, imports in
+    functions; importing a submodule imports the packages above it too."""
     modules = set(sources)
     graph, deferred = {}, {}
     for name, (source, is_package) in sources.items():
-        graph[name], deferred[name] = _imports(source, name, is_package, modules)
+        top, later = _imports(source, name, is_package, modules)
+        graph[name] = top | {p for m in top for p in _packages_run_first(name, m, modules)}
+        deferred[name] = dict(later)
+        for m, line in later.items():
+            for p in _packages_run_first(name, m, modules):
+                deferred[name].setdefault(p, line)
     return graph, deferred
 
 
@@ -162,8 +179,29 @@ def test_the_checker_sees_circles_and_dodges():
         "iofleet.web.live": ("from ..studies.live import P\nimport iofleet.studies.run\n", False),
     }
     graph, deferred = _graph(sources)
-    assert graph["iofleet.web.live"] == {"iofleet.studies.live", "iofleet.studies.run"}
+    assert graph["iofleet.web.live"] == {"iofleet.studies.live", "iofleet.studies.run", "iofleet.studies"}
     assert _cycles(graph) == [{"iofleet.studies.run", "iofleet.studies.progress"}]
     assert _circle_dodges(graph, deferred) == [
         "iofleet.studies.run imports iofleet.studies.live in a function (line 3), and iofleet.studies.live "
         "imports iofleet.studies.run"]
+
+
+def test_the_checker_counts_the_packages_a_submodule_import_runs():
+    # fleet/local.py → fleet/targets/__init__ → device → fleet/local.py: no
+    # module imports local's importer directly, but importing
+    # fleet.targets.device_checks runs fleet/targets/__init__ first.
+    sources = {
+        "iofleet": ("", True),
+        "iofleet.fleet": ("", True),
+        "iofleet.fleet.local": ("from .targets.device_checks import holders\n", False),
+        "iofleet.fleet.targets": ("from . import device\n", True),
+        "iofleet.fleet.targets.device": ("from ..local import facts\nfrom .device_checks import holders\n", False),
+        "iofleet.fleet.targets.device_checks": ("", False),
+        "iofleet.results.model": ("from ..fleet.targets.device import Device\n", False),
+    }
+    graph, _ = _graph(sources)
+    assert graph["iofleet.fleet.local"] == {"iofleet.fleet.targets.device_checks", "iofleet.fleet.targets"}
+    # a package's own __init__ and those around the importer are not counted again
+    assert graph["iofleet.fleet.targets.device"] == {"iofleet.fleet.local", "iofleet.fleet.targets.device_checks"}
+    assert graph["iofleet.results.model"] == {"iofleet.fleet.targets.device", "iofleet.fleet.targets", "iofleet.fleet"}
+    assert _cycles(graph) == [{"iofleet.fleet.local", "iofleet.fleet.targets", "iofleet.fleet.targets.device"}]
