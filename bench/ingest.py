@@ -246,7 +246,8 @@ def ingest(inputs: Path, data: Path, hosts_n: int, samples: int, node_exporter: 
     import iofleet.fleet.places.fleet as fleet_place
     import iofleet.fleet.fio_link.remote as remote
     from iofleet.fleet.inventory import Host
-    from iofleet.fleet.metrics import HostSample, MetricsSampler
+    from iofleet.fleet.metrics.records import HostSample
+    from iofleet.fleet.metrics.sampler import MetricsSampler
     from iofleet.fleet.fio_link.runner import FioRun
     from iofleet.plan.expand import expand
     from iofleet.plan.load import parse_plan_text

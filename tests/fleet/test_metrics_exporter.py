@@ -4,7 +4,8 @@ in its own network namespace), with the controller sampled from /proc."""
 import os
 import time
 
-from iofleet.fleet.metrics import MetricsSampler, free_bytes
+from iofleet.fleet.metrics.node_exporter import free_bytes
+from iofleet.fleet.metrics.sampler import MetricsSampler
 
 from .testhost import http_get
 

@@ -1,7 +1,7 @@
 """Runs of repeated tests stored in a real store from hand-built results."""
 
 from iofleet.fio.records import DirectionStats, JobResult
-from iofleet.fleet.metrics import HostCpu
+from iofleet.fleet.metrics.records import HostCpu
 from iofleet.results.aggregate import aggregate
 from iofleet.results.methodology import FleetRecord, TestMethodology
 from iofleet.results.model import TestInfo

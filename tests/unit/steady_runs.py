@@ -2,7 +2,7 @@
 results, with the window figures as the run study stores them (issue 17)."""
 
 from iofleet.fio.records import DirectionStats, JobResult
-from iofleet.fleet.metrics import HostCpu
+from iofleet.fleet.metrics.records import HostCpu
 from iofleet.results.aggregate import aggregate
 from iofleet.results.methodology import FleetRecord, RunMethodology, TestMethodology
 from iofleet.results.model import TestInfo

@@ -2,7 +2,7 @@
 awkward figures, so that inexact storage would show."""
 
 from iofleet.fio.records import DirectionStats, DiskUtil, JobResult
-from iofleet.fleet.metrics import HostCpu
+from iofleet.fleet.metrics.records import HostCpu
 from iofleet.results.model import Aggregate, TestInfo
 
 PLAN = "name: demo\nworkloads:\n  - name: oltp\n    bs: 4k\n"

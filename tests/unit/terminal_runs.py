@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from iofleet.fio.records import DirectionStats, JobResult
-from iofleet.fleet.metrics import HostCpu
+from iofleet.fleet.metrics.records import HostCpu
 from iofleet.results.aggregate import aggregate
 from iofleet.results.methodology import FleetRecord, RunMethodology, TestMethodology
 from iofleet.results.model import Run, TestRecord

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from iofleet.fleet.metrics import (STORAGE_NAMES, Counters, HostCpu, HostMetrics, MetricsSampler, cpu_group,
-                                   free_bytes, mean_cpu, parse_exporter, proc_stat_entry, read_local, read_procs,
-                                   sample)
+from iofleet.fleet.metrics.counters import STORAGE_NAMES, Counters, cpu_group, sample
+from iofleet.fleet.metrics.node_exporter import free_bytes, parse_exporter
+from iofleet.fleet.metrics.proc_stats import proc_stat_entry, read_local, read_procs
+from iofleet.fleet.metrics.records import HostCpu, HostMetrics, mean_cpu
+from iofleet.fleet.metrics.sampler import MetricsSampler
 from iofleet.results.store import Store
 from iofleet.results.store import schema as store_mod
 

@@ -19,7 +19,7 @@ from iofleet.results.export import (
 )
 from iofleet.results.model import TestInfo, run_to_csv
 from iofleet.fio.records import DirectionStats, DiskUtil, JobResult
-from iofleet.fleet.metrics import HostCpu
+from iofleet.fleet.metrics.records import HostCpu
 from iofleet.results.store import Store
 
 DOC = Path(__file__).parents[2] / "docs" / "results-format.md"

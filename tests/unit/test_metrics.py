@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from iofleet.fleet.metrics import (Counters, HostCpu, MetricsSampler, _whole_disks, fetch_metrics, free_bytes,
-                                   parse_exporter, read_local, sample)
+from iofleet.fleet.metrics.counters import Counters, sample, whole_disks
+from iofleet.fleet.metrics.node_exporter import fetch_metrics, free_bytes, parse_exporter
+from iofleet.fleet.metrics.proc_stats import read_local
+from iofleet.fleet.metrics.records import HostCpu
+from iofleet.fleet.metrics.sampler import MetricsSampler
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "node_exporter"
 PAGE1 = (FIXTURES / "metrics-1.txt").read_text()
@@ -98,10 +101,10 @@ def disk_page(scale: float) -> str:
 
 
 def test_partitions_loop_ram_and_optical_devices_are_not_disks():
-    assert _whole_disks(DEVICES) == {"sda", "nvme0n1", "nvme0n10", "mmcblk0", "dm-0", "md127",
+    assert whole_disks(DEVICES) == {"sda", "nvme0n1", "nvme0n10", "mmcblk0", "dm-0", "md127",
                                      "sdb1", "vdb"}  # sdb1 of an unlisted sdb: nothing to double count
     c = parse_exporter(disk_page(1))
-    assert set(c.disk_io_time_s) == _whole_disks(DEVICES)
+    assert set(c.disk_io_time_s) == whole_disks(DEVICES)
     # dm-0 and md127 sit on counted disks: their IO would count twice
     assert set(c.disk_ios) == {"sda", "nvme0n1", "nvme0n10", "mmcblk0", "sdb1", "vdb"}
     s = sample(c, parse_exporter(disk_page(2)), dt=2.0, t_s=2.0)
@@ -179,7 +182,7 @@ def test_local_counters_from_proc_are_sane():
     assert "lo" not in a.net_rx_bytes
     with open("/proc/diskstats") as f:
         names = [line.split()[2] for line in f]
-    assert set(a.disk_io_time_s) == _whole_disks(names)
+    assert set(a.disk_io_time_s) == whole_disks(names)
     assert not any(d.startswith(("loop", "ram", "zram")) for d in a.disk_io_time_s)
     deadline = time.monotonic() + 0.3
     while time.monotonic() < deadline:  # keep a CPU busy

@@ -1,5 +1,5 @@
 from iofleet.cli.progress import MAX_HOST_LINES, host_lines
-from iofleet.fleet.metrics import HostSample
+from iofleet.fleet.metrics.records import HostSample
 from iofleet.studies.progress import HostFigures
 
 

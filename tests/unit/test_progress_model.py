@@ -9,7 +9,7 @@ from rich.console import Console
 
 from iofleet.cli.progress import ClockColumn, TerminalProgress, live_text, result_line
 from iofleet.fio.records import DirectionStats
-from iofleet.fleet.metrics import HostSample
+from iofleet.fleet.metrics.records import HostSample
 from iofleet.fleet.fio_link.runner import LiveFigures, RoundFigures
 from iofleet.results.model import Aggregate
 from iofleet.studies.events import TestOutcome, estimate_seconds

@@ -11,7 +11,7 @@ import pytest
 from iofleet.errors import IofleetError, StoreDamagedError, StoreError
 from iofleet.results.store import schema as store_mod
 from iofleet.fio.records import DiskUtil, Series
-from iofleet.fleet.metrics import HostCpu
+from iofleet.fleet.metrics.records import HostCpu
 from iofleet.results.store import SCHEMA_VERSION, RunFilter, Store, default_data_dir
 
 from .store_records import PLAN, aggregate, job, new_run, save, spec

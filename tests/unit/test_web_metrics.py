@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from iofleet.fleet.fio_link.runner import LiveFigures, RoundFigures
-from iofleet.fleet.metrics import HostSample
+from iofleet.fleet.metrics.records import HostSample
 from iofleet.web.metrics import RunCollector
 
 from .progress_clock import started

@@ -50,7 +50,7 @@ from .control.host import free_space
 from .control.left_faults import fix_line
 from .control.host import host_facts as ssh_host_facts
 from .targets.kept import KeptData, host_key
-from .metrics import fetch_metrics, free_bytes
+from .metrics.node_exporter import fetch_metrics, free_bytes
 from .fio_link.remote import first_engine, remove_data_files
 from .targets import Access, Target, target_for
 from .targets.directory import leftovers_seen

@@ -7,7 +7,7 @@ from ..plan.easy import HostFacts
 from .control.host import host_facts as ssh_host_facts
 from .inventory import Host
 from .local import host_facts
-from .metrics import exporter_facts, fetch_metrics, free_bytes
+from .metrics.node_exporter import exporter_facts, fetch_metrics, free_bytes
 from .targets import Access, target_for
 from .targets.base import any_spinning
 

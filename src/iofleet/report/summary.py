@@ -17,7 +17,7 @@ from ..analysis.methodology import prepare_note
 from ..analysis.skew import MIN_OVERLAP_PCT
 from ..analysis.stragglers import stragglers
 from ..fleet.control.host import NO_SSH
-from ..fleet.metrics import mean_cpu
+from ..fleet.metrics.records import mean_cpu
 from ..fleet.network_check import check_of_links, matrix_lines
 from ..plan.units import format_bytes
 from ..results.aggregate import aggregate, by_host

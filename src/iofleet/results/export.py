@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..fio.records import PERCENTILES, DirectionStats, pct_key
-from ..fleet.metrics import HostCpu, HostMetrics
+from ..fleet.metrics.records import HostCpu, HostMetrics
 from ..plan.params import PARAMS
 from ..units import at_ceiling
 from .aggregate import Aggregate

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..fio.records import DiskUtil, JobResult
-from ..fleet.metrics import HostCpu, HostMetrics
+from ..fleet.metrics.records import HostCpu, HostMetrics
 from .aggregate import Aggregate, aggregate, by_host
 from .export import (CSV_CPU, CSV_COLUMNS, CSV_PARAMS, DIRECTION_FIELDS, FORMAT, FORMAT_VERSION, RUN_FIELDS, Figures,
                      aggregate_figures, aggregate_of_figures, host_metrics_figures, host_metrics_of_figures)

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..fleet.metrics import HostSample
+from ..fleet.metrics.records import HostSample
 from ..fleet.fio_link.runner import LiveFigures, RoundFigures
 from ..units import to_ms
 from .events import RunObserver, TestOutcome, estimate_seconds

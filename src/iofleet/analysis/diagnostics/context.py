@@ -9,7 +9,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 from functools import cached_property
 
-from ...fleet.metrics import HostMetrics
+from ...fleet.metrics.records import HostMetrics
 from ...plan.params import IO_PARAMS
 from ...results.model import Run, TestRecord
 from ..host_facts import readable, recorded_facts

@@ -16,7 +16,8 @@ from pathlib import Path
 from ...fio.jobfile import LOG_INTERVAL_MS, LOG_METRICS, LOG_PREFIX, WARMUP_LOG_PREFIX
 from ...fio.parse import DocumentSplitter, parse_log
 from ...fio.records import Series
-from ..metrics import HostSample, MetricsSampler
+from ..metrics.records import HostSample
+from ..metrics.sampler import MetricsSampler
 from .procs import end_with_parent, kill_leftovers
 
 # fio's line when it refuses to write to a device its host has mounted.

@@ -15,7 +15,7 @@ from ...fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX
 from ...fio.records import DiskUtil, JobResult, Series
 from ...fio.status import Round
 from ...plan.expand import MixedStep, TestSpec, prepare_tiers
-from ..metrics import HostCpu, HostMetrics
+from ..metrics.records import HostCpu, HostMetrics
 from ..fio_link.runner import FioRun, killed_reason
 from ..targets.lock import TargetLock
 

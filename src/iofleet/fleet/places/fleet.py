@@ -17,7 +17,9 @@ from ..control.host import NO_SSH, drop_caches
 from ..control.host import host_facts as ssh_host_facts
 from ..inventory import Host
 from ..targets.kept import KeptData, host_key, kept_entry, prepared_state
-from ..metrics import MetricsSampler, exporter_facts, fetch_metrics, mean_cpu
+from ..metrics.node_exporter import exporter_facts, fetch_metrics
+from ..metrics.records import mean_cpu
+from ..metrics.sampler import MetricsSampler
 from .base import (CONTROLLER, Measured, Place, Prepared, collect_artifacts, prepare_sizes, test_timeout, verdict,
                    written_bytes)
 from ..fio_link.remote import cleanup_fleet, lost_reason, resolve_fleet_engines, run_on_hosts

@@ -41,7 +41,7 @@ from pathlib import Path
 from ...errors import DeviceError
 from ...plan.expand import TestSpec
 from ...plan.units import format_bytes
-from ..metrics import _samples
+from ..metrics.node_exporter import exporter_samples as _samples
 
 SYS_BLOCK = Path("/sys/class/block")
 # Job regions start on MiB boundaries: aligned for direct IO on any device.

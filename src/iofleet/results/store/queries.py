@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ...errors import StoreError
 from ...fio.records import DIRECTIONS, DiskUtil, JobResult, Series
-from ...fleet.metrics import HostCpu, HostMetrics, HostSample
+from ...fleet.metrics.records import HostCpu, HostMetrics, HostSample
 from ..methodology import FleetRecord, RunMethodology, TestMethodology
 from ..model import Aggregate, ListedRun, Run, TestInfo, TestRecord
 from . import artifacts as files

@@ -11,7 +11,7 @@ from itertools import chain
 from datetime import datetime, timezone
 
 from ...fio.records import PERCENTILES, DirectionStats, DiskUtil, JobResult, pct_key
-from ...fleet.metrics import HostCpu, HostMetrics
+from ...fleet.metrics.records import HostCpu, HostMetrics
 from ..methodology import FleetRecord, RunMethodology, TestMethodology
 from ..model import Aggregate, TestRecord
 from .failures import Damage
