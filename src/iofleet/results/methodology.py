@@ -3,7 +3,11 @@
 steady-state verdicts, measurement window, caches and working set, early
 stop; a run's preparation, cache policy, resumes and the record of the
 study that made it (saturate, curve, scenario, a network check). Each `to_dict` is the
-exported JSON; `from_dict` reads it back, old runs' too (records.py)."""
+exported JSON; `from_dict` reads it back, old runs' too (records.py).
+
+A study's record is registered under its key in the run's methodology
+(`study_record`): the study's own module declares it, and the run's
+methodology holds and reads whatever is registered, without naming it."""
 
 import math
 from dataclasses import dataclass, field
@@ -220,6 +224,20 @@ class ResumeRecord(Record):
         return super()._from(d) | {"prepare": from_optional(PrepareRecord, d.get("prepare"))}
 
 
+# A study's record by its key in a run's methodology, in the export's order;
+# each study's record registers itself (study_record).
+STUDY_RECORDS: dict[str, type[Record]] = {}
+
+
+def study_record(key: str):
+    """Register a study's record class under its key in a run's methodology."""
+    def register(cls: type[Record]) -> type[Record]:
+        STUDY_RECORDS[key] = cls
+        return cls
+    return register
+
+
+@study_record("saturate")
 @dataclass
 class SaturateRecord(Record):
     """A saturate sweep's settings (studies.saturate.Sweep) and, once it
@@ -240,6 +258,7 @@ class SaturateRecord(Record):
     OPTIONAL = ("stopped", "kept_for_next_run")
 
 
+@study_record("curve")
 @dataclass
 class CurveRecord(Record):
     """A latency-vs-load run's maximum (where it came from) and how its loads were chosen."""
@@ -253,6 +272,7 @@ class CurveRecord(Record):
     reached_share: float | None = None
 
 
+@study_record("scenario")
 @dataclass
 class ScenarioRecord(Record):
     """A scenario run: its file, each event as applied and undone (or not),
@@ -297,31 +317,53 @@ class NetworkRecord(Record):
 class RunMethodology(Record):
     """What a run did before and around its tests: preparation, cache
     policy, the latency percentile it reports, resumes, and the record of
-    the study that made it."""
+    the study that made it: `records`, by its key (STUDY_RECORDS), read and
+    given as an attribute of that name (methodology.saturate), written in
+    the export after the percentile."""
 
     prepare: PrepareRecord | None = None
     clear_cache: bool | None = None
     measure: str | None = None
     percentile: str | None = None
-    saturate: SaturateRecord | None = None
-    curve: CurveRecord | None = None
-    scenario: ScenarioRecord | None = None
+    records: dict[str, Record] = field(default_factory=dict)  # the study's, by key
     resumes: list[ResumeRecord] | None = None
     network: NetworkRecord | None = None  # a network check's links; a fleet run's last check before it
     probe: dict | None = None  # Easy Run: its probe's run, IO (bs, read_pct, random_pct) and cells
 
-    OPTIONAL = ("saturate", "curve", "scenario", "resumes", "network", "probe")
+    def __getattr__(self, name: str):
+        if name in STUDY_RECORDS:
+            return self.__dict__.get("records", {}).get(name)
+        raise AttributeError(name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in STUDY_RECORDS:
+            self.records[name] = value
+        else:
+            super().__setattr__(name, value)
+
+    @property
+    def OPTIONAL(self) -> tuple[str, ...]:  # noqa: N802 (Record's name)
+        return (*STUDY_RECORDS, "resumes", "network", "probe")
+
+    @classmethod
+    def _known(cls) -> tuple[str, ...]:
+        own = [name for name in super()._known() if name != "records"]
+        at = own.index("percentile") + 1
+        return (*own[:at], *STUDY_RECORDS, *own[at:])
 
     @classmethod
     def _from(cls, d: dict) -> dict:
         resumes = d.get("resumes")
         return super()._from(d) | {
             "prepare": from_optional(PrepareRecord, d.get("prepare")),
-            "saturate": from_optional(SaturateRecord, d.get("saturate")),
-            "curve": from_optional(CurveRecord, d.get("curve")),
-            "scenario": from_optional(ScenarioRecord, d.get("scenario")),
+            **{key: from_optional(record, d.get(key)) for key, record in STUDY_RECORDS.items()},
             "network": from_optional(NetworkRecord, d.get("network")),
             "resumes": None if resumes is None else [ResumeRecord.from_dict(r) for r in resumes]}
+
+    @property
+    def study(self) -> str | None:
+        """The key of the study's record it holds (None: a plain run)."""
+        return next((key for key in STUDY_RECORDS if self.records.get(key)), None)
 
     @property
     def own_network(self) -> NetworkRecord | None:
@@ -332,3 +374,15 @@ class RunMethodology(Record):
     def tail(self) -> str:
         """The plan's `percentile`, the tail the summary shows."""
         return self.percentile or "p99"
+
+
+_fields_init = RunMethodology.__init__
+
+
+def _init(self, *args, records: dict | None = None, **given) -> None:
+    """RunMethodology(saturate=record): a study's record given by its key."""
+    studied = {key: given.pop(key) for key in list(given) if key in STUDY_RECORDS}
+    _fields_init(self, *args, records={**(records or {}), **studied}, **given)
+
+
+RunMethodology.__init__ = _init

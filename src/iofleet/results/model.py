@@ -189,7 +189,7 @@ class RunInfo:
         m = self.methodology
         if m is not None and m.own_network:
             return "network check"
-        return next((name for name in ("saturate", "curve", "scenario") if m is not None and getattr(m, name)), "run")
+        return (m.study if m is not None else None) or "run"
 
 
 @dataclass
