@@ -23,7 +23,7 @@ from iofleet.errors import DeviceError, FioError
 from iofleet.fio.command import fio_version
 from iofleet.fleet.check import HostCheckError, check_hosts
 from iofleet.fleet.inventory import load_inventory
-from iofleet.fleet.local import target_facts
+from iofleet.fleet.targets.facts import target_facts
 from iofleet.plan import parse_plan
 from iofleet.plan.easy import Durations
 from iofleet.results.store import Store

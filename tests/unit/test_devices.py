@@ -15,7 +15,7 @@ from iofleet.fio.jobfile import device_where, render_device_check, render_prepar
 from iofleet.fleet.targets.device_checks import (Backing, BlockLayer, LocalDevice, RemoteDevice, exporter_mounts, fit_regions,
                                    in_use, local_device, loop_backings, memory_backing, mounts_of, signature_of,
                                    spinning, swaps_of, write_locks)
-from iofleet.fleet.local import _mount_of, target_facts
+from iofleet.fleet.targets.facts import _mount_of, target_facts
 from iofleet.fleet.inventory import Inventory
 from iofleet.fleet.targets import target_for
 from iofleet.plan import expand, parse_plan

@@ -19,7 +19,7 @@ from iofleet.fleet.places import FleetPlace, LocalPlace
 from iofleet.fleet.inventory import Host
 from iofleet.fleet.targets.kept import (KEPT_NAME, KeptData, data_key, file_sizes, files_state, fingerprint, host_key,
                                 kept_entry, tail_tiers)
-from iofleet.fleet.local import TargetDirs
+from iofleet.fleet.targets.files import TargetDirs
 from iofleet.fleet.fio_link.remote import FleetRun
 from iofleet.fleet.fio_link.runner import FioRun
 from iofleet.plan import expand, parse_plan

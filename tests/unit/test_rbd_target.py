@@ -9,7 +9,8 @@ import pytest
 
 from iofleet.errors import FioError, PlanError
 from iofleet.fio.jobfile import render_probe, render_test
-from iofleet.fleet.local import engine_candidates
+from iofleet.fleet.targets.engines import engine_candidates
+from iofleet.plan.target_kinds.rbd import CephSettings
 from iofleet.fleet.targets import Access, target_for
 from iofleet.importers.load import import_file
 from iofleet.plan import expand, parse_plan
@@ -35,7 +36,7 @@ def test_the_plan_takes_one_image_alone_and_names_it_in_destroy_data():
 
 def test_an_image_job_file_names_pool_image_client_and_one_region_per_job():
     plan = parse_plan(PLAN)
-    target = target_for(plan.targets, Access(ceph_client="bench"))
+    target = target_for(plan.targets, Access({"ceph": CephSettings(client="bench")}))
     specs = target.fit(expand(plan), plan.sets("size"), local=True)
     assert (target.kind, target.holds_files, target.needed) == ("rbd", False, 2 * 64 * 2**20)
     o = options(render_test(specs[0], target.fio_where(), "rbd"))
@@ -57,7 +58,7 @@ def test_only_the_rbd_engine_drives_an_image_and_only_an_image():
 
 def test_each_fleet_host_gets_its_own_image_unless_they_share_it():
     assert target_for(["rbd:rbd/vm"], Access(host="h1")).label == "rbd:rbd/vm-h1"
-    assert target_for(["rbd:rbd/vm"], Access(host="h1", shared_image=True)).label == "rbd:rbd/vm"
+    assert target_for(["rbd:rbd/vm"], Access({"ceph": CephSettings(shared_image=True)}, host="h1")).label == "rbd:rbd/vm"
     assert target_for(["rbd:rbd/vm"]).label == "rbd:rbd/vm"  # this host: the image named
 
 

@@ -13,7 +13,8 @@ from iofleet.analysis.diagnostics import Thresholds
 from iofleet.analysis.diagnostics import diagnose as diagnose_run
 from iofleet.analysis.diagnostics.context import JudgedRun
 from iofleet.fleet.control.host import parse_facts
-from iofleet.fleet.local import network_client, target_facts
+from iofleet.fleet.targets import kind_of, target_for
+from iofleet.fleet.targets.facts import network_client, target_facts
 from iofleet.results.model import Run
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "runs"
@@ -182,8 +183,10 @@ def test_a_fleet_hosts_fuse_target_from_its_ssh_facts():
 
 def test_an_rbd_image_has_no_device_on_the_host():
     """The host facts a run records with an RBD image target: the local
-    place's `rbd` description, a fleet host's targets by name."""
-    assert judged({"rbd": {"pool": "rbd", "image": "iofleet"}}).target_client("local") == "librbd"
+    place's target facts (the kind's own), a fleet host's targets by name."""
+    local = {"rbd": {"pool": "rbd", "image": "iofleet"},
+             "target_facts": {"rbd:rbd/iofleet": target_for(["rbd:rbd/iofleet"]).fixed_facts("rbd:rbd/iofleet")}}
+    assert judged(local).target_client("local") == "librbd"
     fleet = {"hosts": [{"name": "h1", "targets": ["rbd:rbd/iofleet"]}, {"name": "h2", "targets": ["/mnt/x"]}]}
     run = judged(fleet)
     assert run.target_client("h1") == "librbd" and run.target_client("h2") is None
@@ -211,8 +214,8 @@ def test_target_facts_of_a_directory_on_a_fuse_mount(tmp_path):
     assert facts == {"kind": "directory", "filesystem": "fuse.ceph-fuse", "source": "ceph-fuse", "device": None,
                      "rotational": None, "memory": None, "network_fs": True, "client": "ceph-fuse"}
     assert target_facts(tmp_path).get("client") is None  # the real mount of tmp_path: a local filesystem
-    assert target_facts("rbd:rbd/iofleet") == {"kind": "rbd", "device": None, "rotational": None, "memory": None,
-                                               "client": "librbd"}
+    assert kind_of("rbd:rbd/iofleet").fixed_facts("rbd:rbd/iofleet") == {
+        "kind": "rbd", "device": None, "rotational": None, "memory": None, "client": "librbd"}
 
 
 # ------------------------------------------------------------ free space of a FUSE target

@@ -9,7 +9,7 @@ import pytest
 
 from iofleet.errors import IofleetError
 from iofleet.fleet.targets import lock as targets_lock
-from iofleet.fleet.local import RECORD_NAME, TargetDirs, data_file_name
+from iofleet.fleet.targets.files import RECORD_NAME, TargetDirs, data_file_name
 from iofleet.fleet.targets.space import _held
 from iofleet.fleet.targets.lock import LOCK_NAME, TargetBusy, holder_facts, lock_at, lock_fleet_target
 

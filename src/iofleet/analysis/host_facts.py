@@ -2,6 +2,7 @@
 one line per host, and what differs between the hosts of one run (a
 straggler on another kernel or device model is explained by it)."""
 
+from ..plan.target_kinds import kind_named
 from ..plan.units import format_bytes
 
 
@@ -82,8 +83,9 @@ def host_line(facts: dict) -> str:
 def _target_text(t: dict) -> str:
     if t.get("kind") == "missing":
         return "missing"
-    if t.get("kind") == "rbd":
-        return "an RBD image (librbd)"
+    kind = kind_named(t.get("kind"))
+    if kind and kind.client:  # no path on the host: reached through its client (an RBD image)
+        return f"{kind.what} ({kind.client})"
     disk = {True: "spinning", False: "flash"}.get(t.get("rotational"))
     about = [x for x in (disk, t.get("scheduler") and f"scheduler {t['scheduler']}",
                          t.get("model") and f"model {t['model']}", t.get("firmware") and f"firmware {t['firmware']}")

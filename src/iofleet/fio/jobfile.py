@@ -12,8 +12,9 @@ from pathlib import Path
 
 from ..errors import FioError
 from ..plan.expand import TestSpec
-from ..plan.model import DEVICE_RE, NAME_RE, PATH_RE
+from ..plan.names import NAME_RE, PATH_RE
 from ..plan.params import ENGINES, PARAMS, fio_options, params_from_fio
+from ..plan.target_kinds import KIND_FIO_OPTIONS, fio_option_kind
 
 # Every option iofleet may write. exec_prerun, exec_postrun, ioscheduler,
 # include and anything else not listed can never reach a job file.
@@ -24,9 +25,9 @@ ALLOWED_OPTIONS = frozenset(
     write_lat_log per_job_logs log_unix_epoch create_only unlink invalidate
     stonewall buffer_compress_percentage dedupe_percentage
     refill_buffers zero_buffers loops end_fsync filename allow_file_create
-    offset offset_increment verify verify_pattern rate rate_iops pool rbdname clientname
+    offset offset_increment verify verify_pattern rate rate_iops
     file_append""".split()
-)
+) | KIND_FIO_OPTIONS  # each target kind's own (a device's filename, an RBD image's pool, ...)
 _TEST_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}\Z")  # \Z: `$` would pass "id\n"
 _SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]*\Z")
 # Data files live in iofleet's own sub-directory of each target (fio creates
@@ -63,11 +64,13 @@ def _option(key: str, value) -> str:
         text = "1" if value else "0"
     elif isinstance(value, int):
         text = str(value)
-    elif key == "filename":
-        # fio splits filename at ':'; only a checked device path goes here.
-        if not isinstance(value, str) or not DEVICE_RE.match(value):
-            raise FioError(f"refused device {value!r}: unsafe characters for a fio job file")
-        text = value
+    elif key in KIND_FIO_OPTIONS:
+        # Where a target kind's IO goes (fio splits filename at ':'): its kind checks it.
+        kind = fio_option_kind(key)
+        try:
+            text = kind.check_fio(key, value)
+        except ValueError:
+            raise FioError(f"refused {kind.short} {value!r}: unsafe characters for a fio job file") from None
     elif key == "filename_format" and value in (DATA_FILE_FORMAT, PROBE_FILE):
         text = value  # '$' here is fio's file-name keyword, set by iofleet
     elif key == "ioengine" and (value not in ENGINES or value == "auto"):
@@ -107,12 +110,6 @@ def device_where(path: str, stride: int = 0) -> Where:
     """A device's regions: job N's starts at N x stride. On a device fio may
     never create a file: a device that is gone must not become a file in /dev."""
     opts: Where = [("filename", path), ("allow_file_create", False)]
-    return opts + ([("offset_increment", stride)] if stride else [])
-
-
-def rbd_where(pool: str, image: str, client: str, stride: int = 0) -> Where:
-    """An RBD image through fio's rbd engine (librbd), job N at N x stride."""
-    opts: Where = [("pool", pool), ("rbdname", image), ("clientname", client)]
     return opts + ([("offset_increment", stride)] if stride else [])
 
 

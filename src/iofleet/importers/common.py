@@ -10,7 +10,8 @@ from ..errors import PlanError
 from ..inputs import read_input
 from ..plan.expand import expand
 from ..plan.load import parse_plan
-from ..plan.model import NAME_RE, check_name, check_rbd_target, check_target_path, is_device_path
+from ..plan.names import NAME_RE, check_name
+from ..plan.target_kinds import check_target, name_kind
 from ..plan.params import PARAMS
 from ..plan.units import format_size
 from .notes import INFO, UNSUPPORTED, ImportResult, Notes, Skip, one_line, shown
@@ -107,7 +108,7 @@ def workload_dict(w: Workload) -> dict:
 
 
 def finish(path: Path, kind: str, workloads: list[Workload], targets: list[str], notes: Notes,
-           ceph: dict | None = None) -> ImportResult:
+           sections: dict | None = None) -> ImportResult:
     """Validate each workload alone (a bad one is noted and left out), then the plan."""
     src = str(path)
     plan_name = sanitize_name(path.stem if path.suffix.lower() in NAME_SUFFIXES else path.name, "imported")
@@ -132,43 +133,42 @@ def finish(path: Path, kind: str, workloads: list[Workload], targets: list[str],
                   "description": one_line(f"imported from {path.name} ({kind})")}
     if targets:
         plan["targets"] = targets
-    if ceph:
-        plan["ceph"] = ceph
+    plan.update(sections or {})
     plan["workloads"] = kept
     parse_plan(plan, src)  # every piece was checked; this guards the whole
     return notes.result(plan, kind)
 
 
-def add_rbd_target(target: str, client: str, where: str, targets: list[str], ceph: dict, notes: Notes) -> None:
-    """An ioengine=rbd job's image (pool=, rbdname=) and client (clientname=)
-    become the plan's RBD target and `ceph: {client}`, never a file test."""
+def add_kind_target(kind, target: str, settings: dict, where: str, targets: list[str], sections: dict,
+                    notes: Notes) -> None:
+    """An imported job whose options name a target kind's target (an
+    ioengine=rbd job's pool= and rbdname=): the plan's target, and its
+    section's settings (`ceph: {client}`), never a file test."""
+    detail = "".join(f" ({k} {shown(v)})" for k, v in settings.items())
     try:
-        check_rbd_target(target)
-        check_name(client)
+        kind.check(target)
+        kind.check_settings(settings)
     except ValueError as exc:
-        notes.add(UNSUPPORTED, where, f"the RBD image {shown(target)} (client {shown(client)}) is not carried "
-                  f"over ({exc})", "give pool= and rbdname= plain names, or run the plan with --target "
-                  "rbd:POOL/IMAGE")
+        notes.add(UNSUPPORTED, where, f"the {kind.short} {shown(target)}{detail} is not carried over ({exc})",
+                  f"give plain names, or run the plan with --target {kind.example}")
         return
     if target in targets:
         return
     if any(t != target for t in targets):
-        notes.add(UNSUPPORTED, where, f"{target} is not carried over: a plan tests one RBD image alone, and this "
-                  f"one already has {', '.join(targets)}", "import one image per plan")
+        notes.add(UNSUPPORTED, where, f"{target} is not carried over: a plan tests one {kind.short} alone, and "
+                  f"this one already has {', '.join(targets)}", f"import one {kind.short.split()[-1]} per plan")
         return
     targets.append(target)
-    if client != "admin":
-        ceph["client"] = client
-    notes.add(INFO, where, f"an RBD image target {target} through fio's rbd engine (client.{client}): iofleet "
-              f"creates it if it does not exist and removes it after; an existing image is written only when "
-              f"the plan's destroy_data names it")
+    if settings and kind.section:
+        sections.setdefault(kind.section, {}).update(settings)
+    notes.add(INFO, where, kind.imported(target, settings))
 
 
 def add_target(directory: str, targets: list[str], notes: Notes, where: str) -> None:
     try:
-        if is_device_path(directory):  # a target under /dev is a device, never a directory for files
-            raise ValueError("a directory under /dev")
-        check_target_path(directory)
+        if not name_kind(directory).fallback:  # e.g. a path under /dev: a device, never a directory for files
+            raise ValueError(f"a {name_kind(directory).short}, not a directory")
+        check_target(directory)
     except ValueError as exc:
         notes.add(INFO, where, f"{shown(directory)} is not carried over as a target ({exc})",
                   "give --target DIR")

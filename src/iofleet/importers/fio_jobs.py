@@ -21,13 +21,14 @@ from ..fio import joblex
 from ..fio.jobfile import DATA_FILE_FORMAT, IOFLEET_LINE, WARMUP_JOB
 from ..fio.joblex import Option, Section
 from ..plan.params import ENGINES, FIO_RW, PARAMS, SPEC_PARAMS, FioOptionError
-from .common import Workload, add_rbd_target, add_target, finish, fmt, sanitize_name, unique
+from ..plan.target_kinds import KIND_FIO_OPTIONS, TARGET_NAMES
+from .common import Workload, add_kind_target, add_target, finish, fmt, sanitize_name, unique
 from .hcibench import apply_name_values, hcibench_name_values
 from .notes import INFO, REFUSED, UNSUPPORTED, ImportResult, Notes, Skip, one_line, shown
 
 # The options the parameter table reads, and those that shape the plan (targets, groups, names).
-_STRUCTURE = {"time_based", "directory", "filename", "description", "stonewall", "wait_for",
-              "pool", "rbdname", "clientname"} | {  # (an RBD image: the target)
+_STRUCTURE = {"time_based", "directory", "filename", "description", "stonewall", "wait_for"} | \
+    KIND_FIO_OPTIONS | {  # (a target kind's: an RBD image's pool=, rbdname=, ...)
     # a device's layout, as iofleet writes it: one region per job (not carried, as the device)
     "offset_increment", "allow_file_create"}
 _FIO_HANDLED = {key for p in PARAMS.values() for key in p.fio_keys} | _STRUCTURE
@@ -220,7 +221,7 @@ class _FioJob:
     numjobs: int = 1
     dirs: list = field(default_factory=list)
     devices: list = field(default_factory=list)
-    rbd: tuple | None = None  # (rbd:POOL/IMAGE, client name, where) of an ioengine=rbd job
+    kind_target: tuple | None = None  # (kind, target, its section's settings, where): e.g. an ioengine=rbd job's
     stonewall: bool = False
     description: str = ""
     timed: bool | None = None  # time_based given: its value; not given: None
@@ -280,10 +281,11 @@ def _structure(job: _FioJob, opts: dict[str, Option], notes: Notes) -> None:
                 job.dirs.append((d, _where(opts["directory"])))
     if "filename" in opts:
         job.devices += [(d, _where(opts["filename"])) for d in (opts["filename"].value or "").split(":")]
-    if "rbdname" in opts or "pool" in opts:
-        pool, image = (opts[k].value if k in opts else "" for k in ("pool", "rbdname"))
-        client = (opts["clientname"].value if "clientname" in opts else "admin").removeprefix("client.")
-        job.rbd = (f"rbd:{pool}/{image}", client, _where(opts.get("rbdname") or opts["pool"]))
+    for kind in TARGET_NAMES:
+        given = {k: opts[k].value or "" for k in kind.fio_options if k in opts}
+        found = kind.from_fio(given) if given else None
+        if found:
+            job.kind_target = (kind, *found, _where(opts[next(iter(given))]))
     for key, why in (("offset_increment", "IO offsets are not supported"),
                      ("allow_file_create", "iofleet has no equivalent, so the IO would differ")):
         if key in opts and not job.devices:  # on a device: its layout, noted with the device
@@ -311,11 +313,11 @@ def import_fio(path: Path, text: str) -> ImportResult:
     file_name, name_values = hcibench_name_values(path)
     workloads: list[Workload] = []
     targets: list[str] = []
-    ceph: dict = {}  # the plan's `ceph:` (an RBD image's client)
+    sections: dict = {}  # target kinds' plan sections (an RBD image's client: `ceph:`)
     taken: set[str] = set()
     for group in groups:
         for cluster in _clusters(group, notes):
-            workloads.append(_fio_workload(cluster, taken, targets, ceph, notes))
+            workloads.append(_fio_workload(cluster, taken, targets, sections, notes))
     for w in workloads:
         if name_values:
             apply_name_values(w, file_name, name_values, notes)
@@ -324,7 +326,7 @@ def import_fio(path: Path, text: str) -> ImportResult:
     if len(dirs_per_workload) > 1 and targets:
         notes.add(INFO, "directory", f"targets belong to the whole plan in iofleet: every workload runs on "
                   f"{', '.join(targets)}")
-    return finish(path, "fio", workloads, targets, notes, ceph)
+    return finish(path, "fio", workloads, targets, notes, sections)
 
 
 def _jobs(sections: list[Section], own: dict, notes: Notes) -> list[_FioJob]:
@@ -399,7 +401,7 @@ def _clusters(group: list[_FioJob], notes: Notes) -> list[list[_FioJob]]:
     return clusters
 
 
-def _fio_workload(cluster: list[_FioJob], taken: set, targets: list, ceph: dict, notes: Notes) -> Workload:
+def _fio_workload(cluster: list[_FioJob], taken: set, targets: list, sections: dict, notes: Notes) -> Workload:
     first = cluster[0]
     if len(cluster) == 1:
         raw = first.section
@@ -423,8 +425,8 @@ def _fio_workload(cluster: list[_FioJob], taken: set, targets: list, ceph: dict,
             if d not in w.dirs:
                 w.dirs.append(d)
     for j in cluster:
-        if j.rbd:
-            add_rbd_target(*j.rbd, targets, ceph, notes)
+        if j.kind_target:
+            add_kind_target(*j.kind_target, targets, sections, notes)
     devices = [d for j in cluster for d, _ in j.devices]
     if devices:
         listed = ", ".join(devices[:4]) + (", ..." if len(devices) > 4 else "")

@@ -5,118 +5,22 @@ that validation, rendering and docs never disagree.
 """
 
 import math
-import re
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
+from .names import NAME_RE, PATH_RE, check_name
 from .params import MATRIX_PARAMS, PARAMS, RUN_PARAMS
+from .target_kinds import SECTIONS, check_alone, check_destroyable, check_target
 
 # Tests one plan may expand to (matrix cells × repeats, all workloads): a day
 # of 10 s tests; more is a mistake in the matrix, refused before expanding.
 MAX_TESTS = 10_000
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")  # \Z: `$` would pass "name\n"
-# Characters a target path may hold. Excludes what fio or a shell would
-# interpret: ':' (fio's directory separator), '$' (fio expands ${VAR}),
-# ';', '`', quotes, '%', newlines and other control characters.
-PATH_RE = re.compile(r"^[A-Za-z0-9_./+@,=~ -]+\Z")
 
-
-def check_name(value: Any) -> str:
-    if not isinstance(value, str) or not NAME_RE.match(value):
-        raise ValueError(
-            "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-        )
-    return value
-
-
-# A block device path: it goes to fio's `filename=` as it is, where ':'
-# separates files and ',' or spaces could start other values, so neither
-# they nor '.'/'..' components (which could leave /dev) are allowed; \Z,
-# as `$` would let a trailing newline through.
-DEVICE_RE = re.compile(r"^/dev(/[A-Za-z0-9_+@=~-][A-Za-z0-9_.+@=~-]*)+\Z")
-
-
-def is_device_path(value: str) -> bool:
-    """A target under /dev names a raw block device, not a directory."""
-    return value == "/dev" or value.startswith("/dev/")
-
-
-def check_device_path(value: Any) -> str:
-    if not isinstance(value, str) or not DEVICE_RE.match(value):
-        raise ValueError(
-            "a device is /dev/NAME with letters, digits and _ . + @ = ~ - only "
-            "(no ',', ':', spaces or '..'), e.g. /dev/sdb or /dev/disk/by-id/NAME"
-        )
-    return value
-
-
-# A Ceph RBD image, driven through fio's rbd engine (librbd): rbd:POOL/IMAGE.
-# Pool and image names go to fio's `pool=`/`rbdname=` and to the `rbd`
-# command as arguments: plain names only.
-RBD_PREFIX = "rbd:"
-RBD_RE = re.compile(r"^rbd:([A-Za-z0-9][A-Za-z0-9_.-]{0,62})/([A-Za-z0-9][A-Za-z0-9_.-]{0,62})\Z")
-
-
-def is_rbd_target(value: str) -> bool:
-    return value.startswith(RBD_PREFIX)
-
-
-def check_rbd_target(value: Any) -> str:
-    if not isinstance(value, str) or not RBD_RE.match(value):
-        raise ValueError("an RBD image is rbd:POOL/IMAGE, each 1-63 letters, digits, '.', '_' or '-' "
-                         "starting with a letter or digit, e.g. rbd:rbd/iofleet")
-    return value
-
-
-def check_target_path(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError("expected a directory path, a block device (/dev/...) or an RBD image (rbd:POOL/IMAGE)")
-    if is_device_path(value):
-        return check_device_path(value)
-    if is_rbd_target(value):
-        return check_rbd_target(value)
-    if not PATH_RE.match(value) or value != value.strip():
-        raise ValueError(
-            "a target path may hold only letters, digits, spaces and _ . / + @ , = ~ - "
-            "(no ':', '$', ';', quotes or control characters)"
-        )
-    return value
-
-
-def device_alone(targets: list[str]) -> list[str]:
-    """A list of targets mixing a device or an RBD image with others is
-    refused: each is one region per job, which fio cannot spread over
-    several targets the way it spreads job files over directories."""
-    if len(targets) > 1 and any(is_device_path(t) or is_rbd_target(t) for t in targets):
-        raise ValueError("a device or RBD image target is tested alone (one per host, nothing beside it); "
-                         "run one plan per device or image, or give directories only")
-    return targets
-
-
-# A plan's or a host's targets: directories, or one block device, or one RBD image.
-Targets = Annotated[list[Annotated[str, BeforeValidator(check_target_path)]], AfterValidator(device_alone)]
-
-
-def check_destroy_target(value: Any) -> str:
-    """destroy_data names devices or RBD images, exactly."""
-    if isinstance(value, str) and is_rbd_target(value):
-        return check_rbd_target(value)
-    return check_device_path(value)
-
-
-class CephSettings(BaseModel):
-    """How iofleet reaches a Ceph cluster (RBD targets). Each default is
-    Ceph's own: its config file search (CEPH_CONF, /etc/ceph/ceph.conf)
-    and client.admin."""
-
-    model_config = ConfigDict(extra="forbid")
-    conf: Optional[Annotated[str, BeforeValidator(check_target_path)]] = None
-    client: Annotated[str, BeforeValidator(check_name)] = "admin"
-    # On a fleet, hosts naming the same image each get their own
-    # (IMAGE-HOST); true: they share it.
-    shared_image: bool = False
+# A plan's or a host's targets: directories, or one block device, or one RBD
+# image — each checked by the target kind that claims it (target_kinds/).
+Targets = Annotated[list[Annotated[str, BeforeValidator(check_target)]], AfterValidator(check_alone)]
 
 
 def _param_type(name: str):
@@ -154,28 +58,10 @@ class Workload(WorkloadParams):
     hosts: Optional[dict[str, str]] = None
 
 
-class Plan(RunSettings):  # type: ignore[valid-type,misc]
-    model_config = ConfigDict(extra="forbid")
+class _PlanRules(RunSettings):  # type: ignore[valid-type,misc]
+    """A plan's rules across its fields; its fields are Plan's (below)."""
 
-    name: Annotated[str, BeforeValidator(check_name)]
-    description: str = ""
-    # Stored with the run: runs of one configuration share a label, and
-    # `iofleet compare` takes a label for all of them (--label overrides).
-    label: Optional[Annotated[str, BeforeValidator(check_name)]] = None
-    # Directories on the storage under test. iofleet writes only inside an
-    # `iofleet/` sub-directory of each. `--target` on the command line
-    # replaces this list.
-    targets: Targets = []
-    # Devices whose data may be destroyed: a device target carrying a
-    # filesystem, partition table or other signature is refused unless it is
-    # named here (never a mounted or in-use one).
-    destroy_data: list[Annotated[str, BeforeValidator(check_destroy_target)]] = []
-    # Ceph clusters (RBD targets): config file and client name.
-    ceph: CephSettings = CephSettings()
-    # With an inventory (--hosts): run only on hosts carrying these labels.
-    hosts: Optional[dict[str, str]] = None
-    defaults: WorkloadParams = WorkloadParams()  # type: ignore[valid-type]
-    workloads: Annotated[list[Workload], Field(min_length=1)]
+    model_config = ConfigDict(extra="forbid")
 
     @model_validator(mode="after")
     def _host_groups(self):
@@ -206,7 +92,7 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
                              f"list fewer matrix values or split the plan")
         return self
 
-    @field_validator("workloads")
+    @field_validator("workloads", check_fields=False)
     @classmethod
     def _unique_workload_names(cls, workloads):
         seen = set()
@@ -224,3 +110,27 @@ class Plan(RunSettings):  # type: ignore[valid-type,misc]
         workload or its matrix), rather than leaving it to the default."""
         holders = [self.defaults, *self.workloads, *(w.matrix for w in self.workloads if w.matrix)]
         return any(getattr(h, param) is not None for h in holders)
+
+
+# A plan's fields, in the order a plan file writes them; each target kind's
+# own section (RBD's `ceph:`) after destroy_data.
+Plan = create_model(
+    "Plan",
+    __base__=_PlanRules,
+    name=(Annotated[str, BeforeValidator(check_name)], ...),
+    description=(str, ""),
+    # Stored with the run: runs of one configuration share a label, and
+    # `iofleet compare` takes a label for all of them (--label overrides).
+    label=(Optional[Annotated[str, BeforeValidator(check_name)]], None),
+    # Where the IO goes (target_kinds/); iofleet writes only inside an
+    # `iofleet/` sub-directory of a directory. `--target` replaces this list.
+    targets=(Targets, []),
+    # Devices or images whose data may be destroyed: one carrying data is
+    # refused unless it is named here (never a mounted or in-use one).
+    destroy_data=(list[Annotated[str, BeforeValidator(check_destroyable)]], []),
+    **{section: (model, model()) for section, model in SECTIONS.items()},
+    # With an inventory (--hosts): run only on hosts carrying these labels.
+    hosts=(Optional[dict[str, str]], None),
+    defaults=(WorkloadParams, WorkloadParams()),  # type: ignore[valid-type]
+    workloads=(Annotated[list[Workload], Field(min_length=1)], ...),
+)

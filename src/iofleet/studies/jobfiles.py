@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import IofleetError
 from ..fio.jobfile import render_test
 from ..fleet.places import plan_access
-from ..fleet.local import engine_candidates
+from ..fleet.targets.engines import engine_candidates
 from ..fleet.targets import target_for
 from ..plan.expand import expand, expand_mixed
 from ..plan.model import Plan

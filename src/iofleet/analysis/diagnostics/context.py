@@ -11,6 +11,7 @@ from functools import cached_property
 
 from ...fleet.metrics.records import HostMetrics
 from ...plan.params import IO_PARAMS
+from ...plan.target_kinds import name_kind
 from ...results.model import Run, TestRecord
 from ..host_facts import readable, recorded_facts
 from ..little import outstanding_io
@@ -21,7 +22,6 @@ DIRECTIONS = ("read", "write")
 
 
 LOCAL_HOST = "local"  # a one-host run's host in host_metrics (fleet.places.LocalPlace)
-RBD_CLIENT = "librbd"  # fio's rbd engine: an RBD image has no device on the host (fleet.local.RBD_CLIENT)
 
 Hit = namedtuple("Hit", "index test host evidence change")  # index: the test's place in the run, -1 run-wide
 
@@ -63,14 +63,13 @@ class JudgedRun:
         known. The local host's targets are in host_facts' target_facts,
         a fleet host's in the facts read through SSH."""
         if host == LOCAL_HOST:
-            if self.host_facts.get("rbd"):  # an RBD image target (fleet/targets/rbd.py describe)
-                return RBD_CLIENT
             targets = list((self.host_facts.get("target_facts") or {}).values())
         else:
             names = next((h.get("targets") or [] for h in self.host_facts.get("hosts") or []
                           if isinstance(h, dict) and h.get("name") == host), [])
-            if names and all(str(n).startswith("rbd:") for n in names):
-                return RBD_CLIENT
+            clients = {name_kind(str(n)).client for n in names}
+            if names and None not in clients:  # none is a path on the host (RBD images): their kinds' clients
+                return " + ".join(sorted(clients))
             targets = list(((self.facts.get(host) or {}).get("targets") or {}).values())
         clients = {t.get("client") if isinstance(t, dict) else None for t in targets}
         return " + ".join(sorted(clients)) if targets and None not in clients else None

@@ -9,9 +9,10 @@ the answers, and its callers say what could not be done."""
 import shlex
 
 from ...plan.units import whole_number
-from ..targets.device_checks import spinning
 from ..inventory import Host
-from ..local import RBD_CLIENT, network_client
+from ..targets import kind_of
+from ..targets.device_checks import spinning
+from ..targets.facts import network_client
 from .ssh import Reply, run_on_all
 
 DROP_CACHES_FILE = "/proc/sys/vm/drop_caches"
@@ -55,7 +56,6 @@ first() { [ -r "$1" ] && head -n 1 "$1" 2>/dev/null; }
 n=0
 for t in "$@"; do
   p="t$n."; n=$((n + 1))
-  case "$t" in rbd:*) printf '%skind=rbd\n' "$p"; continue ;; esac  # an image: reached by librbd, no path
   fs=; majmin=; src=
   if $in_srv test -b "$t"; then
     hex=$($in_srv stat -L -c '%t:%T' "$t" 2>/dev/null) && majmin=$(printf '%d:%d' "0x${hex%:*}" "0x${hex#*:}")
@@ -88,11 +88,17 @@ done
 """
 
 
+def _looked_at(targets: list[str]) -> list[str]:
+    """The targets the script looks at on the host: those whose kind does
+    not know their facts from the name alone (an RBD image)."""
+    return [t for t in targets if kind_of(t).fixed_facts(t) is None]
+
+
 def facts_command(targets: list[str], port: int | None = None) -> str:
     """The facts script for these targets as the fio server on `port` sees
     them (None: as the shell sees them), every word shell-quoted."""
     return " ".join(["sh", "-c", shlex.quote(FACTS_SCRIPT), "iofleet-facts", str(port or "-"),
-                     *map(shlex.quote, targets)])
+                     *map(shlex.quote, _looked_at(targets))])
 
 
 def active_scheduler(text: str | None) -> str | None:
@@ -107,8 +113,6 @@ def active_scheduler(text: str | None) -> str | None:
 def _target_facts(raw: dict[str, str]) -> dict:
     kind = raw.get("kind")
     out: dict = {"kind": kind}
-    if kind == "rbd":  # as local.target_facts says of an image: no device of this host
-        return out | {"device": None, "rotational": None, "client": RBD_CLIENT}
     if kind == "directory":
         free = whole_number(raw.get("free_kib"))  # df: statvfs, which FUSE and network filesystems answer too
         out |= {"filesystem": raw.get("filesystem") or None, "source": raw.get("source") or None,
@@ -138,8 +142,13 @@ def parse_facts(stdout: str, targets: list[str]) -> dict:
                    "os": raw.get("os") or None, "cpus": whole_number(raw.get("cpus")),
                    "memory_bytes": None if memory is None else memory * 1024}
     per_target: dict = {}
-    for i, target in enumerate(targets):
-        prefix = f"t{i}."
+    looked_at = _looked_at(targets)
+    for target in targets:
+        fixed = kind_of(target).fixed_facts(target)
+        if fixed is not None:
+            per_target[target] = fixed
+            continue
+        prefix = f"t{looked_at.index(target)}."
         mine = {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
         per_target[target] = _target_facts(mine) if mine else {"kind": None}
     facts["targets"] = per_target

@@ -22,7 +22,7 @@ from ...fio.parse import ALL_CLIENTS, parse_output
 from ...fio.status import Round, client_rounds
 from ...fio.records import DiskUtil, JobResult
 from ..inventory import Host
-from ..local import engine_candidates
+from ..targets.engines import engine_candidates
 from .live_rounds import LiveRounds
 from .relay import RELAY_ADDRESS, Relay
 from .runner import MOUNTED_REFUSAL, STOP_GRACE_S, FioRun, killed_reason, run_fio

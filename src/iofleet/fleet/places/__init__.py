@@ -5,6 +5,7 @@ one from the plan and its hosts."""
 from ...errors import IofleetError
 from ...plan.expand import expand, expand_mixed
 from ...plan.model import Plan
+from ...plan.target_kinds import SECTIONS
 from ..inventory import Host, host_groups
 from .base import Place
 from ..targets import Access, target_for
@@ -15,8 +16,8 @@ __all__ = ["FleetPlace", "LocalPlace", "place_for", "plan_access"]
 
 
 def plan_access(plan: Plan) -> Access:
-    """How the plan's targets in a cluster are reached (its `ceph:`)."""
-    return Access(plan.ceph.conf, plan.ceph.client, plan.ceph.shared_image)
+    """How the plan's targets are reached: its target kinds' sections (`ceph:`)."""
+    return Access({name: getattr(plan, name) for name in SECTIONS})
 
 
 def place_for(plan: Plan, hosts: list[Host] | None) -> tuple[Place, list]:

@@ -12,7 +12,8 @@ from ...fio.status import Rounds, snapshot
 from ...plan.expand import TestSpec, prepare_tiers
 from ..targets.kept import LOCAL, KeptData, data_key, kept_entry, prepared_state
 from ..metrics.sampler import MetricsSampler
-from ..local import drop_kernel_caches, host_facts, resolve_engine
+from ..local import drop_kernel_caches, host_facts
+from ..targets.engines import resolve_engine
 from .base import (STATUS_INTERVAL_S, Measured, Place, Prepared, collect_artifacts, prepare_sizes, test_timeout,
                    verdict, written_bytes)
 from ..fio_link.runner import FioRun, killed_reason, read_series, rebase_series, run_fio

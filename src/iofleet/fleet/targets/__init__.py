@@ -1,18 +1,35 @@
-"""Target kinds (see base.py): `target_for` picks a host's kind from how
-its targets are written; nothing else tells the kinds apart."""
+"""Target kinds (see base.py), one module each, found by listing this
+package: `target_for` builds a host's Target from the kind that claims its
+targets' names (plan/target_kinds/); nothing else tells the kinds apart."""
 
-from ...plan.model import is_device_path, is_rbd_target
-from .base import Access, Target
-from .device import Device
-from .directory import Directories
-from .rbd import RbdImage
+import importlib
+import pkgutil
 
-__all__ = ["Access", "Target", "target_for"]
+from ...plan.target_kinds import name_kind
+from .base import KINDS, Access, Target
+
+__all__ = ["Access", "Target", "kind_of", "target_for"]
+
+
+def _kinds() -> dict[str, type[Target]]:
+    """Every kind's class: the package's modules, imported once."""
+    if not _kinds.loaded:
+        for module in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{module.name}")
+        _kinds.loaded = True
+    return KINDS
+
+
+_kinds.loaded = False
+
+
+def kind_of(name: str) -> type[Target]:
+    """The kind's class for a target as written."""
+    return _kinds()[name_kind(str(name)).kind]
 
 
 def target_for(names: list[str], access: Access = Access()) -> Target:
     """One host's targets as one Target (the plan model allows a device or
     an image only alone)."""
     first = str(names[0]) if names else ""
-    kind = RbdImage if is_rbd_target(first) else Device if is_device_path(first) else Directories
-    return kind([str(n) for n in names], access)
+    return kind_of(first)([str(n) for n in names], access)

@@ -9,8 +9,11 @@ run's order: fit the tests, lock and check (prepare), check nothing else
 uses it, prepare data, run each test, clean up, let go."""
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from ...plan.expand import TestSpec
 from .lock import lock_fleet_target
@@ -18,22 +21,40 @@ from .lock import lock_fleet_target
 
 @dataclass(frozen=True)
 class Access:
-    """How iofleet reaches targets that live in a cluster (RBD): the plan's
-    `ceph:` settings; the host name gives each fleet host its own image."""
+    """How a target is reached beyond its name: the plan's sections of the
+    target kinds (RBD's `ceph:`), and the fleet host it belongs to (each
+    host then gets its own image)."""
 
-    ceph_conf: str | None = None
-    ceph_client: str = "admin"
-    shared_image: bool = False
+    sections: Mapping[str, BaseModel] = field(default_factory=dict, hash=False)
     host: str | None = None  # the fleet host this target belongs to (None: this machine)
+
+    def section(self, name: str, model: type[BaseModel]) -> BaseModel:
+        """A kind's plan section, or its defaults when the plan has none."""
+        return self.sections.get(name) or model()
+
+
+KINDS: dict[str, type["Target"]] = {}  # kind → its class: each registers itself (targets/__init__.py)
 
 
 class Target(ABC):
     """One host's storage under test. `names` are the targets as the plan or
     inventory wrote them; `engines`: the only engines that can drive it
-    (None: any of the plan's)."""
+    (None: any of the plan's). `kind` is its plan-stage declaration's
+    (plan/target_kinds/), which says how a plan writes one."""
 
     kind: str = ""
     engines: tuple[str, ...] | None = None
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.kind:
+            KINDS[cls.kind] = cls
+
+    @classmethod
+    def fixed_facts(cls, name: str) -> dict | None:
+        """Facts known from the name alone, on any host (an RBD image: no
+        device of the host); None: the host is looked at."""
+        return None
     # iofleet's own data files live there (kept data, extended at their end
     # too; layout of a partial working set, clean-up by file name, free space).
     holds_files: bool = False

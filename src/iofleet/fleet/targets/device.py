@@ -14,7 +14,7 @@ from ...fio.command import error_line
 from ...fio.jobfile import device_where, render_device_check
 from ...fio.parse import parse_output
 from .device_checks import RemoteDevice, check_local_device, fit_regions, local_device, needed_bytes
-from ..local import target_facts, target_rotational
+from .facts import target_facts, target_rotational
 from .lock import lock_on_this_machine
 from .base import Access, Target, kernel_note
 

@@ -12,7 +12,8 @@ from ...fio.jobfile import (DATA_DIR_NAME, directory_probe, directory_where, ren
 from ...fio.parse import parse_output
 from ...plan.expand import TestSpec
 from .kept import files_state
-from ..local import TargetDirs, network_client, target_facts, target_rotational
+from .facts import network_client, target_facts, target_rotational
+from .files import TargetDirs
 from ..fio_link.procs import fio_using
 from .space import check_space, explain_no_space, free_bytes
 from .base import Access, Target, any_spinning, kernel_note, paths

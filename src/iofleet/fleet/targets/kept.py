@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ...fio.jobfile import DATA_DIR_NAME, render_prepare
-from ..local import owned_data_files
+from .files import owned_data_files
 
 KEPT_NAME = "kept-data.json"
 LOCAL = "local"

@@ -21,12 +21,11 @@ from functools import lru_cache
 
 from ...errors import ImportFormatError, IofleetError
 from ...fio.command import error_line
-from ...fio.jobfile import rbd_where, render_probe
+from ...fio.jobfile import Where, render_probe
 from ...fio.parse import parse_output
-from ...plan.model import RBD_RE
+from ...plan.target_kinds.rbd import RBD_RE, CephSettings, RbdName
 from ...plan.units import format_bytes
 from .device_checks import fit_regions, needed_bytes
-from ..local import target_facts
 from .lock import lock_on_this_machine
 from .base import Access, Target
 
@@ -35,8 +34,14 @@ CLI_TIMEOUT_S = 60
 MiB = 1024 * 1024
 
 
-def _cli(tool: str, access: Access, *args: str, what: str) -> str:
-    cmd = [tool, *(["--conf", access.ceph_conf] if access.ceph_conf else []), "--id", access.ceph_client, *args]
+def rbd_where(pool: str, image: str, client: str, stride: int = 0) -> Where:
+    """An RBD image through fio's rbd engine (librbd), job N at N x stride."""
+    opts: Where = [("pool", pool), ("rbdname", image), ("clientname", client)]
+    return opts + ([("offset_increment", stride)] if stride else [])
+
+
+def _cli(tool: str, ceph: CephSettings, *args: str, what: str) -> str:
+    cmd = [tool, *(["--conf", ceph.conf] if ceph.conf else []), "--id", ceph.client, *args]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
@@ -44,7 +49,7 @@ def _cli(tool: str, access: Access, *args: str, what: str) -> str:
                            f"(Debian: apt install ceph-common)") from None
     except subprocess.TimeoutExpired:
         raise IofleetError(f"{what}: `{tool}` had no answer from the cluster in {CLI_TIMEOUT_S} s; check the "
-                           f"monitors in {access.ceph_conf or 'ceph.conf'} and that the cluster is up") from None
+                           f"monitors in {ceph.conf or 'ceph.conf'} and that the cluster is up") from None
     if proc.returncode != 0:
         raise _Failed(proc.returncode, (proc.stderr.strip().splitlines() or ["no message"])[-1])
     return proc.stdout
@@ -57,14 +62,14 @@ class _Failed(IofleetError):
 
 
 @lru_cache(maxsize=8)
-def cluster_facts(access: Access) -> dict:
+def cluster_facts(ceph: CephSettings) -> dict:
     """The cluster's fsid, health, Ceph version and pools' room (max_avail):
     read once per cluster and client in a process."""
-    what = f"Ceph cluster ({access.ceph_conf or 'ceph.conf'}, client.{access.ceph_client})"
+    what = f"Ceph cluster ({ceph.conf or 'ceph.conf'}, client.{ceph.client})"
     try:
-        status = json.loads(_cli("ceph", access, "status", "--format", "json", what=what))
-        df = json.loads(_cli("ceph", access, "df", "--format", "json", what=what))
-        version = _cli("ceph", access, "version", what=what).strip()
+        status = json.loads(_cli("ceph", ceph, "status", "--format", "json", what=what))
+        df = json.loads(_cli("ceph", ceph, "df", "--format", "json", what=what))
+        version = _cli("ceph", ceph, "version", what=what).strip()
     except _Failed as exc:
         raise IofleetError(f"{what}: {exc.line}; check the cluster and the plan's `ceph:` settings "
                            f"(conf, client)") from None
@@ -79,29 +84,34 @@ class RbdImage(Target):
 
     def __init__(self, names, access=Access()):
         super().__init__(names, access)
+        self.ceph: CephSettings = access.section("ceph", CephSettings)  # the plan's `ceph:`
         self.pool, image = RBD_RE.match(self.names[0]).groups()
-        self.image = f"{image}-{access.host}" if access.host and not access.shared_image else image
+        self.image = f"{image}-{access.host}" if access.host and not self.ceph.shared_image else image
         self.spec = f"{self.pool}/{self.image}"
         self.stride = 0
         self.needed: int | None = None
         self.bytes: int | None = None
         self.created = False  # by this run: removed at its end
 
+    @classmethod
+    def fixed_facts(cls, name):
+        return {"kind": "rbd", "device": None, "rotational": None, "memory": None, "client": RbdName.client}
+
     @property
     def label(self) -> str:
         return f"rbd:{self.spec}"
 
     def _rbd(self, *args: str) -> str:
-        return _cli("rbd", self.access, *args, what=f"target {self.label}")
+        return _cli("rbd", self.ceph, *args, what=f"target {self.label}")
 
     def fio_where(self):
-        return rbd_where(self.pool, self.image, self.access.ceph_client, self.stride)
+        return rbd_where(self.pool, self.image, self.ceph.client, self.stride)
 
     def probe_where(self, section):
-        return rbd_where(self.pool, self.image, self.access.ceph_client)  # read only
+        return rbd_where(self.pool, self.image, self.ceph.client)  # read only
 
     def fio_env(self):
-        return {"CEPH_CONF": self.access.ceph_conf} if self.access.ceph_conf else {}
+        return {"CEPH_CONF": self.ceph.conf} if self.ceph.conf else {}
 
     def fit(self, steps, size_given, local):
         """One region per job, `size` each (1 GiB unless the plan says): the
@@ -130,7 +140,7 @@ class RbdImage(Target):
             return False
 
     def prepare(self, facts, destroy_data):
-        facts_ = cluster_facts(self.access)  # a cluster that does not answer stops here, one line
+        facts_ = cluster_facts(self.ceph)  # a cluster that does not answer stops here, one line
         lock = lock_on_this_machine("rbd", f"{facts_['fsid']}/{self.spec}", f"target {self.label}", facts)
         try:
             self._check_and_create(destroy_data)
@@ -167,7 +177,7 @@ class RbdImage(Target):
             self._rbd("image-meta", "set", self.spec, IOFLEET_MARK, "1")
         except _Failed as exc:
             raise IofleetError(f"target {self.label}: creating the image failed: {exc.line}; check the pool "
-                               f"exists (`ceph osd pool ls`) and client.{self.access.ceph_client} may write "
+                               f"exists (`ceph osd pool ls`) and client.{self.ceph.client} may write "
                                f"it") from None
         self.created, self.bytes = True, size_mib * MiB
 
@@ -190,11 +200,11 @@ class RbdImage(Target):
         why = "its fio has no rbd engine (fio built without librbd)" if "engine" in said and "rbd" in said \
             and "not" in said else error_line(fio.stderr, fio.stdout)
         check.problems.append(f"target {self.label}: fio's rbd engine there cannot open the image ({why}); give "
-                              f"the host a ceph.conf and keyring for client.{self.access.ceph_client} (its fio "
+                              f"the host a ceph.conf and keyring for client.{self.ceph.client} (its fio "
                               f"server reads CEPH_CONF or /etc/ceph/ceph.conf)")
 
     def check_busy(self, steps):
-        avail = cluster_facts(self.access)["max_avail"].get(self.pool)
+        avail = cluster_facts(self.ceph)["max_avail"].get(self.pool)
         if avail is not None and self.needed > avail:
             raise IofleetError(f"target {self.label}: pool {self.pool} has room for {format_bytes(avail)} "
                                f"(ceph df: max_avail, replicas counted) but the tests write up to "
@@ -234,7 +244,7 @@ class RbdImage(Target):
     def fingerprint_where(self):
         # Hashed, never run: the cluster (its fsid) stands where the client
         # would, since the data does not depend on who wrote it.
-        return rbd_where(self.pool, self.image, cluster_facts(self.access)["fsid"])
+        return rbd_where(self.pool, self.image, cluster_facts(self.ceph)["fsid"])
 
     def files_state(self):
         info = self._info()
@@ -245,14 +255,14 @@ class RbdImage(Target):
                 "the cluster's (not dropped)")
 
     def describe(self):
-        c = cluster_facts(self.access)
-        return {"target_facts": {self.label: target_facts(self.label)},
+        c = cluster_facts(self.ceph)
+        return {"target_facts": {self.label: self.fixed_facts(self.label)},
                 "rbd": {"pool": self.pool, "image": self.image, "bytes": self.bytes, "region_bytes": self.stride,
-                        "created": self.created, "client": self.access.ceph_client,
+                        "created": self.created, "client": self.ceph.client,
                         "cluster": {k: c[k] for k in ("fsid", "health", "version")}}}
 
     def free_bytes(self):
-        return cluster_facts(self.access)["max_avail"].get(self.pool)
+        return cluster_facts(self.ceph)["max_avail"].get(self.pool)
 
     def cluster_free_bytes(self):
         return self.free_bytes()  # the pool's, the same from any host

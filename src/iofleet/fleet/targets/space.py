@@ -14,7 +14,7 @@ from ...errors import IofleetError
 from ...fio.jobfile import DATA_DIR_NAME
 from ...plan.expand import TestSpec
 from ...plan.units import format_bytes
-from ..local import owned_data_files
+from .files import owned_data_files
 
 
 class NoSpaceError(IofleetError):
