@@ -82,18 +82,19 @@ def test_check_notes_name_the_host_and_what_to_do():
 
 def test_the_run_pages_study_fields_are_the_commands_options_with_the_studies_defaults():
     from iofleet.plan.settings import offered
-    from iofleet.studies.launch import OWN, TABLE, settings_of, study_settings
-    for study, table in TABLE.items():
-        fields = {f.name: f for f in study_settings(study)}
-        assert list(fields) == [*offered(table), *OWN[study]]
-    saturate = {f.name: f.default for f in study_settings("saturate")}
+    from iofleet.studies.kinds import STUDIES
+    for name in ("easy-run", "saturate", "curve"):
+        fields = {f.name: f for f in STUDIES[name].fields()}
+        assert list(fields) == [*offered(name), *(s.name for s in STUDIES[name].settings)]
+    saturate = {f.name: f.default for f in STUDIES["saturate"].fields()}
     assert saturate["bs"] == "4k" and saturate["max_iodepth"] == str(Sweep.max_iodepth) and saturate["slo"] == "none"
-    assert saturate["noise_pct"] == f"{Sweep.noise_pct:g}"
+    assert saturate["noise_pct"] == f"{Sweep.noise_pct:g}" and saturate["max_jobs"] == "its CPUs"
+    assert {f.name: f.default for f in STUDIES["easy-run"].fields()}["probe"] == "on"
     # Given as the page sends them: text for the table's rows, typed for the study's own.
-    assert settings_of("saturate", {"bs": "8k", "max_jobs": "2", "slo": "", "noise_pct": 5}) == {
+    assert STUDIES["saturate"].given({"bs": "8k", "max_jobs": "2", "slo": "", "noise_pct": 5}) == {
         "bs": "8k", "max_jobs": 2, "noise_pct": 5}
-    assert settings_of("easy-run", {"probe": False, "runtime": "10s"}) == {"probe": False, "runtime": "10s"}
+    assert STUDIES["easy-run"].given({"probe": False, "runtime": "10s"}) == {"probe": False, "runtime": "10s"}
     with pytest.raises(IofleetError, match=r"^curve setting points: 'ten' is not a number$"):
-        settings_of("curve", {"points": "ten"})
+        STUDIES["curve"].given({"points": "ten"})
     with pytest.raises(IofleetError, match=r"^easy-run has no setting 'slo'; its settings: size, runtime, .*probe$"):
-        settings_of("easy-run", {"slo": "p99<1ms"})
+        STUDIES["easy-run"].given({"slo": "p99<1ms"})

@@ -23,6 +23,17 @@ from ..units import escaped
 # The plan loader (with every importer) and the report's table fitting are
 # imported by the functions that use them: commands without a plan start sooner.
 
+STUDY_COMMANDS: dict = {}  # a study's own command (cli.study_commands), by the study's name
+
+
+def study_command(name: str):
+    """Declare a typer command as the study `name`'s own (studies/kinds/)."""
+    def register(command):
+        STUDY_COMMANDS[name] = command
+        return command
+    return register
+
+
 class TrimmedLines(io.TextIOBase):
     """Piped output as a log wants it: no line padded with spaces to the
     console's width (rich pads a table's title and cells to the table's)."""

@@ -8,38 +8,32 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from ..analysis.curve import DEFAULT_POINTS
-from ..plan.params import CURVE, IO_PARAMS
+from ..plan.params import CURVE
 from ..studies.curve import Curve
+from ..studies.kinds import STUDIES
 from ..studies.saturate import Sweep
 from .common import (DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console, print_table,
-                     stop_on_signals, user_errors)
+                     stop_on_signals, study_command, user_errors)
 from .run import finish
-from .table_options import table_options
+from .table_options import own_options, table_options
 
 # Each command imports its study, store and report when it runs: every `iofleet`
 # command imports this module (cli.main registers them all) and starts sooner without them.
 
 
+@study_command(CURVE)
 @user_errors
 @table_options(CURVE, Curve, Sweep, after="hosts")
+@own_options(STUDIES[CURVE], after="hosts")
 def curve_command(
     target: Optional[List[Path]] = TargetOpt,
     hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers: every test runs on all."),
-    points: int = typer.Option(DEFAULT_POINTS, "--points",
-                               help="Loads evenly spaced up to the most IOPS: k/N of it, k = 1..N."),
-    loads: Optional[str] = typer.Option(None, "--loads", help="Loads in % of the most IOPS instead, e.g. 10,50,90,120 "
-                                        "(above 100 shows where the storage stops keeping up)."),
-    from_run: Optional[int] = typer.Option(None, "--from-run", metavar="RUN",
-                                           help="Take the most IOPS from this stored saturate run instead of sweeping."),
-    max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Most jobs per host in the sweep (default: its CPUs)."),
-    max_iodepth: Optional[int] = typer.Option(None, "--max-iodepth", help="Most outstanding IOs per job in the sweep. "
-                                              f"\\[default: {Sweep.max_iodepth}]"),
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the runs (default curve)."),
     destroy_data: Optional[List[str]] = DestroyOpt,
     wide: bool = WideOpt,
     params: Optional[dict] = None,  # the table's options (table_options): --bs, --size, --runtime, ...
+    own: Optional[dict] = None,  # the curve's own (own_options): --points, --loads, ...
 ):
     """Latency against load: fixed-rate tests up to the most IOPS.
 
@@ -48,12 +42,11 @@ def curve_command(
     not reach its target rate is marked, with achieved/target."""
     from ..fleet.inventory import load_inventory
     from ..results.store import Store, default_data_dir
-    from ..studies.curve import run_curve
-    from ..studies.options import curve_from_options
+    from ..studies.study import Where
     from .progress import EachRunProgress
     check_label(label)
-    curve = curve_from_options(points, loads, from_run, max_jobs, max_iodepth, **params)
-    given = {name for name in IO_PARAMS if params.get(name)}
+    study = STUDIES[CURVE]
+    settings = study.parse({**own, **params})
     fleet = load_inventory(hosts).hosts if hosts else None
     progress = EachRunProgress(console)
 
@@ -63,9 +56,8 @@ def curve_command(
 
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         try:
-            outcome = run_curve(store, curve, targets=checked_targets(target), hosts=fleet, label=label,
-                                observer=progress, stop=stop, destroy_data=destroy_data, given=given,
-                                on_maximum=on_maximum)
+            outcome = study.run(Where(checked_targets(target), fleet, label, store, progress, stop, destroy_data),
+                                settings, on_maximum=on_maximum)
         finally:
             progress.close()
         db = store.path

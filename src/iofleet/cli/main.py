@@ -10,16 +10,15 @@ from typer.core import TyperOption
 
 from .common import user_errors
 from .compare import compare_command
-from .curve import curve_command
 from .hosts import hosts_app, server
 from .importing import import_command
 from .model import model_command
 from .plans import params, validate
 from .results import diagnose_command, report_command, results_app
-from .run import easy_run_command, run
-from .scenario import scenario_command
+from .run import run
 from .serve import serve_command
-from .studies import saturate, scale
+from .study_commands import command_of
+from . import curve, run as _run, scenario, studies  # noqa: F401,E402 (their studies' commands: study_command)
 
 _value_type = TyperOption.display_type_rich
 
@@ -38,23 +37,36 @@ app = typer.Typer(
 app.add_typer(results_app, name="results")
 app.add_typer(hosts_app, name="hosts")
 
-# The order of `iofleet --help`.
-app.command("validate")(validate)
-app.command("run")(run)
-app.command("easy-run")(easy_run_command)
-app.command("server", short_help="Start `fio --server` as iofleet expects it, on a fleet host.")(server)
-app.command("import")(user_errors(import_command))
-app.command("model")(user_errors(model_command))
-app.command("compare", short_help="Compare runs or labels test by test, with significance.")(
-    user_errors(compare_command))
-app.command("serve", short_help="Serve the web UI and its REST API (docs at /api/docs).")(user_errors(serve_command))
-app.command("params")(params)
-app.command("report")(report_command)
-app.command("scale")(scale)
-app.command("diagnose")(diagnose_command)
-app.command("saturate")(saturate)
-app.command("curve", short_help="Latency against load: fixed-rate tests up to the most IOPS.")(curve_command)
-app.command("scenario", short_help="Run a load at a fixed rate while hosts, links or devices fail.")(scenario_command)
+# The order of `iofleet --help`: these, and each study after the command its declaration names.
+COMMANDS = [
+    ("validate", validate, None),
+    ("run", run, None),
+    ("server", server, "Start `fio --server` as iofleet expects it, on a fleet host."),
+    ("import", user_errors(import_command), None),
+    ("model", user_errors(model_command), None),
+    ("compare", user_errors(compare_command), "Compare runs or labels test by test, with significance."),
+    ("serve", user_errors(serve_command), "Serve the web UI and its REST API (docs at /api/docs)."),
+    ("params", params, None),
+    ("report", report_command, None),
+    ("diagnose", diagnose_command, None),
+]
+
+
+def _with_studies(commands: list) -> list:
+    """The commands with each study's after the one it names (in the order of STUDIES), else last."""
+    from ..studies.kinds import STUDIES
+    out, waiting = list(commands), list(STUDIES.values())
+    while waiting:
+        names = [name for name, _, _ in out]
+        study = next((s for s in waiting if s.after in names), waiting[0])
+        waiting.remove(study)
+        at = names.index(study.after) + 1 if study.after in names else len(out)
+        out.insert(at, (study.name, command_of(study), study.short_help))
+    return out
+
+
+for _name, _command, _short in _with_studies(COMMANDS):
+    app.command(_name, short_help=_short)(_command)
 
 
 def main():  # pragma: no cover

@@ -10,11 +10,12 @@ import typer
 from ..errors import IofleetError
 from ..plan.easy import Durations
 from ..plan.params import EASY_RUN
+from ..studies.kinds import STUDIES
 from .common import (
     EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console,
-    plan_with_targets, print_table, stop_on_signals, table_width, user_errors,
+    plan_with_targets, print_table, stop_on_signals, study_command, table_width, user_errors,
 )
-from .table_options import table_options
+from .table_options import own_options, table_options
 
 # The studies, the store and the report are imported by the commands that use
 # them: every `iofleet` command imports this module, and `iofleet run` starts
@@ -116,18 +117,19 @@ def finish(outcome, db, fleet, resumable: bool = False) -> None:
         raise typer.Exit(EXIT_FAILED)  # failed or partial
 
 
+@study_command(EASY_RUN)
 @user_errors
 @table_options(EASY_RUN, Durations, after="hosts")
+@own_options(STUDIES[EASY_RUN], after="destroy_data")
 def easy_run_command(
     target: Optional[List[Path]] = TargetOpt,
     hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers: run on all at once."),
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (default easy-run)."),
     destroy_data: Optional[List[str]] = DestroyOpt,
-    no_probe: bool = typer.Option(False, "--no-probe", help="Guess jobs × iodepth from CPUs and device type instead "
-                                                            "of measuring them (saves the probe's ~1–2 min)."),
     wide: bool = WideOpt,
     params: Optional[dict] = None,  # the table's options (table_options): --runtime, --ramp, --size, ...
+    own: Optional[dict] = None,  # Easy Run's own (own_options): --no-probe
 ):
     """Measure the storage with no plan: four standard profiles.
 
@@ -136,11 +138,11 @@ def easy_run_command(
     from ..fleet.inventory import load_inventory
     from ..report.summary import summary_table
     from ..results.store import Store, default_data_dir
-    from ..studies.easy_run import run_easy_run
-    from ..studies.options import easy_run_options
+    from ..studies.study import Where
     from .progress import EachRunProgress
     check_label(label)
-    durations, working_set = easy_run_options(**params)
+    study = STUDIES[EASY_RUN]
+    settings = study.parse({**own, **params})
     fleet = load_inventory(hosts).hosts if hosts else None
     progress = EachRunProgress(console)
 
@@ -151,14 +153,13 @@ def easy_run_command(
             console.print(f"  {r}", highlight=False, markup=False)
 
     targets = checked_targets(target)
-    if not no_probe:
+    if settings.probe_first:
         console.print("Easy Run probes jobs × iodepth first: 4k random reads in short cells "
                       "(--no-probe guesses instead)", highlight=False)
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         try:
-            outcome = run_easy_run(store, targets=targets, hosts=fleet, durations=durations,
-                                   working_set=working_set, label=label, observer=progress, stop=stop,
-                                   on_plan=on_plan, destroy_data=destroy_data, probe_first=not no_probe)
+            outcome = study.run(Where(targets, fleet, label, store, progress, stop, destroy_data), settings,
+                                on_plan=on_plan)
         finally:
             progress.close()
         if outcome.profiles is None:  # the probe was stopped

@@ -10,7 +10,7 @@ import typer
 from ..errors import IofleetError
 from ..units import escaped
 from .common import (EXIT_FAILED, EXIT_INTERRUPTED, DataDir, TargetOpt, WideOpt, check_label, checked_targets,
-                     console, print_table, stop_on_signals, table_width, user_errors)
+                     console, print_table, stop_on_signals, study_command, table_width, user_errors)
 
 # Each command imports its study, store and report when it runs: every `iofleet`
 # command imports this module (cli.main registers them all) and starts sooner without them.
@@ -42,6 +42,7 @@ def _late(record: dict, key: str) -> str:
     return f" ({record[key]:.1f} s late; bound {record['late_bound_s']:g} s)" if record.get(key) else ""
 
 
+@study_command("scenario")
 @user_errors
 def scenario_command(
     file: Path = typer.Argument(..., metavar="FILE", help="Scenario file (YAML): name, load and events."),

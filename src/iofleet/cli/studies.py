@@ -10,14 +10,15 @@ from rich.text import Text
 
 from ..plan.params import SATURATE
 from ..plan.units import format_size
+from ..studies.kinds import STUDIES
 from ..studies.saturate import Sweep
 from ..units import format_value
 from .common import (
     EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console,
-    plan_with_targets, print_table, stop_on_signals, table_width, user_errors,
+    plan_with_targets, print_table, stop_on_signals, study_command, table_width, user_errors,
 )
 from .run import finish
-from .table_options import table_options
+from .table_options import own_options, table_options
 
 if TYPE_CHECKING:  # annotations only
     from ..studies.scale import ScaleStep
@@ -38,6 +39,7 @@ def _scale_step_line(step: "ScaleStep") -> str:
     return f"[{colour}]{step.status}[/] {where} ({run}): {step.error or 'no result'}"
 
 
+@study_command("scale")
 @user_errors
 def scale(
     plan_path: Path = typer.Argument(..., metavar="PLAN", help="Plan file (YAML) with one test, or pick one with --test."),
@@ -114,34 +116,19 @@ def fitted_sweep(report, sat, width: int | None):
     return fit_group(report, width, keep, ("Little", "runs", "OIO fleet", "OIO/host", "mean ms"), only_first=True)
 
 
-def _default(value) -> str:
-    """An option whose None leaves the sweep's own default shows that default,
-    as typer shows one (`\\[`: a bracket, not rich markup)."""
-    return f" \\[default: {value}]"
-
-
+@study_command(SATURATE)
 @user_errors
 @table_options(SATURATE, Sweep, after="hosts")
+@own_options(STUDIES[SATURATE], after="hosts")
 def saturate(
     target: Optional[List[Path]] = TargetOpt,
     hosts: Optional[Path] = typer.Option(None, "--hosts", help="Inventory of fio servers: every cell runs on all."),
-    slo: Optional[str] = typer.Option(None, "--slo", help="Latency target, e.g. 'p99<=2ms' or 'mean<500us'."),
-    max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Most jobs per host (default: its CPUs)."),
-    max_iodepth: Optional[int] = typer.Option(None, "--max-iodepth", help="Most outstanding IOs per job."
-                                              + _default(Sweep.max_iodepth)),
-    min_gain: Optional[float] = typer.Option(None, "--min-gain", help="A doubling gaining fewer % IOPS has stopped "
-                                             "growing." + _default(Sweep.min_gain_pct)),
-    bisect: Optional[int] = typer.Option(None, "--bisect", help="Most bisection steps toward the target."
-                                         + _default(Sweep.bisect)),
-    repeats: Optional[int] = typer.Option(None, "--repeats", help="Most runs of a cell whose verdict is within noise."
-                                          + _default(Sweep.repeats)),
-    noise: Optional[float] = typer.Option(None, "--noise", help="Run-to-run IOPS noise, % (a single run is ± half)."
-                                          + _default(Sweep.noise_pct)),
     data_dir: Optional[str] = DataDir,
     label: Optional[str] = typer.Option(None, help="Label stored with the run (default saturate)."),
     destroy_data: Optional[List[str]] = DestroyOpt,
     wide: bool = WideOpt,
     params: Optional[dict] = None,  # the table's options (table_options): --bs, --size, --round, ...
+    own: Optional[dict] = None,  # the sweep's own (own_options): --slo, --max-jobs, ...
 ):
     """Sweep jobs × iodepth to find the knee and the most IOPS.
 
@@ -152,17 +139,15 @@ def saturate(
     from ..report.saturation import saturation_report
     from ..report.summary import diagnostics_lines, methodology_notes
     from ..results.store import Store, default_data_dir
-    from ..studies.options import sweep_from_options
-    from ..studies.saturate import run_saturate
+    from ..studies.study import Where
     from .progress import TerminalProgress
     check_label(label)
-    sweep = sweep_from_options(slo, max_jobs=max_jobs, max_iodepth=max_iodepth, min_gain_pct=min_gain,
-                               bisect=bisect, repeats=repeats, noise_pct=noise, **params)
+    study = STUDIES[SATURATE]
+    sweep = study.parse({**own, **params})
     fleet = load_inventory(hosts).hosts if hosts else None
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console) as progress:
-            outcome = run_saturate(store, sweep, targets=checked_targets(target), hosts=fleet, label=label,
-                                   observer=progress, stop=stop, destroy_data=destroy_data)
+            outcome = study.run(Where(checked_targets(target), fleet, label, store, progress, stop, destroy_data), sweep)
         run = store.get_run(outcome.run_id)
         db = store.path
     title = (f"Run {outcome.run_id} · saturation of {format_size(sweep.bs)} {sweep.read_pct}% read "

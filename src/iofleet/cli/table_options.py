@@ -1,7 +1,8 @@
 """A study's command-line options generated from the parameter table, as
 fio generates its own from its option table (options_to_lopts): one option
 per row the study offers (plan/settings.py `offered`), named, typed and
-documented by the row; a new study setting is one row of plan/params.py."""
+documented by the row; a new study setting is one row of plan/params.py.
+Its own settings (studies/kinds/: `Study.settings`) are options the same way."""
 
 import functools
 import inspect
@@ -11,6 +12,7 @@ import typer
 
 from ..plan.params import Param
 from ..plan.settings import offered, option_name, setting_help
+from ..studies.study import Setting, Study
 
 _MISSING = object()
 
@@ -55,6 +57,50 @@ def table_options(study: str, *defaults_from: type, after: str) -> Callable:
 
         wrapper.__signature__ = signature.replace(parameters=parameters)
         wrapper.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != "params"},
+                                   **{p.name: p.annotation for p in generated}}
+        return wrapper
+    return decorate
+
+
+def _own_help(s: Setting, default: Any) -> str:
+    """A setting's help with its default: in words within the sentence, or as typer shows one."""
+    if s.words and s.words != "none":
+        return f"{s.help[:-1]} (default: {s.words})."
+    if default is not None and not s.given_default and s.kind is not bool:
+        return f"{s.help} \\[default: {default}]"
+    return s.help
+
+
+def _own_option(s: Setting, study: Study) -> inspect.Parameter:
+    default = study.class_default(s.name)
+    extra = {"metavar": s.metavar} if s.metavar else {}
+    if s.kind is bool:  # a flag: --no-probe turns off what is on
+        info = typer.Option(False, s.flag, help=_own_help(s, default), **extra)
+    else:
+        info = typer.Option(default if s.given_default else None, s.flag, help=_own_help(s, default), **extra)
+    kind = s.kind if s.given_default or s.kind is bool else Optional[s.kind]
+    return inspect.Parameter(s.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=info, annotation=kind)
+
+
+def own_options(study: Study, after: str) -> Callable:
+    """Decorate a typer command: one option per setting of the study's own,
+    placed after its parameter `after`; it receives them together as `own`
+    (setting → the value given, None when not; a flag that turns off: False when given)."""
+
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command)
+        mine = [p for p in signature.parameters.values() if p.name != "own"]
+        at = next(i for i, p in enumerate(mine) if p.name == after) + 1
+        generated = [_own_option(s, study) for s in study.settings]
+
+        @functools.wraps(command)
+        def wrapper(*args, **kwargs):
+            own = {s.name: kwargs.pop(s.name, None) for s in study.settings}
+            own |= {s.name: not own[s.name] for s in study.settings if s.kind is bool and s.default is True}
+            return command(*args, own=own, **kwargs)
+
+        wrapper.__signature__ = signature.replace(parameters=[*mine[:at], *generated, *mine[at:]])
+        wrapper.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != "own"},
                                    **{p.name: p.annotation for p in generated}}
         return wrapper
     return decorate

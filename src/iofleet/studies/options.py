@@ -10,7 +10,7 @@ from ..analysis.curve import DEFAULT_POINTS
 from ..analysis.saturation import parse_slo
 from ..errors import IofleetError
 from ..plan.easy import Durations
-from ..plan.params import CURVE, EASY_RUN, PARAMS, SATURATE, STEADY_WINDOW_ROUNDS, UNTIL, Param
+from ..plan.params import CURVE, EASY_RUN, SATURATE, STEADY_WINDOW_ROUNDS, UNTIL, Param
 from ..plan.settings import offered, option_name
 from ..plan.units import format_duration
 from .curve import Curve, parse_loads
@@ -35,32 +35,16 @@ def parse_given(study: str, given: dict) -> dict:
             for name, value in given.items() if value is not None}
 
 
-# The sweep's axes' upper bounds: the row that bounds each (its own knobs).
-SWEEP_AXES = {"max_jobs": PARAMS["jobs"], "max_iodepth": PARAMS["iodepth"]}
-# The sweep's own knobs (no plan parameter): their option, bounds and what to give instead.
-SWEEP_LIMITS = {
-    "min_gain_pct": ("--min-gain", lambda v: 0 < v < 1000, "give a share above 0, e.g. 10 (%)"),
-    "bisect": ("--bisect", lambda v: 0 <= v <= 10, "allowed 0 to 10 steps"),
-    "repeats": ("--repeats", lambda v: 1 <= v <= 10, "allowed 1 to 10 runs of a cell"),
-    "noise_pct": ("--noise", lambda v: 0 <= v < 100, "give a share from 0 to 99, e.g. 8 (%)"),
-}
-
-
 def sweep_from_options(slo: str | None = None, **given: Any) -> Sweep:
     """The Sweep of the given settings (Sweep field names; None: the sweep's
-    default), each checked: the table's rows the saturate study offers, its
-    axes' bounds and its own knobs."""
-    knobs = set(SWEEP_AXES) | set(SWEEP_LIMITS)
-    values = parse_given(SATURATE, {name: value for name, value in given.items() if name not in knobs})
-    values |= {name: parse_option(option_name(name), row, given[name])
-               for name, row in SWEEP_AXES.items() if given.get(name) is not None}
+    default), each checked: the table's rows the saturate study offers and
+    its own settings (studies/kinds/saturate.py: its axes' bounds, its knobs)."""
+    from .kinds.saturate import Saturate
+    own = Saturate().own()
+    values = parse_given(SATURATE, {name: value for name, value in given.items() if name not in own})
+    values |= {name: own[name].check(value) for name, value in given.items() if name in own and value is not None}
     if slo is not None:
         values["slo"] = parse_slo(slo)
-    for name, (option, ok, why) in SWEEP_LIMITS.items():
-        if given.get(name) is not None:
-            if not ok(given[name]):
-                raise IofleetError(f"{option} {given[name]}: {why}")
-            values[name] = given[name]
     sweep = Sweep(**values)
     if sweep.runtime is None and sweep.max_runtime < STEADY_WINDOW_ROUNDS * sweep.round:
         shown = {name: given.get(name) or format_duration(getattr(sweep, name)) for name in UNTIL["steady"]}
@@ -69,7 +53,7 @@ def sweep_from_options(slo: str | None = None, **given: Any) -> Sweep:
     return sweep
 
 
-def curve_from_options(points: int = DEFAULT_POINTS, loads: str | None = None, from_run: int | None = None,
+def curve_from_options(points: int | None = None, loads: str | None = None, from_run: int | None = None,
                        max_jobs: int | None = None, max_iodepth: int | None = None, **given: Any) -> Curve:
     """The Curve of the given settings: the options the curve offers set its
     sweep (each a Sweep field), and the curve's own where it has them (a
@@ -78,7 +62,8 @@ def curve_from_options(points: int = DEFAULT_POINTS, loads: str | None = None, f
     sweep = sweep_from_options(max_jobs=max_jobs, max_iodepth=max_iodepth,
                                **{name: value for name, value in given.items() if name in Sweep.rows})
     own = parse_given(CURVE, {name: value for name, value in given.items() if name in Curve.rows})
-    return Curve(points=points, loads=parse_loads(loads), from_run=from_run, sweep=sweep, **own)
+    return Curve(points=DEFAULT_POINTS if points is None else points, loads=parse_loads(loads), from_run=from_run,
+                 sweep=sweep, **own)
 
 
 def easy_run_options(**given: str | None) -> tuple[Durations, int | None]:

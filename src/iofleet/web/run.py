@@ -1,5 +1,5 @@
-"""The Run page and API: start a plan or a study (Easy Run, saturate, curve,
-scenario: studies.launch), follow it live (server-sent events), stop it.
+"""The Run page and API: start a plan or a study (each of studies/kinds/
+that has a title on the page), follow it live (server-sent events), stop it.
 The study lives in the server (live.RunManager), not in the page: closing
 the browser does not stop it, and a page opened later reattaches."""
 
@@ -17,8 +17,10 @@ from ..errors import IofleetError
 from ..plan.load import check_targets
 from ..plan.model import check_name
 from ..plan.units import whole_number
-from ..studies import launch as studies
+from ..studies.kinds import STUDIES
+from ..studies.launch import Launch, plan_launch
 from ..studies.preflight import Check, preflight
+from ..studies.study import Where
 from .live import RunBusy, RunManager
 from .plans import list_plans, offered_examples, plan_from, read_plan
 from .render import render, settings
@@ -27,8 +29,12 @@ router = APIRouter()
 POLL_S = 0.5
 
 
+# A plan, or a study the page offers.
+ON_THE_PAGE = ("plan", *(name for name, s in STUDIES.items() if s.title))
+
+
 class StartRun(BaseModel):
-    study: Literal[studies.STUDIES] = Field("plan", description="What to run: a plan, or a study of its own.")
+    study: Literal[ON_THE_PAGE] = Field("plan", description="What to run: a plan, or a study of its own.")
     plan: str | None = Field(None, description="A saved plan's name (GET /api/plans); study plan.")
     yaml: str | None = Field(None, description="Or the plan itself, as YAML; for study scenario, the scenario.",
                              max_length=200_000)
@@ -79,7 +85,7 @@ def validate_run(body: StartRun, request: Request):
     return {"ok": all(c.ok for c in checks), "checks": [c.to_dict() for c in checks]}
 
 
-def _launch_of(body: StartRun, s) -> studies.Launch:
+def _launch_of(body: StartRun, s) -> Launch:
     """The plan or study to run, from a Start or Validate body."""
     if body.label is not None:
         try:
@@ -88,7 +94,7 @@ def _launch_of(body: StartRun, s) -> studies.Launch:
             raise IofleetError(f"label {body.label!r}: {exc}") from None
     if body.study == "plan":
         plan, text, hosts = _plan_of(body, s)
-        return studies.plan_launch(plan, text, hosts, body.label)
+        return plan_launch(plan, text, hosts, body.label)
     if body.plan is not None:
         raise IofleetError(f"a {body.study} takes no plan: its settings say what it runs")
     hosts = _fleet(s, None) if body.fleet else None
@@ -98,17 +104,12 @@ def _launch_of(body: StartRun, s) -> studies.Launch:
     if not hosts and not targets:
         raise IofleetError(f"a {body.study} needs a place to test: give targets (one directory or device "
                            f"a line){', or run on the fleet' if s.inventory is not None else ''}")
-    if body.study == "scenario":
-        if not body.yaml:
-            raise IofleetError("give the scenario itself (`yaml`): name, load and events")
-        return studies.scenario_launch(body.yaml, targets, hosts, body.label)
-    if body.yaml is not None:
+    chosen = STUDIES[body.study]
+    if chosen.text is not None and not body.yaml:
+        raise IofleetError(chosen.text.missing)
+    if chosen.text is None and body.yaml is not None:
         raise IofleetError(f"a {body.study} takes no YAML: give its `settings`")
-    if body.study == "curve":  # its maximum may be a stored run's
-        return studies.curve_launch(targets or None, hosts, body.label, body.settings, s.data_dir)
-    if body.study == "saturate":
-        return studies.saturate_launch(targets or None, hosts, body.label, body.settings)
-    return studies.easy_run_launch(targets or None, hosts, body.label, body.settings)
+    return chosen.launch(Where(targets or None, hosts, body.label), body.settings, body.yaml, s.data_dir)
 
 
 def _fleet(s, selection: dict | None):
@@ -166,15 +167,13 @@ async def run_events(request: Request, after: int = 0):
         await asyncio.sleep(POLL_S)
 
 
-STUDY_TITLES = {"easy-run": "Easy Run: the four standard profiles", "saturate": "saturate: the knee and the most IOPS",
-                "curve": "curve: latency against load", "scenario": "scenario: faults under a fixed load"}
-
-
 @router.get("/run", include_in_schema=False)
 def run_page(request: Request, plan: str = "", study: str = "plan"):
     s = settings(request)
     manager, plans = runs(request), list_plans(request)
+    offered = {k: x for k, x in STUDIES.items() if x.title}
     return render(request, "run.html.j2", "Run", charts=True, plans=plans, chosen=plan, fleet=s.inventory is not None,
                   status_json=json.dumps(manager.status()), busy=manager.held_elsewhere(),
-                  examples=offered_examples(plans), study=study, studies=list(STUDY_TITLES.items()),
-                  settings_of={kind: studies.study_settings(kind) for kind in studies.TABLE})
+                  examples=offered_examples(plans), study=study, studies=[(k, x.title) for k, x in offered.items()],
+                  texts={k: x.text for k, x in offered.items() if x.text},
+                  settings_of={k: x.fields() for k, x in offered.items() if x.text is None})

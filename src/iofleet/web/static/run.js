@@ -201,7 +201,7 @@
     });
   }
 
-  // The study picked shows its own fields: a plan's name, a scenario's YAML, a study's settings.
+  // The study picked shows its own fields: a plan's name, a study's text (a scenario's YAML) or its settings.
   function showStudyFields() {
     var picked = $("study").value;
     document.querySelectorAll(".studyset").forEach(function (el) { el.hidden = el.dataset.study !== picked; });
@@ -212,8 +212,9 @@
     var targets = $("targets").value.split("\n").map(function (t) { return t.trim(); }).filter(Boolean);
     var body = {study: study, targets: targets.length ? targets : null, label: $("label").value.trim() || null,
                 fleet: $("fleet") ? $("fleet").checked : false};
+    var text = document.querySelector('.studyset[data-study="' + study + '"] [data-text]');
     if (study === "plan") body.plan = $("plan") ? $("plan").value : null;
-    else if (study === "scenario") body.yaml = $("scenario-yaml").value;
+    else if (text) body.yaml = text.value;  // a study given as text (a scenario's YAML)
     else {
       body.settings = {};
       document.querySelectorAll('.studyset[data-study="' + study + '"] [data-setting]').forEach(function (el) {
