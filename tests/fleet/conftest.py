@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from iofleet.fleet.control.faults import BLKIO_ROOT
+from iofleet.fleet.control.fault_kinds.device_slow import BLKIO_ROOT
 
 from .network import FleetError
 from .prerequisites import unavailable_reason

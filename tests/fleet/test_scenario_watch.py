@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from iofleet.fleet.control.faults import BLKIO_ROOT
+from iofleet.fleet.control.fault_kinds.device_slow import BLKIO_ROOT
 from iofleet.results.store import Store
 
 from ..cli import iofleet

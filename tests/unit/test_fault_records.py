@@ -17,7 +17,12 @@ import pytest
 
 from iofleet.fleet.control import fault_records
 from iofleet.fleet.control.fault_records import FaultRecord, parse_records, read_records, recorded, unrecorded
-from iofleet.fleet.control.faults import DEVICE_UNDO, HOST_UP, LINK_UNDO, PROCESS_CONT, FaultError, plan_faults, script
+from iofleet.fleet.control.fault_kind import script
+from iofleet.fleet.control.fault_kinds._processes import PROCESS_CONT
+from iofleet.fleet.control.fault_kinds.device_slow import DEVICE_UNDO
+from iofleet.fleet.control.fault_kinds.host_down import HOST_UP
+from iofleet.fleet.control.fault_kinds.link_slow import LINK_UNDO
+from iofleet.fleet.control.faults import FaultError, plan_faults
 from iofleet.fleet.control.left_faults import undo_command, undo_left_faults, what_is_left
 from iofleet.fleet.inventory import Inventory
 from iofleet.plan.scenario import parse_scenario

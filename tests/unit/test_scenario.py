@@ -8,8 +8,11 @@ import subprocess
 import pytest
 
 from iofleet.errors import IofleetError, PlanError
-from iofleet.fleet.control.faults import (DEVICE_SLOW, DEVICE_UNDO, HOST_DOWN, HOST_UP, LINK_SLOW, LINK_UNDO, FaultError,
-                                  plan_faults, script, tbf_burst, throttles)
+from iofleet.fleet.control.fault_kind import script
+from iofleet.fleet.control.fault_kinds.device_slow import DEVICE_SLOW, DEVICE_UNDO, cgroup, throttles
+from iofleet.fleet.control.fault_kinds.host_down import HOST_DOWN, HOST_UP
+from iofleet.fleet.control.fault_kinds.link_slow import LINK_SLOW, LINK_UNDO, tbf_burst
+from iofleet.fleet.control.faults import FaultError, plan_faults
 from iofleet.fleet.inventory import Inventory
 from iofleet.plan.scenario import parse_scenario
 from iofleet.studies.scenario import Timeline, check_scenario, clock_shift
@@ -94,7 +97,7 @@ def test_faults_are_checked_against_the_inventory_and_the_place():
     with pytest.raises(FaultError, match=r"events\[0\].host: h1 is a fleet host, and the scenario runs on --target"):
         plan_faults(s, "s.yaml", None, "/tmp/t", "t")
     (f,) = plan_faults(s, "s.yaml", _inventory(), None, "tok")
-    assert f.host.name == "h1" and f.target == "/mnt/a" and f.cgroup == "/sys/fs/cgroup/blkio/iofleet-tok-0"
+    assert f.host.name == "h1" and f.target == "/mnt/a" and cgroup(f) == "/sys/fs/cgroup/blkio/iofleet-tok-0"
 
 
 def test_run_commands_need_yes_and_are_shown():

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from iofleet.errors import IofleetError, PlanError
-from iofleet.fleet.control.faults import PROCESS_CONT, PROCESS_SIGNAL, FaultError, plan_faults, script
+from iofleet.fleet.control.fault_kind import script
+from iofleet.fleet.control.fault_kinds._processes import PROCESS_CONT, PROCESS_SIGNAL
+from iofleet.fleet.control.faults import FaultError, plan_faults
 from iofleet.fleet.inventory import Inventory
 from iofleet.plan.scenario import parse_scenario
 from iofleet.results.ingest import import_outputs

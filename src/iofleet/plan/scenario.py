@@ -20,9 +20,10 @@ the load runs (studies/watch.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, ClassVar, Literal, Optional
 
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo,
+                      create_model, field_validator, model_validator)
 from pydantic import BaseModel
 
 from ..errors import PlanError
@@ -32,12 +33,6 @@ from .model import Plan, WorkloadParams, check_name
 from .params import PARAMS, SPEC_PARAMS, UNTIL
 from .units import parse_duration
 
-FAULTS = ("host-down", "link-slow", "device-slow", "process-stop", "process-kill", "run")
-PROCESS_FAULTS = ("process-stop", "process-kill")
-# What each fault takes beside `at`, `fault`, `host` and `for`.
-FAULT_FIELDS = {"host-down": set(), "link-slow": {"mbit"}, "device-slow": {"mbps", "iops"},
-                "process-stop": {"pattern", "pid_file"}, "process-kill": {"pattern", "pid_file", "restart"},
-                "run": {"command", "undo"}}
 # Load parameters a scenario cannot use: it is one test (not one's value:
 # repeat), run for its `runtime` in 1 s rounds (not until steady).
 NOT_IN_LOAD = {**{name: "a scenario is one test" for name in PARAMS if name not in SPEC_PARAMS},
@@ -45,86 +40,101 @@ NOT_IN_LOAD = {**{name: "a scenario is one test" for name in PARAMS if name not 
 MAX_EVENTS = 100
 MAX_COMMAND = 4096
 MAX_PROCESS = 1024  # a `pattern` or `pid_file`
-# The user's shell text an event runs (each shown before the run, and confirmed with --yes).
-COMMAND_FIELDS = ("command", "undo", "restart")
 
 
 def _duration(value: Any) -> int:
     return parse_duration(value)
 
 
+def _one_line(value: str, info: ValidationInfo) -> str:
+    if "\n" in value or "\0" in value:
+        raise ValueError(f"{info.field_name} is one line (no newline or NUL); fix it")
+    return value
+
+
+def _one_command(value: str, info: ValidationInfo) -> str:
+    if "\n" in value or "\0" in value:
+        raise ValueError(f"{info.field_name} is one line (no newline or NUL); join commands with ';' or '&&'")
+    return value
+
+
 Seconds = Annotated[int, BeforeValidator(_duration)]
-Command = Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)]
-ProcessText = Annotated[str, Field(min_length=1, max_length=MAX_PROCESS)]
+# The user's shell text, one line (shown before the run, confirmed with --yes).
+Command = Annotated[str, Field(min_length=1, max_length=MAX_COMMAND), AfterValidator(_one_command)]
+ProcessText = Annotated[str, Field(min_length=1, max_length=MAX_PROCESS), AfterValidator(_one_line)]
+
+# Every fault kind by its name, as its module declared it (FaultFields).
+FAULT_KINDS: dict[str, "FaultFields"] = {}
+
+
+class FaultFields:
+    """What a fault kind takes in an event beside `at`, `fault`, `host` and
+    `for`, and what it needs. Each kind is one module of
+    fleet/control/fault_kinds/ whose class (from this one) registers here by
+    its `name` when the fleet loads it; parse_scenario builds the event
+    model from the kinds registered."""
+
+    name: ClassVar[str] = ""
+    listed: ClassVar[int] = 100  # its place in lists (the `fault:` choices)
+    fields: ClassVar[dict[str, Any]] = {}  # field → its type; each optional in an event
+    shell_text: ClassVar[tuple[str, ...]] = ()  # fields that are the user's shell text
+    user_undo: ClassVar[Optional[str]] = None  # the one of them run at the end of `for`
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("name"):  # a kind; a shared base names none
+            old = FAULT_KINDS.get(cls.name)
+            if old is not None and _where(type(old)) != _where(cls):
+                raise TypeError(f"fault kind {cls.name} is declared twice: {_where(type(old))} and {_where(cls)}")
+            FAULT_KINDS[cls.name] = cls()
+
+    def check(self, event: "Event") -> None:
+        """ValueError, one line, when the event does not fit the kind."""
+
+    def shown(self, event: "Event") -> str:
+        """What the event's line says of its own values: ` (100 Mbit/s)`."""
+        return ""
+
+    def subject(self, event: "Event") -> Optional[tuple[str, str]]:
+        """What it acts on: two events of the kind on one host with equal
+        subjects act on one thing. None: the kind has no subject."""
+        return None
+
+
+def _where(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def listed_kinds() -> list[FaultFields]:
+    return sorted(FAULT_KINDS.values(), key=lambda k: (k.listed, k.name))
 
 
 class Event(BaseModel):
+    """One timed fault: what every kind has. The model parse_scenario
+    reads events with adds each kind's own fields (FaultFields.fields)."""
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     at: Seconds
-    fault: Literal[FAULTS]  # type: ignore[valid-type]
+    fault: str  # a kind of FAULT_KINDS
     host: Optional[Annotated[str, BeforeValidator(check_name)]] = None
     for_s: Optional[Seconds] = Field(None, alias="for")
-    mbit: Optional[Annotated[int, Field(ge=1, le=1_000_000)]] = None
-    mbps: Optional[Annotated[int, Field(ge=1, le=1_000_000)]] = None
-    iops: Optional[Annotated[int, Field(ge=1, le=100_000_000)]] = None
-    pattern: Optional[ProcessText] = None  # pgrep -f's: the process's command line
-    pid_file: Optional[ProcessText] = None
-    command: Optional[Command] = None
-    undo: Optional[Command] = None  # run: its own undo, at the end of `for`
-    restart: Optional[Command] = None  # process-kill: starts the process again, at the end of `for`
-
-    @field_validator("pattern", "pid_file", *COMMAND_FIELDS)
-    @classmethod
-    def _one_line(cls, value: str, info):
-        if "\n" in value or "\0" in value:
-            raise ValueError(f"{info.field_name} is one line (no newline or NUL); "
-                             + ("join commands with ';' or '&&'" if info.field_name in COMMAND_FIELDS else "fix it"))
-        return value
-
-    @field_validator("pid_file")
-    @classmethod
-    def _absolute(cls, value: str):
-        if not value.startswith("/"):
-            raise ValueError("not an absolute path; give the file's whole path on the host, e.g. /run/ceph/osd.3.pid")
-        return value
 
     @model_validator(mode="after")
     def _fits_fault(self):
-        given = {k for k in set().union(*FAULT_FIELDS.values()) if getattr(self, k) is not None}
-        wanted = FAULT_FIELDS[self.fault]
-        extra = given - wanted
+        given = {k for k in type(self).model_fields if k not in Event.model_fields and getattr(self, k) is not None}
+        extra = given - set(self.kind.fields)
         if extra:
             raise ValueError(f"{self.fault} does not take {', '.join(sorted(extra))}")
-        if self.fault == "link-slow" and self.mbit is None:
-            raise ValueError("link-slow needs `mbit` (the link's rate, e.g. mbit: 100)")
-        if self.fault == "device-slow" and self.mbps is None and self.iops is None:
-            raise ValueError("device-slow needs `mbps` or `iops` (the device's limit)")
-        if self.fault == "run" and self.command is None:
-            raise ValueError("run needs `command` (run on the host by ssh)")
-        if self.fault == "run" and self.for_s is None:
-            raise ValueError("run needs `for`: the span its impact is measured over (and when its `undo` runs), "
-                             "e.g. for: 30s")
-        if self.fault == "host-down" and self.for_s is not None:
-            raise ValueError("host-down takes no `for`: a host lost mid-test does not rejoin it "
-                             "(its fio server is started again at the end of the run)")
-        if self.fault in PROCESS_FAULTS:
-            self._fits_process()
+        self.kind.check(self)
         if self.at < 1:
             raise ValueError("at: at least 1s into the measured part (the seconds before are the baseline)")
         if self.for_s is not None and self.for_s < 1:
             raise ValueError("for: at least 1s")
         return self
 
-    def _fits_process(self) -> None:
-        if (self.pattern is None) == (self.pid_file is None):
-            raise ValueError(f"{self.fault} needs one of `pattern` (pgrep -f's, e.g. pattern: 'ceph-osd --id 3') "
-                             f"or `pid_file` (e.g. pid_file: /run/ceph/osd.3.pid), not both")
-        if self.fault == "process-stop" and self.for_s is None:
-            raise ValueError("process-stop needs `for` (a stopped process is continued at its end, e.g. for: 30s)")
-        if self.fault == "process-kill" and self.for_s is None:
-            raise ValueError("process-kill needs `for`: the span its impact is measured over (and when its "
-                             "`restart` runs, if any), e.g. for: 30s")
+    @property
+    def kind(self) -> FaultFields:
+        return FAULT_KINDS[self.fault]
 
     @property
     def end_s(self) -> int | None:
@@ -132,35 +142,25 @@ class Event(BaseModel):
 
     @property
     def subject(self) -> tuple[str, str] | None:
-        """What a process fault acts on: ("pattern", TEXT) or ("pid_file", PATH);
-        None for the other faults. Two faults of one kind on one host are
-        the same fault when their subjects are equal."""
-        if self.pattern is not None:
-            return ("pattern", self.pattern)
-        return ("pid_file", self.pid_file) if self.pid_file is not None else None
+        """What the fault acts on (a process fault: ("pattern", TEXT) or
+        ("pid_file", PATH)); None for a kind without one."""
+        return self.kind.subject(self)
 
     @property
     def commands(self) -> list[tuple[str, str]]:
         """The user's shell text this event runs, as (field, text): `command`, `undo`, `restart`."""
-        return [(k, getattr(self, k)) for k in COMMAND_FIELDS if getattr(self, k) is not None]
+        return [(k, getattr(self, k)) for k in self.kind.shell_text if getattr(self, k) is not None]
 
     def describe(self) -> str:
         """One line, its user text escaped (units.escaped):
         `at 2s: link-slow on h1 (100 Mbit/s) for 2s`,
         `at 5s: run on h1 for 10s: tc qdisc add …; undo at 15s: tc qdisc del …`."""
-        what = {"link-slow": f" ({self.mbit} Mbit/s)",
-                "device-slow": " (" + ", ".join(x for x in (self.mbps and f"{self.mbps} MB/s",
-                                                            self.iops and f"{self.iops} IOPS") if x) + ")"}
-        if self.subject:
-            what[self.fault] = " ({}: {})".format(*self.subject)
         where = f" on {self.host}" if self.host else " on this host"
         span = f" for {self.for_s}s" if self.for_s is not None else ""
-        line = f"at {self.at}s: {self.fault}{where}{what.get(self.fault, '')}{span}"
-        if self.command is not None:
-            line += f": {self.command}"
-        for key in ("undo", "restart"):
-            if getattr(self, key) is not None:
-                line += f"; {key} at {self.end_s}s: {getattr(self, key)}"
+        line = f"at {self.at}s: {self.fault}{where}{self.kind.shown(self)}{span}"
+        undo = self.kind.user_undo
+        for key, text in self.commands:
+            line += f"; {key} at {self.end_s}s: {text}" if key == undo else f": {text}"
         return escaped(line)
 
 
@@ -247,12 +247,39 @@ class Scenario(BaseModel):
         return parse_plan(data, f"{source}: load")
 
 
+_MODELS: dict[tuple, type[Scenario]] = {}
+
+
+def scenario_model() -> type[Scenario]:
+    """The scenario model of the fault kinds registered: Event with each
+    kind's fields (one kind's name for a field shared by two), `fault` one
+    of their names."""
+    kinds = listed_kinds()
+    if not kinds:
+        raise RuntimeError("no fault kind is registered: import iofleet.fleet.control.fault_kinds first")
+    key = tuple(map(id, kinds))
+    if key not in _MODELS:
+        fields: dict[str, Any] = {}
+        for kind in kinds:
+            for name, type_ in kind.fields.items():
+                if name in Event.model_fields or fields.get(name, type_) != type_:
+                    raise TypeError(f"fault kind {kind.name}: its field {name} is one of another kind's or an "
+                                    f"event's own, with another type")
+                fields[name] = type_
+        event = create_model("Event", __base__=Event, __module__=__name__,
+                             fault=(Literal[tuple(k.name for k in kinds)], ...),
+                             **{name: (Optional[type_], None) for name, type_ in fields.items()})
+        _MODELS.clear()
+        _MODELS[key] = create_model("Scenario", __base__=Scenario, __module__=__name__, events=(list[event], ...))
+    return _MODELS[key]
+
+
 def parse_scenario(data, source: str = "<scenario>") -> Scenario:
     if not isinstance(data, dict):
         line = "a scenario is a YAML mapping with name, load and events"
         raise PlanError([f"{source}: {line}"], fields=[("", line)])
     try:
-        return Scenario.model_validate(data)
+        return scenario_model().model_validate(data)
     except ValidationError as exc:
         fields = [(where.replace(".for_s", ".for"), msg) for where, msg in field_problems(exc)]
         raise PlanError(problem_lines(source, fields), fields=fields) from None

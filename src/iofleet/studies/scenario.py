@@ -352,7 +352,7 @@ def run_scenario(scenario: Scenario, scenario_text: str, source: str, store: Sto
             if watcher:
                 watcher.stop()
             out = ScenarioOutcome(session.outcome, timeline.records, lost=list(result.lost),
-                                  downed=[f.event.host for f in faults if f.event.fault == "host-down" and f.applied])
+                                  downed=[f.event.host for f in faults if f.loses_host])
             rounds = recorder.measured.rounds if recorder.measured else {}
             if not stop.is_set() and result.status in ("ok", "partial"):
                 out.clock_shift_s = clock_shift(timeline.seconds_at(recorder.returned_at), specs[0].runtime)

@@ -15,7 +15,7 @@ A record is KEY=VALUE lines: `since` (the host's UTC time when the apply
 began), the fault's kind, the scenario, the event (numbered as the run's
 lines number it), the run's token (in its cgroup names too), the iofleet
 that applied it (`controller`, `pid`, `pid_start`: is it still running?)
-and the values its undo is rebuilt from (faults.record_values). A fault's
+and the values its undo is rebuilt from (faults._keep_record). A fault's
 script adds what it finds on the host with `fact` (FACTS): the interface,
 the disk, the fio server's command line (`arg=` lines).
 
