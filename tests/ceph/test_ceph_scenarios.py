@@ -57,19 +57,20 @@ def test_an_osd_hung_for_20_s_is_a_stall_of_at_least_20_s_not_a_hole(ceph, tmp_p
     finally:
         c.cont_osd(1)  # a failed test must not leave the OSD stopped
         c.ceph("config", "rm", "global", "osd_heartbeat_grace")
-    series = sc.impact["series"]
+    imp = sc.impact.to_dict()  # the impact as exported
+    series = imp["series"]
     steps = [b - a for a, b in zip(series["t_s"], series["t_s"][1:])]
     assert all(0.8 <= d <= 1.2 for d in steps), f"a hole in the series: {series['t_s']}"
     # Every PG of the 3-OSD pool (size 3) has osd.1: every write waits for it, at least while it is stopped
     # (Ceph may take longer to serve IO again, even in a second pause as it peers: once 24 s more here). The
     # stalls named are the series' own seconds without an IO, to 2 s each.
-    stalls = sc.impact["stalls"]
+    stalls = imp["stalls"]
     stall = stalls[0]  # while osd.1 was stopped
     zero = [t for t, i in zip(series["t_s"], series["iops"]) if i == 0]
     assert stall["to_s"] - stall["from_s"] >= 18 and stall["waited_s"] >= 18, stall
     assert abs(sum(s["to_s"] - s["from_s"] for s in stalls) - len(zero)) <= 2 * len(stalls), (stalls, zero)
     assert zero == [t for t, s in zip(series["t_s"], series["stalled"]) if s]
-    (hit,) = sc.impact["events"]
+    (hit,) = imp["events"]
     during = hit["during"]
     # The span's p99 counts the IOs that waited through the stall: at least most of its part of the wait, and a
     # lower bound.
@@ -97,7 +98,7 @@ def test_an_osd_killed_and_restarted_is_measured_over_its_own_span_beside_cephs_
         _restore_osd(c, 2, pid_file)
     (event,) = sc.events
     assert event["applied_s"] is not None and not event["error"] and event["detail"]["pids"]
-    (hit,) = sc.impact["events"]
+    (hit,) = sc.impact.to_dict()["events"]
     # Its own span: from the kill until the restart returned (the OSD started), not to the end of the test.
     assert hit["to_s"] - hit["from_s"] >= 5.5 and not event.get("undo_late_s")
     assert hit["to_s"] == round(event["undone_s"] - sc.clock_shift_s, 2) and hit["to_s"] < 27

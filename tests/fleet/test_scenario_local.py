@@ -58,7 +58,7 @@ def test_a_fixed_rate_loads_catch_up_after_a_slow_disk_is_reported_and_counts_as
     proc = iofleet("scenario", f, "--target", loop_target, data_dir=data_dir, timeout=120)
     with Store.open(data_dir) as store:
         sc = store.get_run(1).methodology.scenario
-    (hit,) = sc.impact["events"]
+    (hit,) = sc.impact.to_dict()["events"]  # as exported
     c = hit["catch_up"]
     # About 2 s at 200 of 2,000 IOPS: some 3,600 IOs behind, drained by a burst above the rate.
     assert c["behind_ios"] > 2000 and c["burst_iops"] > 2200, c

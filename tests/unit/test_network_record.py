@@ -13,8 +13,10 @@ import pytest
 from iofleet.analysis.compare import Config, compare
 from iofleet.analysis.diagnostics import diagnose
 from iofleet.errors import IofleetError
-from iofleet.fleet.network_check import check_of_links, link_rows, matrix_lines
+from iofleet.fleet.network_check import check_of_links, matrix_lines
 from iofleet.report.summary import summary_notes, summary_table
+from iofleet.results.links import Link, links_of
+from iofleet.results.methodology import NetworkRecord
 from iofleet.results.model import Run
 from rich.console import Console
 
@@ -39,9 +41,10 @@ def last_check(doc: dict) -> dict:
 
 
 def test_a_stored_check_reads_back_link_for_link():
-    net = check_doc()["methodology"]["network"]
-    check = check_of_links(net["hosts"], net["links"], net["errors"], net["problems"])
-    assert link_rows(check) == net["links"]
+    net = NetworkRecord.from_dict(check_doc()["methodology"]["network"])
+    assert all(isinstance(k, Link) for k in net.links) and net.links[0].name == "h1 → h2"
+    check = check_of_links(net.hosts, net.links, net.errors, net.problems)
+    assert [k.to_dict() for k in links_of(check)] == check_doc()["methodology"]["network"]["links"]
     lines = matrix_lines(check, 80)
     assert "  h3 → h4: 47 Mbit/s" in lines and all(len(line) <= 80 for line in lines)
 

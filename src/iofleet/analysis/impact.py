@@ -31,10 +31,9 @@ percentiles (DESIGN.md, rule 1).
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from ..fio.merge import merge_bins, percentile_from_bins
 from ..fio.status import Round
+from ..results.impact import CatchUp, EventImpact, Impact, ImpactSeries, SpanFigures
 from ..units import LATENCY_CEILING_NS
 from .stalls import Second, Stall, on_grid
 
@@ -94,27 +93,26 @@ class Grid:
         return [k for k in range(self.n) if start_s <= sum(self.span(k)) / 2 < end_s]
 
 
-def per_second(per_host: dict[str, list[Round]], grid: Grid | None = None) -> dict:
+def per_second(per_host: dict[str, list[Round]], grid: Grid | None = None) -> ImpactSeries:
     """The series a scenario is judged on: per second, its end (s into the
     measured part), the fleet's IOPS and p99 (ms), each host's IOPS (None
     once it no longer reports), how many hosts reported, whether a host
     was stalled in it (0 IOPS from that host, not a gap), and whether a
     host's figures in it are a late status line's, spread evenly."""
     grid = grid or Grid(per_host)
-    out: dict = {"t_s": [], "iops": [], "p99_ms": [], "hosts_reporting": [], "stalled": [], "estimated": [],
-                 "hosts": {h: [] for h in grid.seconds}}
+    out = ImpactSeries(hosts={h: [] for h in grid.seconds})
     for k in range(grid.n):
         rs = grid.at(k)
         start, end = grid.span(k)
-        out["t_s"].append(round(end, 3))
-        out["iops"].append(round(sum(_ios(r) for r in rs) / max(end - start, 1e-3), 1))
-        out["p99_ms"].append(_p99(_bins(rs), {})[0])
-        out["hosts_reporting"].append(len(rs))
-        out["stalled"].append(any(k < len(s) and s[k].stalled for s in grid.seconds.values()))
-        out["estimated"].append(any(k < len(s) and s[k].estimated for s in grid.seconds.values()))
+        out.t_s.append(round(end, 3))
+        out.iops.append(round(sum(_ios(r) for r in rs) / max(end - start, 1e-3), 1))
+        out.p99_ms.append(_p99(_bins(rs), {})[0])
+        out.hosts_reporting.append(len(rs))
+        out.stalled.append(any(k < len(s) and s[k].stalled for s in grid.seconds.values()))
+        out.estimated.append(any(k < len(s) and s[k].estimated for s in grid.seconds.values()))
         for h, secs in grid.seconds.items():
             r = secs[k].round if k < len(secs) else None
-            out["hosts"][h].append(None if r is None else round(_ios(r) / max(r.seconds, 1e-3), 1))
+            out.hosts[h].append(None if r is None else round(_ios(r) / max(r.seconds, 1e-3), 1))
     return out
 
 
@@ -168,7 +166,7 @@ def _without_fastest(bins: dict[int, int], n: int) -> dict[int, int]:
     return out
 
 
-def _figures(grid: Grid, ks: list[int], load: Load, span: tuple[float, float] | None = None) -> dict | None:
+def _figures(grid: Grid, ks: list[int], load: Load, span: tuple[float, float] | None = None) -> SpanFigures | None:
     """IOPS (all IOs over the seconds' length) and p99 of the seconds ks;
     over an event's span, p99 counts the IOs waiting in a stall."""
     if not ks:
@@ -177,8 +175,7 @@ def _figures(grid: Grid, ks: list[int], load: Load, span: tuple[float, float] | 
     seconds = sum(grid.span(k)[1] - grid.span(k)[0] for k in ks)
     waiting, completed = _waiting(grid, load, *span) if span else ({}, 0)
     p99, bound = _p99(_without_fastest(_bins(rounds), completed), waiting)
-    return {"seconds": len(ks), "iops": round(sum(_ios(r) for r in rounds) / max(seconds, 1e-3), 1),
-            "p99_ms": p99, "p99_lower_bound": bound}
+    return SpanFigures(len(ks), round(sum(_ios(r) for r in rounds) / max(seconds, 1e-3), 1), p99, bound)
 
 
 def _change(now: float | None, base: float | None) -> float | None:
@@ -205,34 +202,35 @@ def behind(grid: Grid, load: Load) -> list[float] | None:
     return out
 
 
-def drained_at(series: dict, backlog: list[float] | None, from_s: float, rate: float | None) -> dict | None:
+def drained_at(series: ImpactSeries, backlog: list[float] | None, from_s: float,
+               rate: float | None) -> tuple[CatchUp | None, list[bool] | None]:
     """A catch-up after `from_s`: the most IOs behind, and the end of the
     first second at which the backlog is back to what it was before the
-    event (within a tenth of a second of the rate); None without one."""
+    event (within a tenth of a second of the rate), and each second
+    whether the load was catching up in it; None, None without one."""
     if not backlog or not rate:
-        return None
-    ks = [k for k, t in enumerate(series["t_s"]) if t > from_s]
-    before = [b for t, b in zip(series["t_s"], backlog) if t <= from_s]
+        return None, None
+    ks = [k for k, t in enumerate(series.t_s) if t > from_s]
+    before = [b for t, b in zip(series.t_s, backlog) if t <= from_s]
     usual = before[-1] if before else 0.0
     peak = max((backlog[k] for k in ks), default=usual)
     if not ks or peak - usual < rate:  # less than a second of IO behind: no catch-up to speak of
-        return None
+        return None, None
     top = max(ks, key=lambda k: backlog[k])
     done = next((k for k in ks if k > top and backlog[k] <= usual + rate / 10), None)
-    burst = max((series["iops"][k] for k in ks if k > top), default=None)
-    return {"behind_ios": round(peak - usual), "drained_s": None if done is None else series["t_s"][done],
-            "burst_iops": burst,
-            "catching_up": [top < k and (done is None or k <= done) for k in range(len(backlog))]}
+    burst = max((series.iops[k] for k in ks if k > top), default=None)
+    catching = [top < k and (done is None or k <= done) for k in range(len(backlog))]
+    return CatchUp(round(peak - usual), None if done is None else series.t_s[done], burst), catching
 
 
-def recovery_s(series: dict, from_s: float, baseline_iops: float, band_pct: float = RECOVERY_BAND_PCT,
+def recovery_s(series: ImpactSeries, from_s: float, baseline_iops: float, band_pct: float = RECOVERY_BAND_PCT,
                hold_s: int = RECOVERY_HOLD_S, catching_up: list[bool] | None = None) -> float | None:
     """Seconds from `from_s` to the start of the first `hold_s` seconds in
     a row whose IOPS are within ±band_pct % of the baseline (or above it
     while the load catches up its backlog); None if never."""
     low, high = baseline_iops * (1 - band_pct / 100), baseline_iops * (1 + band_pct / 100)
     run_from, count = None, 0
-    for k, (end, iops) in enumerate(zip(series["t_s"], series["iops"])):
+    for k, (end, iops) in enumerate(zip(series.t_s, series.iops)):
         start = end - 1
         if start < from_s - 0.5:
             continue
@@ -247,10 +245,10 @@ def recovery_s(series: dict, from_s: float, baseline_iops: float, band_pct: floa
 
 
 def impact(per_host: dict[str, list[Round]], events: list[dict], load: Load | None = None,
-           band_pct: float = RECOVERY_BAND_PCT, hold_s: int = RECOVERY_HOLD_S) -> dict:
+           band_pct: float = RECOVERY_BAND_PCT, hold_s: int = RECOVERY_HOLD_S) -> Impact:
     """Baseline, each event's impact and recovery, the stalls. `events`:
-    dicts with `at_s` and `end_s` (None: to the test's end, a lost host),
-    s into the measured part, in time order."""
+    dicts with `at_s` and `end_s` (None: to the test's end, a lost host)
+    and `index` (kept when given), s into the measured part, in time order."""
     load = load or Load()
     grid = Grid(per_host)
     series = per_second(per_host, grid)
@@ -258,22 +256,17 @@ def impact(per_host: dict[str, list[Round]], events: list[dict], load: Load | No
     # Whole seconds before the first event: none partly inside it.
     baseline = _figures(grid, [k for k in range(grid.n) if grid.span(k)[1] <= first + 0.01], load)
     backlog = behind(grid, load)
-    if backlog:
-        series["behind_ios"] = backlog
-    out: dict = {"band_pct": band_pct, "hold_s": hold_s, "baseline": baseline, "events": [], "series": series,
-                 "stalls": [asdict(s) for s in grid.stalls]}
+    series.behind_ios = backlog or None
+    out = Impact(band_pct, hold_s, baseline, series=series, stalls=grid.stalls)
     for e in events:
         until = e["end_s"] if e["end_s"] is not None else grid.end_s
         during = _figures(grid, grid.inside(e["at_s"], until), load, (e["at_s"], until))
         ended = e["end_s"] if e["end_s"] is not None else e["at_s"]
-        catch_up = drained_at(series, backlog, e["at_s"], load.rate and load.rate * len(per_host))
-        entry = {**({"index": e["index"]} if "index" in e else {}), "from_s": e["at_s"], "to_s": round(until, 2),
-                 "during": during,
-                 "iops_change_pct": _change(during and during["iops"], baseline and baseline["iops"]),
-                 "p99_change_pct": _change(during and during["p99_ms"], baseline and baseline["p99_ms"]),
-                 "recovery_s": None, "catch_up": catch_up}
-        catching = catch_up.pop("catching_up") if catch_up else None
-        if baseline and baseline["iops"]:
-            entry["recovery_s"] = recovery_s(series, ended, baseline["iops"], band_pct, hold_s, catching)
-        out["events"].append(entry)
+        catch_up, catching = drained_at(series, backlog, e["at_s"], load.rate and load.rate * len(per_host))
+        hit = EventImpact(e.get("index"), e["at_s"], round(until, 2), during,
+                          _change(during and during.iops, baseline and baseline.iops),
+                          _change(during and during.p99_ms, baseline and baseline.p99_ms), catch_up=catch_up)
+        if baseline and baseline.iops:
+            hit.recovery_s = recovery_s(series, ended, baseline.iops, band_pct, hold_s, catching)
+        out.events.append(hit)
     return out

@@ -27,9 +27,7 @@ def network_check(run: Run) -> NetworkRecord | None:
 def link_samples(run: Run) -> list[LinkSample]:
     out = []
     for k in network_check(run).links:
-        name = f"{k['from']} → {k['to']}"
-        reached = k.get("received") is not None and k["received"] > 0
-        bits = k.get("bits_per_s")
-        out.append(LinkSample(name, {"link": name}, {"rtt_ms": k.get("rtt_avg_ms") if reached else None,
-                                                      "gbps": None if bits is None else bits / 1e9}))
+        gbps = None if k.bits_per_s is None else k.bits_per_s / 1e9
+        out.append(LinkSample(k.name, {"link": k.name}, {"rtt_ms": k.rtt_avg_ms if k.reached else None,
+                                                         "gbps": gbps}))
     return out

@@ -25,23 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..fio.status import Round, Totals
+from ..results.impact import Stall  # as a run stores it
 from ..units import LATENCY_CEILING_NS
 
 # A round this many status intervals long means fio's status was held up.
 GAP_INTERVALS = 1.5
-
-
-@dataclass
-class Stall:
-    """IO on `host` paused from `from_s` to `to_s` (s into the measured
-    part); the longest wait of an IO through it, `waited_s`, is a lower
-    bound when `bounded` (fio's histogram ends at its ceiling)."""
-
-    host: str
-    from_s: float
-    to_s: float
-    waited_s: float
-    bounded: bool = False
 
 
 @dataclass

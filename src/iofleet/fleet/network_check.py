@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shlex
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .control.ssh import run_on_all
@@ -259,38 +260,18 @@ def matrix_lines(check: NetworkCheck, width: int = 80) -> list[str]:
     return lines
 
 
-def link_rows(check: NetworkCheck) -> list[dict]:
-    """Each link measured, from → to, as a run stores it (results'
-    NetworkRecord.links); None: not measured."""
-    rows = []
-    for a in check.hosts:
-        for b in check.hosts:
-            ping = check.pings.get(a, {}).get(b)
-            mtu, probe = check.mtu.get(a, {}).get(b, (None, None))
-            measured = b in check.bandwidth.get(a, {})
-            if a == b or (ping is None and mtu is None and not measured):
-                continue
-            bw = check.bandwidth.get(a, {}).get(b)
-            rows.append({"from": a, "to": b, "sent": ping and ping.sent, "received": ping and ping.received,
-                         "rtt_avg_ms": ping and ping.rtt_avg_ms, "rtt_max_ms": ping and ping.rtt_max_ms,
-                         "mtu": mtu, "mtu_sent": probe and probe.sent, "mtu_received": probe and probe.received,
-                         "bandwidth_measured": measured, "bits_per_s": bw and bw.bits_per_s,
-                         "retransmits": bw and bw.retransmits})
-    return rows
-
-
-def check_of_links(hosts: list[str], links: list[dict], errors: list[str], problems: list[str]) -> NetworkCheck:
-    """A stored check (link_rows) as measured, to show it again."""
+def check_of_links(hosts: list[str], links: Iterable, errors: list[str], problems: list[str]) -> NetworkCheck:
+    """A stored check as measured, to show it again: `links` as a run
+    stores them (results' Link: from_host, to_host, sent, received, …)."""
     check = NetworkCheck(list(hosts), errors=list(errors), problems=list(problems))
-    for row in links:
-        a, b = row["from"], row["to"]
-        if row.get("sent") is not None:
-            check.pings.setdefault(a, {})[b] = Ping(row["sent"], row["received"], row.get("rtt_avg_ms"),
-                                                    row.get("rtt_max_ms"))
-        if row.get("mtu") is not None:
-            probe = None if row.get("mtu_sent") is None else Ping(row["mtu_sent"], row["mtu_received"], None, None)
-            check.mtu.setdefault(a, {})[b] = (row["mtu"], probe)
-        if row.get("bandwidth_measured"):
-            bits = row.get("bits_per_s")
-            check.bandwidth.setdefault(a, {})[b] = None if bits is None else Bandwidth(bits, row.get("retransmits"))
+    for k in links:
+        a, b = k.from_host, k.to_host
+        if k.sent is not None:
+            check.pings.setdefault(a, {})[b] = Ping(k.sent, k.received, k.rtt_avg_ms, k.rtt_max_ms)
+        if k.mtu is not None:
+            probe = None if k.mtu_sent is None else Ping(k.mtu_sent, k.mtu_received, None, None)
+            check.mtu.setdefault(a, {})[b] = (k.mtu, probe)
+        if k.bandwidth_measured:
+            check.bandwidth.setdefault(a, {})[b] = None if k.bits_per_s is None else Bandwidth(k.bits_per_s,
+                                                                                               k.retransmits)
     return check

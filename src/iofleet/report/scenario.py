@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import plotly.graph_objects as go
 
 from ..fio.records import Series
+from ..results.impact import CatchUp, EventImpact, Impact, Stall
 from ..results.methodology import RunMethodology, ScenarioRecord, count
 from ..results.model import Run
 from ..units import MISSING
@@ -38,7 +39,7 @@ def event_label(e: dict) -> str:
     return f"{e['fault']} {e['host'] or 'local'}"
 
 
-def _event_line(e: dict, hit: dict | None, band: str) -> str:
+def _event_line(e: dict, hit: EventImpact | None, band: str) -> str:
     when = f"at {e['at_s']}s" + (f" for {e['for_s']}s" if e["for_s"] is not None else "")
     if e["error"]:
         return f"  {event_label(e)} {when}: not applied: {e['error']}"
@@ -48,42 +49,42 @@ def _event_line(e: dict, hit: dict | None, band: str) -> str:
             line += f" ({what} {e[key]:.1f} s late, bound {e['late_bound_s']:g} s)"
     if e.get("undo_error"):
         line += f" (UNDO FAILED: {e['undo_error']})"
-    if hit and hit["during"]:
-        d = hit["during"]
-        p99 = ("≥ " if d.get("p99_lower_bound") else "") + _num(d["p99_ms"], "ms", 2)
-        change = _pct(hit["p99_change_pct"])
-        line += (f", measured {hit['from_s']:.1f}–{hit['to_s']:.1f} s: {_num(d['iops'], 'IOPS')} "
-                 f"({_pct(hit['iops_change_pct'])}), p99 {p99} ({'≥ ' if d.get('p99_lower_bound') else ''}{change})")
-        rec = hit["recovery_s"]
+    if hit and hit.during:
+        d = hit.during
+        bound = "≥ " if d.p99_lower_bound else ""
+        line += (f", measured {hit.from_s:.1f}–{hit.to_s:.1f} s: {_num(d.iops, 'IOPS')} "
+                 f"({_pct(hit.iops_change_pct)}), p99 {bound}{_num(d.p99_ms, 'ms', 2)} "
+                 f"({bound}{_pct(hit.p99_change_pct)})")
+        rec = hit.recovery_s
         line += f"; back within {band} after {rec:.0f} s" if rec is not None else f"; not back within {band} by the end"
-        line += _catch_up(hit.get("catch_up"))
+        line += _catch_up(hit.catch_up)
     elif e["applied_s"] is None:
         line += ": not applied (the load ended first)"
     return line
 
 
-def _catch_up(c: dict | None) -> str:
+def _catch_up(c: CatchUp | None) -> str:
     """The fixed-rate load's catch-up after the event: fio issues the IOs it fell behind on at once."""
     if not c:
         return ""
-    when = (f"drained at {c['drained_s']:.1f} s" if c["drained_s"] is not None else "not drained by the end")
-    burst = f", a catch-up burst of up to {_num(c['burst_iops'], 'IOPS')}" if c.get("burst_iops") else ""
-    return f"; backlog of {c['behind_ios']:,} IOs {when}{burst}"
+    when = f"drained at {c.drained_s:.1f} s" if c.drained_s is not None else "not drained by the end"
+    burst = f", a catch-up burst of up to {_num(c.burst_iops, 'IOPS')}" if c.burst_iops else ""
+    return f"; backlog of {c.behind_ios:,} IOs {when}{burst}"
 
 
-def stall_line(stall: dict, hosts: int) -> str:
+def stall_line(stall: Stall, hosts: int) -> str:
     """`IO paused from 29.6 to 56.1 s (26.5 s); IOs waited at least 26.4 s`."""
-    where = f" on {stall['host']}" if hosts > 1 else ""
-    return (f"  IO paused{where} from {stall['from_s']:.1f} to {stall['to_s']:.1f} s "
-            f"({stall['to_s'] - stall['from_s']:.1f} s); IOs waited at least {stall['waited_s']:.1f} s"
-            + (" (past the end of fio's latency histogram, 17.0 s)" if stall.get("bounded") else ""))
+    where = f" on {stall.host}" if hosts > 1 else ""
+    return (f"  IO paused{where} from {stall.from_s:.1f} to {stall.to_s:.1f} s "
+            f"({stall.to_s - stall.from_s:.1f} s); IOs waited at least {stall.waited_s:.1f} s"
+            + (" (past the end of fio's latency histogram, 17.0 s)" if stall.bounded else ""))
 
 
-def _hits_by_event(ordered: list[dict], hits: list[dict]) -> dict[int, dict]:
+def _hits_by_event(ordered: list[dict], hits: list[EventImpact]) -> dict[int, EventImpact]:
     """Each event's impact (by id of its record): by its index, or, in a
     record stored before impacts had one, by position among the applied."""
-    if all("index" in h for h in hits):
-        by_index = {h["index"]: h for h in hits}
+    if all(h.has("index") for h in hits):
+        by_index = {h.index: h for h in hits}
         return {id(e): by_index[e["index"]] for e in ordered if e["index"] in by_index}
     applied = [e for e in ordered if not e["error"]]
     return {id(e): hits[i] for i, e in enumerate(applied) if i < len(hits)}
@@ -91,24 +92,22 @@ def _hits_by_event(ordered: list[dict], hits: list[dict]) -> dict[int, dict]:
 
 def scenario_lines(record: ScenarioRecord) -> list[str]:
     """The scenario's summary in words, one line each."""
-    imp = record.impact or {}
-    base = imp.get("baseline")
-    band = f"±{imp.get('band_pct', 10):g} % of baseline IOPS for {imp.get('hold_s', 5)} s"
+    imp = record.impact or Impact()
+    base = imp.baseline
+    band = f"±{imp.band_pct:g} % of baseline IOPS for {imp.hold_s} s"
     shift = record.clock_shift_s or 0
     out = [f"Scenario {record.name}" + (f" (times on fio's clock: its jobs began {shift:.1f} s after iofleet's "
                                             f"timeline)" if shift else "") + ":"]
     if base:
-        out.append(f"  baseline (first {base['seconds']} s): {_num(base['iops'], 'IOPS')}, "
-                   f"p99 {_num(base['p99_ms'], 'ms', 2)}")
+        out.append(f"  baseline (first {base.seconds} s): {_num(base.iops, 'IOPS')}, p99 {_num(base.p99_ms, 'ms', 2)}")
     else:
         out.append("  baseline: no second before the first event was measured")
-    hits = imp.get("events") or []
     ordered = sorted(record.events, key=lambda e: e["at_s"])
-    by_event = _hits_by_event(ordered, hits)
+    by_event = _hits_by_event(ordered, imp.events)
     out += [_event_line(e, by_event.get(id(e)), band) for e in ordered]
-    hosts = len((imp.get("series") or {}).get("hosts") or {})
-    out += [stall_line(st, hosts) for st in imp.get("stalls") or []]
-    if any((h.get("during") or {}).get("p99_lower_bound") for h in hits):
+    hosts = len(imp.series.hosts) if imp.series else 0
+    out += [stall_line(st, hosts) for st in imp.stalls]
+    if any(h.during and h.during.p99_lower_bound for h in imp.events):
         out.append("  p99 is fio's latency from issue; \"≥\": a lower bound that also counts the IOs that waited "
                    "in a stall, from when the rate wanted them issued")
     if record.lost:
@@ -120,48 +119,46 @@ def scenario_chart(record: ScenarioRecord) -> go.Figure | None:
     """Per-second IOPS (the fleet's, and each host's) and p99, with each
     event shaded from its start to its end (a line where it has none), and
     the baseline shaded."""
-    imp = record.impact or {}
-    series = imp.get("series") or {}
-    if not series.get("t_s"):
+    imp = record.impact
+    series = imp.series if imp else None
+    if not series or not series.t_s:
         return None
-    x = series["t_s"]
+    x = series.t_s
     fig = _figure(f"Scenario · {record.name}", secondary_y=True)
-    fig.add_trace(go.Scatter(x=x, y=series["iops"], name="IOPS (all hosts)", mode="lines+markers",
+    fig.add_trace(go.Scatter(x=x, y=series.iops, name="IOPS (all hosts)", mode="lines+markers",
                              line=dict(color=READ)), secondary_y=False)
-    hosts = series.get("hosts") or {}
+    hosts = series.hosts or {}
     if len(hosts) > 1:
         for i, (h, ys) in enumerate(sorted(hosts.items())):
             fig.add_trace(go.Scatter(x=x, y=[math.nan if v is None else v for v in ys], name=f"IOPS {h}",
                                      mode="lines", line=dict(color=PALETTE[(i + 2) % len(PALETTE)], width=1)),
                           secondary_y=False)
-    fig.add_trace(go.Scatter(x=x, y=[math.nan if v is None else v for v in series["p99_ms"]], name="p99 latency",
+    fig.add_trace(go.Scatter(x=x, y=[math.nan if v is None else v for v in series.p99_ms], name="p99 latency",
                              mode="lines", line=dict(color=WRITE, dash="dash")), secondary_y=True)
-    base = imp.get("baseline")
-    if base:
-        first = min((e["from_s"] for e in imp.get("events") or []), default=x[-1])
-        fig.add_vrect(x0=0, x1=first, fillcolor=NEUTRAL, opacity=0.10, line_width=0,
+    if imp.baseline:
+        fig.add_vrect(x0=0, x1=imp.first_event_s(default=x[-1]), fillcolor=NEUTRAL, opacity=0.10, line_width=0,
                       annotation_text="baseline", annotation_position="top left")
     ordered = sorted(record.events, key=lambda e: e["at_s"])
-    by_event = _hits_by_event(ordered, imp.get("events") or [])
+    by_event = _hits_by_event(ordered, imp.events)
     for i, e in enumerate(ordered):
         if e["error"]:
             continue
         hit = by_event.get(id(e))
-        start = hit["from_s"] if hit else e["at_s"]
+        start = hit.from_s if hit else e["at_s"]
         # The file's `at` counts from fio's launch; the axis is the measured part on fio's own clock.
         label = f"{event_label(e)} (at {e['at_s']}s in the file)" + (
-            f": in place {start:.1f}–{hit['to_s']:.1f} s" if hit and e["for_s"] is not None else "")
+            f": in place {start:.1f}–{hit.to_s:.1f} s" if hit and e["for_s"] is not None else "")
         color = PALETTE[(i + 1) % len(PALETTE)]
         if e["for_s"] is not None and hit:
-            fig.add_vrect(x0=start, x1=hit["to_s"], fillcolor=color, opacity=0.18, line_width=0,
+            fig.add_vrect(x0=start, x1=hit.to_s, fillcolor=color, opacity=0.18, line_width=0,
                           annotation_text=label, annotation_position="top left")
         else:
             fig.add_vline(x=start, line=dict(color=color, dash="dot"), annotation_text=label,
                           annotation_position="top right")
-    for st in imp.get("stalls") or []:
-        where = f" on {st['host']}" if len(hosts) > 1 else ""
-        fig.add_vrect(x0=st["from_s"], x1=st["to_s"], fillcolor=WRITE, opacity=0.12, line=dict(color=WRITE, width=1),
-                      annotation_text=f"IO paused{where} ({st['to_s'] - st['from_s']:.1f} s)",
+    for st in imp.stalls:
+        where = f" on {st.host}" if len(hosts) > 1 else ""
+        fig.add_vrect(x0=st.from_s, x1=st.to_s, fillcolor=WRITE, opacity=0.12, line=dict(color=WRITE, width=1),
+                      annotation_text=f"IO paused{where} ({st.to_s - st.from_s:.1f} s)",
                       annotation_position="bottom left")
     _watch_states(fig, record)
     fig.update_xaxes(title_text="seconds into the measured part", rangemode="tozero")

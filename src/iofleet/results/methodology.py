@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 
 from .export import Figures
+from .impact import Impact
+from .links import Link
 from .records import Record, from_optional
 
 
@@ -287,10 +289,14 @@ class ScenarioRecord(Record):
     lost: list[str] = field(default_factory=list)
     downed: list[str] = field(default_factory=list)
     clock_shift_s: float | None = None
-    impact: dict | None = None
+    impact: Impact | None = None
     watch: dict | None = None
 
     OPTIONAL = ("watch",)
+
+    @classmethod
+    def _from(cls, d: dict) -> dict:
+        return super()._from(d) | {"impact": from_optional(Impact, d.get("impact"))}
 
 
 @dataclass
@@ -302,15 +308,18 @@ class NetworkRecord(Record):
 
     pairs: str | None = None  # ring | all: which pairs had their bandwidth measured
     hosts: list[str] = field(default_factory=list)
-    # from, to, sent, received, rtt_avg_ms, rtt_max_ms, mtu, mtu_sent, mtu_received, bits_per_s, retransmits
-    # (None: not measured); fleet/network_check.py link_rows.
-    links: list[dict] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)  # fleet/network_check.py link_rows
     errors: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     run: int | None = None  # the check's run, in a fleet run's record
     at: str | None = None  # when the check started (ISO-8601 UTC), in a fleet run's record
 
     OPTIONAL = ("run", "at")
+
+    @classmethod
+    def _from(cls, d: dict) -> dict:
+        links = d.get("links")
+        return super()._from(d) | ({"links": [Link.from_dict(k) for k in links]} if links else {})
 
 
 @dataclass

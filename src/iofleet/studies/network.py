@@ -7,7 +7,8 @@ its diagnostics."""
 from pathlib import Path
 
 from ..fleet.inventory import Host
-from ..fleet.network_check import NetworkCheck, check_network, link_rows
+from ..fleet.network_check import NetworkCheck, check_network
+from ..results.links import links_of
 from ..results.methodology import NetworkRecord, RunMethodology
 from ..results.store import RunFilter, Store
 
@@ -15,7 +16,7 @@ NETWORK_CHECK = "network check"  # the plan name of a network check's run
 
 
 def record_of(check: NetworkCheck, pairs: str) -> NetworkRecord:
-    return NetworkRecord(pairs=pairs, hosts=list(check.hosts), links=link_rows(check), errors=list(check.errors),
+    return NetworkRecord(pairs=pairs, hosts=list(check.hosts), links=links_of(check), errors=list(check.errors),
                          problems=list(check.problems))
 
 
