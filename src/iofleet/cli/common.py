@@ -24,6 +24,7 @@ from ..units import escaped
 # imported by the functions that use them: commands without a plan start sooner.
 
 STUDY_COMMANDS: dict = {}  # a study's own command (cli.study_commands), by the study's name
+STUDY_SHOWS: dict = {}  # what `results show` prints of a study's run after its summary, by the run's kind
 
 
 def study_command(name: str):
@@ -31,6 +32,14 @@ def study_command(name: str):
     def register(command):
         STUDY_COMMANDS[name] = command
         return command
+    return register
+
+
+def study_show(name: str):
+    """Declare `show(run, wide)` as what `results show` prints of the study `name`'s runs."""
+    def register(show):
+        STUDY_SHOWS[name] = show
+        return show
     return register
 
 

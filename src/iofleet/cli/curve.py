@@ -13,7 +13,7 @@ from ..studies.curve import Curve
 from ..studies.kinds import STUDIES
 from ..studies.saturate import Sweep
 from .common import (DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console, print_table,
-                     stop_on_signals, study_command, user_errors)
+                     stop_on_signals, study_command, study_show, user_errors)
 from .run import finish
 from .table_options import own_options, table_options
 
@@ -66,6 +66,15 @@ def curve_command(
         return
     print_curve(outcome.run.run_id, outcome.result, outcome.hosts, wide)
     finish(outcome.run, db, fleet)
+
+
+@study_show(CURVE)
+def show_curve(run, wide: bool) -> None:
+    """A curve run's table and how its loads were chosen, as `iofleet curve` printed them."""
+    from ..analysis.curve import curve_of_run
+    result = curve_of_run(run)
+    if result is not None:
+        print_curve(run.id, result, len(run.host_facts.get("hosts", [])) or 1, wide)
 
 
 def print_curve(run_id: int, result, hosts: int, wide: bool) -> None:

@@ -15,10 +15,10 @@ from ..errors import IofleetError
 from ..results.store import RUN_STATUSES
 from ..units import escaped
 from .common import (
-    EXIT_FAILED, DataDir, WideOpt, check_label, console, err_console, print_table, table_width, user_errors,
+    EXIT_FAILED, STUDY_SHOWS, DataDir, WideOpt, check_label, console, err_console, print_table, table_width,
+    user_errors,
 )
 from .output import write_output
-from .studies import fitted_sweep
 
 if TYPE_CHECKING:  # annotations only
     from ..results.model import Run
@@ -194,26 +194,9 @@ def results_show(
         sys.stdout.write(run_to_json(run))
     else:
         print_table(summary_table(run, table_width(wide)), wide)
-        _print_saturation(run, wide)
-        _print_curve(run, wide)
-
-
-def _print_saturation(run: "Run", wide: bool) -> None:
-    """A saturate sweep's cells, grid and verdicts (other runs: nothing)."""
-    from ..report.saturation import saturation_report, sweep_of_run
-    sweep = sweep_of_run(run)
-    if sweep is not None:
-        report = saturation_report(*sweep, f"Saturation sweep of run {run.id}")
-        print_table(fitted_sweep(report, sweep[0], table_width(wide)), wide)
-
-
-def _print_curve(run: "Run", wide: bool) -> None:
-    """A curve run's table and how its loads were chosen, as `iofleet curve` printed them (other runs: nothing)."""
-    from ..analysis.curve import curve_of_run
-    from .curve import print_curve
-    result = curve_of_run(run)
-    if result is not None:
-        print_curve(run.id, result, len(run.host_facts.get("hosts", [])) or 1, wide)
+        shown = STUDY_SHOWS.get(run.kind)  # the study's own tables, as its command printed them
+        if shown is not None:
+            shown(run, wide)
 
 
 @user_errors

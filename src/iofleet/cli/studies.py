@@ -15,7 +15,7 @@ from ..studies.saturate import Sweep
 from ..units import format_value
 from .common import (
     EXIT_FAILED, EXIT_INTERRUPTED, DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console,
-    plan_with_targets, print_table, stop_on_signals, study_command, table_width, user_errors,
+    plan_with_targets, print_table, stop_on_signals, study_command, study_show, table_width, user_errors,
 )
 from .run import finish
 from .table_options import own_options, table_options
@@ -106,6 +106,16 @@ def _print_scaling(outcome, plan_name: str, wide: bool) -> None:
         console.print(f"note: {note}", highlight=False, markup=False)
     if outcome.stopped:
         console.print(f"[yellow]Study {outcome.status}:[/] {outcome.stopped}", highlight=False)
+
+
+@study_show(SATURATE)
+def print_saturation(run, wide: bool) -> None:
+    """A saturate sweep's cells, grid and verdicts, as `results show` prints them."""
+    from ..report.saturation import saturation_report, sweep_of_run
+    sweep = sweep_of_run(run)
+    if sweep is not None:
+        report = saturation_report(*sweep, f"Saturation sweep of run {run.id}")
+        print_table(fitted_sweep(report, sweep[0], table_width(wide)), wide)
 
 
 def fitted_sweep(report, sat, width: int | None):

@@ -27,7 +27,7 @@ from ..results.aggregate import shared_by_host
 from ..results.model import Run
 from . import charts
 from .compare import comparison_tables, header_lines, metric_table, note_lines
-from .sections import SECTIONS
+from .sections import built_sections
 from .summary import (diagnostics_lines, network_lines, repeat_rows, run_title, summary_caption,
                       summary_notes, summary_rows)
 
@@ -128,7 +128,7 @@ def _run_report_context(run: Run, series: Mapping[int, list[Series]]) -> dict:
     overview, tests) come from the chart registry (sections.py)."""
     return dict(title=run_title(run), run=run, environment=environment_rows(run),
                 rows=summary_rows(run), caption=summary_caption(run), notes=summary_notes(run),
-                repeats=repeat_rows(run), **{s.name: s.build(run, series) for s in SECTIONS},
+                repeats=repeat_rows(run), **built_sections(run, series),
                 steady=steady_rows(run, charts.test_names(run)), findings=finding_rows(run))
 
 

@@ -189,9 +189,17 @@ class Study:
             out[name] = _typed(self.name, setting, value)
         return out
 
+    def checked(self, given: dict[str, Any]) -> dict[str, Any]:
+        """Its own settings given (None left out), each within its limits."""
+        own = self.own()
+        return {name: own[name].check(value) for name, value in given.items() if name in own and value is not None}
+
     def parse(self, given: dict[str, Any]) -> Any:
-        """Its settings object from the settings given (`given`'s or the command line's, None: not given)."""
-        return given
+        """Its settings object from the settings given (`given`'s or the command line's, None: not given):
+        by default its own settings, checked, and the table's rows it offers, parsed by them."""
+        from .options import parse_given
+        rows = self.rows()
+        return self.checked(given) | parse_given(self.name, {k: v for k, v in given.items() if k in rows})
 
     # ---- running it ------------------------------------------------------------
 
