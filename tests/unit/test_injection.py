@@ -30,7 +30,8 @@ from iofleet.fleet.places import fleet as fleet_place
 from iofleet.fleet.places import local as local_place
 from iofleet.fleet.check import host_targets
 from iofleet.fleet.targets import Access, target_for
-from iofleet.fleet.places import FleetPlace, LocalPlace
+from iofleet.fleet.places.fleet import FleetPlace
+from iofleet.fleet.places.local import LocalPlace
 from iofleet.fleet.inventory import InventoryError, load_inventory
 from iofleet.fleet.fio_link.runner import FioRun
 from iofleet.importers import import_file, load_plan_source

@@ -15,7 +15,8 @@ from iofleet.results.methodology import PrepareRecord, ResumeRecord
 from iofleet.fleet.targets import Access, target_for
 from iofleet.fleet.places import fleet as fleet_place
 from iofleet.fleet.places import local as local_place
-from iofleet.fleet.places import FleetPlace, LocalPlace
+from iofleet.fleet.places.fleet import FleetPlace
+from iofleet.fleet.places.local import LocalPlace
 from iofleet.fleet.inventory import Host
 from iofleet.fleet.targets.kept import (KEPT_NAME, KeptData, data_key, file_sizes, files_state, fingerprint, host_key,
                                 kept_entry, tail_tiers)

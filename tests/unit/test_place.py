@@ -11,7 +11,8 @@ import pytest
 
 import iofleet
 from iofleet.fio.parse import parse_output
-from iofleet.fleet.places import FleetPlace, LocalPlace
+from iofleet.fleet.places.fleet import FleetPlace
+from iofleet.fleet.places.local import LocalPlace
 from iofleet.fio.jobfile import LOG_PREFIX, WARMUP_LOG_PREFIX
 from iofleet.fleet.targets import target_for
 from iofleet.fleet.places.base import Place, collect_artifacts, verdict

@@ -1,18 +1,18 @@
-"""The two places of the place protocol (fleet/places/base.py): this host
-(`LocalPlace`) and fio servers at once (`FleetPlace`); `place_for` picks
-one from the plan and its hosts."""
+"""Where a run's tests run (the place protocol, base.py): one module per
+place, found by listing this package — this host (local.py), fio servers at
+once (fleet.py). `place_for` gives a run to the first place that takes it."""
+
+import importlib
+import pkgutil
 
 from ...errors import IofleetError
-from ...plan.expand import expand, expand_mixed
 from ...plan.model import Plan
 from ...plan.target_kinds import SECTIONS
-from ..inventory import Host, host_groups
-from .base import Place
-from ..targets import Access, target_for
-from .fleet import FleetPlace
-from .local import LocalPlace
+from ..inventory import Host
+from ..targets import Access
+from .base import PLACES, Place
 
-__all__ = ["FleetPlace", "LocalPlace", "place_for", "plan_access"]
+__all__ = ["place_for", "plan_access"]
 
 
 def plan_access(plan: Plan) -> Access:
@@ -20,26 +20,24 @@ def plan_access(plan: Plan) -> Access:
     return Access({name: getattr(plan, name) for name in SECTIONS})
 
 
+def _places() -> list[type[Place]]:
+    if not _places.loaded:
+        for module in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{module.name}")
+        _places.loaded = True
+    return sorted(PLACES, key=lambda p: p.order)
+
+
+_places.loaded = False
+
+
 def place_for(plan: Plan, hosts: list[Host] | None) -> tuple[Place, list]:
     """Where the plan runs (on `hosts`, fio servers, or on the plan's
     targets here), and its tests in run order."""
-    access = plan_access(plan)
-    if plan.mixed:
-        if not hosts:
-            raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
-                               f"run it on a fleet with --hosts INVENTORY")
-        groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads})
-        place, specs = FleetPlace(hosts, groups, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data,
-                                  access=access), expand_mixed(plan)
-    elif hosts:
-        place, specs = FleetPlace(hosts, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data,
-                                  access=access), expand(plan)
-    elif not plan.targets:
-        raise IofleetError(
-            f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
-    else:
-        place, specs = LocalPlace(target_for(plan.targets, access), clear_cache=plan.clear_cache,
-                                  destroy_data=plan.destroy_data), expand(plan)
+    place_class = next((p for p in _places() if p.takes(hosts)), None)
+    if place_class is None:  # pragma: no cover - this host takes any run without hosts
+        raise IofleetError("no place takes this run; give --hosts INVENTORY or --target")
+    place, specs = place_class.for_plan(plan, hosts, plan_access(plan))
     # On a device or image each job gets its own region (sized to the
     # device when the plan gives no size): the tests as they will run.
     return place, place.fit(specs, plan.sets("size"))

@@ -63,13 +63,33 @@ class Prepared:
 Step = TestSpec | MixedStep
 
 
+PLACES: list[type["Place"]] = []  # each place registers itself (places/__init__.py finds them)
+
+
 class Place(ABC):
     """What a run asks of its place, in the order it asks: fit the tests,
     lock and check the targets, prepare the data, run each test, clean up,
-    let go. Hosts are named as the run stores them ("local" on this host)."""
+    let go. Hosts are named as the run stores them ("local" on this host).
+    A place is one module of places/: it says which runs it takes (`takes`)
+    and makes itself from the plan (`for_plan`)."""
 
     locks: list[TargetLock]  # held from prepare() to release()
     not_cleaned: tuple[str, ...] = ()  # after cleanup(): hosts whose data files are left
+    order: int = 50  # asked in this order; the first that takes a run gets it
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        PLACES.append(cls)
+
+    @classmethod
+    def takes(cls, hosts: list | None) -> bool:
+        """Whether this place runs a plan given these hosts (the inventory's)."""
+        return False
+
+    @classmethod
+    def for_plan(cls, plan, hosts: list | None, access) -> tuple["Place", list]:
+        """The place for `plan` (its target kinds' `access`), and its tests in run order."""
+        raise NotImplementedError
 
     @abstractmethod
     def fit(self, steps: list[Step], size_given: bool) -> list[Step]:

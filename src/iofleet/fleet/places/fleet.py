@@ -11,11 +11,11 @@ from pathlib import Path
 from ...errors import FioError
 from ...fio.command import error_line
 from ...fio.jobfile import render_prepare, render_test
-from ...plan.expand import MixedStep, TestSpec, prepare_tiers
+from ...plan.expand import MixedStep, TestSpec, expand, expand_mixed, prepare_tiers
 from ..check import HostCheckError, filesystem_problems, problem_line, require_ready
 from ..control.host import NO_SSH, drop_caches
 from ..control.host import host_facts as ssh_host_facts
-from ..inventory import Host
+from ..inventory import Host, host_groups
 from ..targets.kept import KeptData, host_key, kept_entry, prepared_state
 from ..metrics.node_exporter import exporter_facts, fetch_metrics
 from ..metrics.records import mean_cpu
@@ -32,6 +32,19 @@ from ..fio_link.workdir import work_dir
 
 class FleetPlace(Place):
     """Hosts running `fio --server`, each with its own targets."""
+
+    order = 10
+
+    @classmethod
+    def takes(cls, hosts):
+        return bool(hosts)
+
+    @classmethod
+    def for_plan(cls, plan, hosts, access):
+        """A mixed plan's workloads each on its host group, at once."""
+        groups = host_groups(hosts, {w.name: w.hosts for w in plan.workloads}) if plan.mixed else None
+        place = cls(hosts, groups, clear_cache=plan.clear_cache, destroy_data=plan.destroy_data, access=access)
+        return place, expand_mixed(plan) if plan.mixed else expand(plan)
 
     def __init__(self, hosts: list[Host], groups: dict[str, list[str]] | None = None, clear_cache: bool = True,
                  destroy_data: list[str] = (), access: Access = Access()):

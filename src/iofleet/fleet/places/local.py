@@ -4,12 +4,12 @@ image), one local fio process per test."""
 import threading
 from pathlib import Path
 
-from ...errors import FioError, ImportFormatError
+from ...errors import FioError, ImportFormatError, IofleetError
 from ...fio.command import error_line, run_command
 from ...fio.jobfile import render_prepare, render_test
 from ...fio.parse import parse_output
 from ...fio.status import Rounds, snapshot
-from ...plan.expand import TestSpec, prepare_tiers
+from ...plan.expand import TestSpec, expand, prepare_tiers
 from ..targets.kept import LOCAL, KeptData, data_key, kept_entry, prepared_state
 from ..metrics.sampler import MetricsSampler
 from ..local import drop_kernel_caches, host_facts
@@ -17,13 +17,29 @@ from ..targets.engines import resolve_engine
 from .base import (STATUS_INTERVAL_S, Measured, Place, Prepared, collect_artifacts, prepare_sizes, test_timeout,
                    verdict, written_bytes)
 from ..fio_link.runner import FioRun, killed_reason, read_series, rebase_series, run_fio
-from ..targets import Target
+from ..targets import Target, target_for
 from ..targets.lock import TargetLock, holder_facts
 
 
 class LocalPlace(Place):
     """The local host and its target (fleet/targets/: directories, a device
     or an RBD image)."""
+
+    order = 90  # any run without hosts
+
+    @classmethod
+    def takes(cls, hosts):
+        return not hosts
+
+    @classmethod
+    def for_plan(cls, plan, hosts, access):
+        if plan.mixed:
+            raise IofleetError(f"plan {plan.name!r} is mixed (workloads side by side on host groups); "
+                               f"run it on a fleet with --hosts INVENTORY")
+        if not plan.targets:
+            raise IofleetError(f"plan {plan.name!r} has no targets; add `targets:` to the plan or give --target DIR")
+        return cls(target_for(plan.targets, access), clear_cache=plan.clear_cache,
+                   destroy_data=plan.destroy_data), expand(plan)
 
     def __init__(self, target: Target, clear_cache: bool = True, destroy_data: list[str] = ()):
         self.target = target
