@@ -232,52 +232,20 @@ def run_saturate(
     data, text = sweep_plan(sweep, jobs_axis, depth_axis, names, destroy_data or ())
     plan = parse_plan(data, "saturate")
     grid = expand(plan)  # the most the sweep can run; preparation covers its widest row
-    base = grid[0]
     slo, noise = sweep.slo, sweep.noise_pct
     keep_for_next = keep_for_next if files_can_be_kept(names, hosts) else False
     kept = None
-    failures: list[str] = []
 
     with RunSession(plan, text, store, specs=grid, hosts=hosts,
                     label=label or "saturate", observer=observer, stop=stop, sweep=True) as session:
         store.set_run_methodology(session.run_id, replace(session.methodology, saturate=sweep.record()))
-        tests: list[TestRecord] = []  # every test stored
-        engine = None
-
-        def halted() -> bool:
-            return session.done or session.stop.is_set()
-
-        def cell_at(jobs: int, depth: int) -> Cell | None:
-            return next((c for c in cells_of(tests, slo, noise)
-                         if (c.jobs, c.iodepth) == (jobs, depth)), None)
-
-        def run_once(jobs: int, depth: int) -> Cell | None:
-            nonlocal engine
-            done = cell_at(jobs, depth)
-            spec = with_load(base, jobs, depth)
-            if done:
-                spec = replace(spec, repeat=done.runs + 1, repeats=done.runs + 1)
-            result = session.run(spec)
-            if result.status not in ("ok", "partial"):
-                failures.append(f"{result.spec.id} {result.status}: {result.error}; the sweep stopped there")
-                session.done = True
-                return None
-            # Only the test just stored: the run's earlier tests are in `tests`.
-            tests.append(store.get_run(session.run_id, from_seq=len(session.outcome.tests) - 1).tests[-1])
-            engine = tests[-1].params.get("engine_used")
-            cell = cell_at(jobs, depth)
-            if cell is None or (done and cell.runs == done.runs):
-                failures.append(f"{result.spec.id} measured no IO; the sweep stopped there")
-                session.done = True
-                return None
-            return cell
-
-        ended = search(sweep, jobs_axis, depth_axis, run_once, lambda: cells_of(tests, slo, noise),
-                       halted, sync=lambda: engine in SYNC_ENGINES)
+        measured = _Cells(session, store, grid[0], slo, noise)
+        ended = search(sweep, jobs_axis, depth_axis, measured.run_once, measured.cells, measured.halted,
+                       sync=lambda: measured.engine in SYNC_ENGINES)
         session.outcome.tests_planned = len(session.outcome.tests)
         store.update_run(session.run_id, tests_planned=len(session.outcome.tests))
-        result = analyse(cells_of(tests, slo, noise), slo, noise)
-        stopped = [*(ended_line(e, result, sweep) for e in ended), *failures]
+        result = analyse(measured.cells(), slo, noise)
+        stopped = [*(ended_line(e, result, sweep) for e in ended), *measured.failures]
         # Kept for the next run only now, with the answer found: anything
         # before (a stop, an error) leaves the plan's keep_files to decide.
         if (result.peak is not None and not session.stop.is_set() and session.methodology.prepare
@@ -291,6 +259,48 @@ def run_saturate(
         kept = discard_quietly(kept, observer)  # stopped as the sweep ended: no next run
     return SaturateOutcome(run=session.outcome, result=result, hosts=len(hosts) if hosts else 1, stopped=stopped,
                            data=kept)
+
+
+class _Cells:
+    """The sweep's cells as its run measures them: every test stored (a
+    repeat is a test of the same id), and one more run of a cell; a cell
+    that fails or measures no IO stops the sweep there (`failures`)."""
+
+    def __init__(self, session, store: Store, base, slo, noise: float):
+        self.session, self.store, self.base, self.slo, self.noise = session, store, base, slo, noise
+        self.tests: list[TestRecord] = []
+        self.failures: list[str] = []
+        self.engine = None  # the engine fio used (the cells' last)
+
+    def cells(self) -> list[Cell]:
+        return cells_of(self.tests, self.slo, self.noise)
+
+    def halted(self) -> bool:
+        return self.session.done or self.session.stop.is_set()
+
+    def cell_at(self, jobs: int, depth: int) -> Cell | None:
+        return next((c for c in self.cells() if (c.jobs, c.iodepth) == (jobs, depth)), None)
+
+    def _stopped(self, why: str) -> None:
+        self.failures.append(f"{why}; the sweep stopped there")
+        self.session.done = True
+
+    def run_once(self, jobs: int, depth: int) -> Cell | None:
+        done = self.cell_at(jobs, depth)
+        spec = with_load(self.base, jobs, depth)
+        if done:
+            spec = replace(spec, repeat=done.runs + 1, repeats=done.runs + 1)
+        result = self.session.run(spec)
+        if result.status not in ("ok", "partial"):
+            return self._stopped(f"{result.spec.id} {result.status}: {result.error}")
+        # Only the test just stored: the run's earlier tests are in `tests`.
+        run_id, seq = self.session.run_id, len(self.session.outcome.tests) - 1
+        self.tests.append(self.store.get_run(run_id, from_seq=seq).tests[-1])
+        self.engine = self.tests[-1].params.get("engine_used")
+        cell = self.cell_at(jobs, depth)
+        if cell is None or (done and cell.runs == done.runs):
+            return self._stopped(f"{result.spec.id} measured no IO")
+        return cell
 
 
 def search(sweep: Sweep, jobs_axis: list[int], depth_axis: list[int],
