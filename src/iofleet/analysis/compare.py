@@ -355,22 +355,46 @@ def _ranking(cells: list[Cell], metric: Metric, noise_pct: float, resamples: int
     return places
 
 
+def _check_settings(names: list[str], baseline: str, noise_pct: float, resamples: int) -> None:
+    """Refuse configurations and settings that cannot be compared."""
+    if len(set(names)) != len(names):
+        raise IofleetError(f"configurations {', '.join(names)}: each may be given only once")
+    if baseline not in names:
+        raise IofleetError(f"--baseline {baseline}: not one of the configurations ({', '.join(names)})")
+    if len(names) < 2:
+        raise IofleetError("compare needs at least two configurations: give another run or label")
+    if not noise_pct >= 0:
+        raise IofleetError(f"--noise {noise_pct}: give a share of 0 % or more, e.g. 1")
+    if resamples < 100:
+        raise IofleetError(f"resamples {resamples}: use at least 100 (default {DEFAULT_RESAMPLES})")
+
+
+def _cell(config: str, samples: dict[str, list[float]], baseline: str, metric: Metric, noise_pct: float,
+          resamples: int, seed: int) -> Cell:
+    """One configuration's figure of one metric in one matched test, judged
+    against the baseline's."""
+    xs = samples[config]
+    cell = Cell(config, _mean(xs), len(xs), xs)
+    if config == baseline:
+        cell.verdict = BASELINE if xs else NO_DATA
+        return cell
+    j = judge(samples[baseline], xs, noise_pct, resamples, seed)
+    cell.pct_change, cell.ci_low, cell.ci_high, cell.p_value = j.pct_change, j.ci_low, j.ci_high, j.p_value
+    if j.reason == "real":
+        up = j.pct_change > 0
+        cell.verdict = BETTER if up == metric.higher_is_better else WORSE
+    else:
+        cell.verdict = j.reason
+    return cell
+
+
 def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | None = None,
             noise_pct: float = DEFAULT_NOISE_PCT, match: tuple[str, ...] = DEFAULT_MATCH,
             resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Comparison:
     """Compare every configuration with the baseline (one of them), test by
     test (tests matched by the `match` parameters) and metric by metric."""
     names = [c.name for c in configs]
-    if len(set(names)) != len(names):
-        raise IofleetError(f"configurations {', '.join(names)}: each may be given only once")
-    if baseline not in names:
-        raise IofleetError(f"--baseline {baseline}: not one of the configurations ({', '.join(names)})")
-    if len(configs) < 2:
-        raise IofleetError("compare needs at least two configurations: give another run or label")
-    if not noise_pct >= 0:
-        raise IofleetError(f"--noise {noise_pct}: give a share of 0 % or more, e.g. 1")
-    if resamples < 100:
-        raise IofleetError(f"resamples {resamples}: use at least 100 (default {DEFAULT_RESAMPLES})")
+    _check_settings(names, baseline, noise_pct, resamples)
     match = tuple(match)
     checks = {r.id: network_check(r) is not None for c in configs for r in c.runs}
     if any(checks.values()):
@@ -413,22 +437,7 @@ def compare(configs: list[Config], baseline: str, metrics: tuple[Metric, ...] | 
         rows = []
         for m in metrics:
             samples = {n: [v for t in grouped[n][key] if (v := m.value(t)) is not None] for n in names}
-            cells = []
-            for c in configs:
-                xs = samples[c.name]
-                cell = Cell(c.name, _mean(xs), len(xs), xs)
-                if c.name == baseline:
-                    cell.verdict = BASELINE if xs else NO_DATA
-                else:
-                    j = judge(samples[baseline], xs, noise_pct, resamples, seed)
-                    cell.pct_change, cell.ci_low, cell.ci_high, cell.p_value = (
-                        j.pct_change, j.ci_low, j.ci_high, j.p_value)
-                    if j.reason == "real":
-                        up = j.pct_change > 0
-                        cell.verdict = BETTER if up == m.higher_is_better else WORSE
-                    else:
-                        cell.verdict = j.reason
-                cells.append(cell)
+            cells = [_cell(c.name, samples, baseline, m, noise_pct, resamples, seed) for c in configs]
             if all(c.n == 0 for c in cells):
                 continue  # e.g. write latency of a read-only test
             rows.append(MetricRow(m.name, cells, _ranking(cells, m, noise_pct, resamples, seed)))
