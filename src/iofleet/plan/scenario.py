@@ -15,6 +15,13 @@ run as a one-test plan (`plan()`), with one-second rounds: the per-second
 series the impact is measured on. `watch` (optional) is a command giving
 the storage's own account of its state, run every `every` seconds while
 the load runs (studies/watch.py).
+
+Each fault kind is one module of fleet/control/fault_kinds/: its class
+declares its name, the fields an event of it takes and what it needs
+(FaultFields), and registers here when the fleet loads the kinds
+(fleet/control/faults.py does, as it is imported). The event model is
+built from the kinds registered (scenario_model): plan reads no fleet
+module, and a new kind is one new file there.
 """
 
 from __future__ import annotations
@@ -252,17 +259,17 @@ _MODELS: dict[tuple, type[Scenario]] = {}
 
 def scenario_model() -> type[Scenario]:
     """The scenario model of the fault kinds registered: Event with each
-    kind's fields (one kind's name for a field shared by two), `fault` one
-    of their names."""
+    kind's fields (a field two kinds take is one field, of one type),
+    `fault` one of the kinds' names."""
     kinds = listed_kinds()
     if not kinds:
-        raise RuntimeError("no fault kind is registered: import iofleet.fleet.control.fault_kinds first")
-    key = tuple(map(id, kinds))
+        raise RuntimeError("no fault kind is registered: import iofleet.fleet.control.faults first (it loads them)")
+    key = tuple((k.name, type(k)) for k in kinds)
     if key not in _MODELS:
         fields: dict[str, Any] = {}
         for kind in kinds:
             for name, type_ in kind.fields.items():
-                if name in Event.model_fields or fields.get(name, type_) != type_:
+                if name in Event.model_fields or hasattr(Event, name) or fields.get(name, type_) != type_:
                     raise TypeError(f"fault kind {kind.name}: its field {name} is one of another kind's or an "
                                     f"event's own, with another type")
                 fields[name] = type_

@@ -37,6 +37,8 @@ from . import fault_kinds
 from .fault_records import FaultRecord, recorded, run_as_root, unrecorded
 
 FAULT_TIMEOUT_S = 30.0
+# A record's own lines (fault_records.py), not the fault's values.
+HEADER = ("kind", "since", "scenario", "event", "token", "controller", "pid", "pid_start")
 
 # The fio server: the process listening on $PORT, and every descendant (`tree`).
 SERVER_TREE = r"""
@@ -105,8 +107,6 @@ class FaultKind(FaultFields):
         return f"ran its {user[0]}: {user[1]}" if user else "undone"
 
 
-# A record's own lines (fault_records.py), not the fault's values.
-HEADER = ("kind", "since", "scenario", "event", "token", "controller", "pid", "pid_start")
 _UNKNOWN = FaultKind()  # a kind this iofleet does not have (a record of another one's)
 
 

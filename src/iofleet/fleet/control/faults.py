@@ -84,7 +84,8 @@ def _keep_record(fault: Fault, scenario: str) -> None:
         return
     values = [("kind", e.fault), ("scenario", scenario), ("event", str(fault.index + 1)), ("token", fault.token),
               *controller()]
-    values += [(k, str(v)) for k, v in e.model_dump(exclude_none=True, exclude={"at", "fault", "host", "for_s"}).items()]
+    own = e.model_dump(exclude_none=True, exclude={"at", "fault", "host", "for_s"})
+    values += [(k, str(v)) for k, v in own.items()]
     if fault.host is not None:
         values += [("address", fault.host.endpoint[0]), ("port", str(fault.host.endpoint[1]))]
     values += fault.kind.record_values(fault)
