@@ -1,18 +1,21 @@
-"""A scenario's impact (with its stalls) and a network check's links are
-records: a new one writes the JSON iofleet always wrote (same keys, same
-order), and one read from a stored run exports as it was stored, byte for
-byte, whatever keys it lacked or had that this iofleet does not know."""
+"""A scenario's impact (with its stalls), its watch and a network check's
+links are records: a new one writes the JSON iofleet always wrote (same
+keys, same order), and one read from a stored run exports as it was
+stored, byte for byte, whatever keys it lacked or had that this iofleet
+does not know."""
 
 import json
 from pathlib import Path
 
 from iofleet.analysis.impact import Load, impact
+from iofleet.analysis.watch_recovery import storage_recovery
 from iofleet.fio.status import Round, Totals
 from iofleet.fleet.network_check import check_of_links
 from iofleet.results.impact import CatchUp, EventImpact, Impact, ImpactSeries, SpanFigures, Stall
 from iofleet.results.links import Link
 from iofleet.results.methodology import NetworkRecord, RunMethodology, ScenarioRecord
 from iofleet.results.model import Run, run_to_json
+from iofleet.results.watch import StorageAccount, WatchRecord, WatchSample
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -92,3 +95,21 @@ def test_a_link_stored_without_later_keys_keeps_them_out():
     check = check_of_links(net.hosts, net.links, net.errors, net.problems)
     assert check.pings["h1"]["h2"].received == 0 and check.bandwidth == {}
     assert RunMethodology.from_dict({"network": net.to_dict()}).network.to_dict() == net.to_dict()
+
+
+def test_a_watch_writes_the_keys_it_always_wrote_and_a_stored_one_exports_as_stored():
+    samples = [WatchSample(0.5, 0.2, 0, "HEALTH_OK", "HEALTH_OK"), WatchSample(1.5, 0.2, 0, "", "HEALTH_WARN"),
+               WatchSample(2.5, 0.9, None, "", "no answer: not done in 0.9 s"),
+               WatchSample(3.5, 0.2, 0, "", "HEALTH_OK")]
+    accounts = storage_recovery(samples, [{"index": 0, "at_s": 1.0, "end_s": 2.0}])
+    d = WatchRecord("ceph health", None, 1, 0.9, samples, accounts).to_dict()
+    assert list(d) == ["command", "host", "every_s", "timeout_s", "samples", "events"]
+    assert list(d["samples"][0]) == ["t_s", "took_s", "exit", "output", "state"]
+    assert d["events"] == [{"index": 0, "at_s": 1.0, "end_s": 2.0, "until_s": None, "samples": 3, "before": "HEALTH_OK",
+                            "before_t_s": 0.5, "changed_s": 1.5, "changed_to": "HEALTH_WARN", "back_s": 3.5,
+                            "back_after_s": 1.5}]
+    stored = json.loads((FIXTURES / "scenario" / "fleet-faults.json").read_text())
+    stored["watch"] = d | {"samples": [{"t_s": 0.5, "state": "ok", "exit": 0, "output": "ok"}]}  # keys as stored
+    record = ScenarioRecord.from_dict(stored)
+    assert isinstance(record.watch, WatchRecord) and isinstance(record.watch.events[0], StorageAccount)
+    assert record.watch.samples[0].took_s is None and json.dumps(record.to_dict()) == json.dumps(stored)

@@ -14,6 +14,7 @@ from iofleet.fleet.inventory import Inventory
 from iofleet.plan.scenario import parse_scenario
 from iofleet.report.scenario import scenario_chart, scenario_lines, watch_lines
 from iofleet.results.methodology import ScenarioRecord
+from iofleet.results.watch import WatchSample
 from iofleet.studies.scenario import check_scenario
 from iofleet.studies.watch import watch_host
 
@@ -135,44 +136,44 @@ def test_other_output_is_its_first_line_bounded():
 
 # ---- each event's recovery, in the storage's account ---------------------------------------
 
-def _samples(states: list[tuple[float, str]], shift: float = 0.0) -> list[dict]:
-    return [{"t_s": round(t + shift, 2), "state": s} for t, s in states]
+def _samples(states: list[tuple[float, str]], shift: float = 0.0) -> list[WatchSample]:
+    return [WatchSample(t_s=round(t + shift, 2), state=s) for t, s in states]
 
 
 def test_an_osd_killed_and_started_again_is_back_to_health_ok_when_ceph_says_so():
     # The recorded cluster: osd.0 killed at about 0.5 s, started again at about 10.4 s; here 30 s later.
     samples = _samples(_ceph_states(), 30)
     (a,) = storage_recovery(samples, [{"index": 0, "at_s": 30.5, "end_s": 40.4}])
-    assert (a["before"], a["before_t_s"]) == ("HEALTH_OK", 30.23)
-    assert (a["changed_s"], a["changed_to"]) == (30.71, "HEALTH_WARN OSD_DOWN")
-    assert (a["back_s"], a["back_after_s"]) == (50.75, 10.35)
-    assert a["index"] == 0 and a["until_s"] is None and a["samples"] == len(samples) - 1
+    assert (a.before, a.before_t_s) == ("HEALTH_OK", 30.23)
+    assert (a.changed_s, a.changed_to) == (30.71, "HEALTH_WARN OSD_DOWN")
+    assert (a.back_s, a.back_after_s) == (50.75, 10.35)
+    assert a.index == 0 and a.until_s is None and a.samples == len(samples) - 1
 
 
 def test_not_back_by_the_end_or_before_the_next_event():
     states = [(0.5, "ok"), (1.5, "ok"), (2.5, "bad"), (3.5, "ok"), (4.5, "bad"), (5.5, "bad")]
     (a,) = storage_recovery(_samples(states), [{"at_s": 2.0, "end_s": 3.0}])
     # Back at 3.5 s, but not for good: bad again at 4.5 s until the end.
-    assert a["changed_s"] == 2.5 and a["back_s"] is None and a["until_s"] is None
+    assert a.changed_s == 2.5 and a.back_s is None and a.until_s is None
     first, second = storage_recovery(_samples(states), [{"at_s": 2.0, "end_s": 3.0}, {"at_s": 4.0, "end_s": None}])
     # The first event's span ends where the second begins: back at 3.5 s, 0.5 s after its end.
-    assert (first["until_s"], first["back_s"], first["back_after_s"]) == (4.0, 3.5, 0.5)
-    assert (second["before"], second["changed_to"], second["back_s"]) == ("ok", "bad", None)
+    assert (first.until_s, first.back_s, first.back_after_s) == (4.0, 3.5, 0.5)
+    assert (second.before, second.changed_to, second.back_s) == ("ok", "bad", None)
 
 
 def test_an_event_without_an_end_counts_from_its_start_and_a_blip_during_the_fault_counts_as_back():
     states = [(0.5, "ok"), (1.5, "bad"), (2.5, "ok"), (3.5, "ok")]
     (a,) = storage_recovery(_samples(states), [{"at_s": 1.0, "end_s": None}])
-    assert (a["back_s"], a["back_after_s"]) == (2.5, 1.5)
+    assert (a.back_s, a.back_after_s) == (2.5, 1.5)
     (a,) = storage_recovery(_samples(states), [{"at_s": 1.0, "end_s": 5.0}])
-    assert a["back_after_s"] == -2.5  # back before the fault ended
+    assert a.back_after_s == -2.5  # back before the fault ended
 
 
 def test_no_change_and_no_sample_before():
     (a,) = storage_recovery(_samples([(0.5, "ok"), (1.5, "ok")]), [{"at_s": 1.0, "end_s": 2.0}])
-    assert a["before"] == "ok" and a["changed_s"] is None and a["back_s"] is None and a["samples"] == 1
+    assert a.before == "ok" and a.changed_s is None and a.back_s is None and a.samples == 1
     (a,) = storage_recovery(_samples([(1.5, "bad"), (2.5, "ok")]), [{"at_s": 1.0, "end_s": 2.0}])
-    assert a["before"] is None and a["changed_s"] is None and a["back_s"] is None
+    assert a.before is None and a.changed_s is None and a.back_s is None
 
 
 # ---- shown -------------------------------------------------------------------------------
@@ -180,13 +181,12 @@ def test_no_change_and_no_sample_before():
 def _record(samples, accounts) -> ScenarioRecord:
     record = json.loads(json.dumps(FLEET))
     record["watch"] = {"command": "ceph health --format json", "host": "h1", "every_s": 1, "timeout_s": 0.9,
-                       "samples": samples, "events": accounts}
+                       "samples": [s.to_dict() for s in samples], "events": [a.to_dict() for a in accounts]}
     return ScenarioRecord.from_dict(record)
 
 
-def _sample(t, state, exit_code=0, output=None):
-    return {"t_s": t, "took_s": 0.3, "exit": exit_code, "output": state if output is None else output,
-            "state": state}
+def _sample(t, state, exit_code=0, output=None) -> WatchSample:
+    return WatchSample(t, 0.3, exit_code, state if output is None else output, state)
 
 
 def test_the_summary_gives_the_storage_account_of_each_event():

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import json
 
+from ..results.watch import StorageAccount, WatchSample
+
 MAX_STATE = 200  # characters of a state: a line, not a document
 
 
@@ -57,30 +59,25 @@ def state_of(exit_code: int | None, stdout: str, stderr: str = "", no_answer: st
     return _short(_first_line(stdout))
 
 
-def storage_recovery(samples: list[dict], events: list[dict]) -> list[dict]:
-    """Per event, the storage's account of it. `samples`: dicts with `t_s`
-    and `state`, in time order; `events`: dicts with `at_s` and `end_s`
-    (None: no end of its own), and `index` (kept), in time order, on the
-    samples' clock. Each result: the event's `index`, `at_s`, `end_s`;
-    `until_s` (the next event's start, None: the end); `samples` (how many
-    fell in its span); `before` and `before_t_s`; `changed_s` and
-    `changed_to`; `back_s` and `back_after_s` (from its end, or its start)."""
+def storage_recovery(samples: list[WatchSample], events: list[dict]) -> list[StorageAccount]:
+    """Per event, the storage's account of it. `samples` in time order;
+    `events`: dicts with `at_s` and `end_s` (None: no end of its own), and
+    `index` (kept), in time order, on the samples' clock."""
     out = []
     for i, e in enumerate(events):
         at = e["at_s"]
         until = min((x["at_s"] for x in events[i + 1:] if x["at_s"] > at), default=None)
-        prior = [s for s in samples if s["t_s"] < at]
-        span = [s for s in samples if s["t_s"] >= at and (until is None or s["t_s"] < until)]
-        entry = {"index": e.get("index"), "at_s": at, "end_s": e["end_s"], "until_s": until, "samples": len(span),
-                 "before": prior[-1]["state"] if prior else None, "before_t_s": prior[-1]["t_s"] if prior else None,
-                 "changed_s": None, "changed_to": None, "back_s": None, "back_after_s": None}
+        prior = [s for s in samples if s.t_s < at]
+        span = [s for s in samples if s.t_s >= at and (until is None or s.t_s < until)]
+        account = StorageAccount(e.get("index"), at, e["end_s"], until, len(span))
         if prior:
-            other = [k for k, s in enumerate(span) if s["state"] != entry["before"]]
+            account.before, account.before_t_s = prior[-1].state, prior[-1].t_s
+            other = [k for k, s in enumerate(span) if s.state != account.before]
             if other:
-                entry["changed_s"], entry["changed_to"] = span[other[0]]["t_s"], span[other[0]]["state"]
+                account.changed_s, account.changed_to = span[other[0]].t_s, span[other[0]].state
                 if other[-1] + 1 < len(span):
-                    back = span[other[-1] + 1]["t_s"]
+                    back = span[other[-1] + 1].t_s
                     since = e["end_s"] if e["end_s"] is not None else at
-                    entry["back_s"], entry["back_after_s"] = back, round(back - since, 2)
-        out.append(entry)
+                    account.back_s, account.back_after_s = back, round(back - since, 2)
+        out.append(account)
     return out

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from ..fio.records import Series
 from ..results.impact import CatchUp, EventImpact, Impact, Stall
 from ..results.methodology import RunMethodology, ScenarioRecord, count
+from ..results.watch import StorageAccount
 from ..results.model import Run
 from ..units import MISSING
 from .charts import NEUTRAL, PALETTE, READ, WRITE, _figure
@@ -183,26 +184,26 @@ def scenario_section(run: Run, series: Mapping[int, list[Series]]) -> dict | Non
 
 # ---- the storage's own account (the scenario's `watch:`, studies/watch.py) ----
 
-def _account(a: dict) -> str:
+def _account(a: StorageAccount) -> str:
     """What the storage said of one event (analysis/watch_recovery.py)."""
-    if a["before"] is None:
+    if a.before is None:
         return "no storage sample before it began"
-    if a["changed_s"] is None:
-        return (f"storage stayed {a['before']} ({count(a['samples'], 'sample')})" if a["samples"]
+    if a.changed_s is None:
+        return (f"storage stayed {a.before} ({count(a.samples, 'sample')})" if a.samples
                 else "no storage sample after it began")
-    line = f"storage {a['before']} before, reported {a['changed_to']} at {a['changed_s']:.1f} s; "
-    if a["back_s"] is None:
-        return line + f"not back to {a['before']} " + (
-            "by the end" if a["until_s"] is None else f"before the next event (at {a['until_s']:.1f} s)")
-    after = a["back_after_s"]
-    since = (f"{after:.1f} s after the fault {'ended' if a['end_s'] is not None else 'began'}" if after >= 0
+    line = f"storage {a.before} before, reported {a.changed_to} at {a.changed_s:.1f} s; "
+    if a.back_s is None:
+        return line + f"not back to {a.before} " + (
+            "by the end" if a.until_s is None else f"before the next event (at {a.until_s:.1f} s)")
+    after = a.back_after_s
+    since = (f"{after:.1f} s after the fault {'ended' if a.end_s is not None else 'began'}" if after >= 0
              else f"{-after:.1f} s before the fault ended")
-    return line + f"back to its state before the fault ({a['before']}) at {a['back_s']:.1f} s ({since})"
+    return line + f"back to its state before the fault ({a.before}) at {a.back_s:.1f} s ({since})"
 
 
-def _when(e: dict, a: dict) -> str:
+def _when(e: dict, a: StorageAccount) -> str:
     """`link-slow h1 at 3s, in place 2.4–4.4 s`: its planned time, then its span on fio's clock."""
-    span = f"{a['at_s']:.1f}–{a['end_s']:.1f} s" if a["end_s"] is not None else f"from {a['at_s']:.1f} s"
+    span = f"{a.at_s:.1f}–{a.end_s:.1f} s" if a.end_s is not None else f"from {a.at_s:.1f} s"
     return f"{event_label(e)} at {e['at_s']}s, in place {span}"
 
 
@@ -211,15 +212,14 @@ def watch_lines(record: ScenarioRecord) -> list[str]:
     w = record.watch
     if not w:
         return []
-    samples = w["samples"]
-    head = (f"  storage's account: `{w['command']}` on {w['host'] or 'this host'} every {w['every_s']}s, "
-            f"{count(len(samples), 'sample')}")
-    failed = [s for s in samples if s["exit"] != 0]
+    head = (f"  storage's account: `{w.command}` on {w.host or 'this host'} every {w.every_s}s, "
+            f"{count(len(w.samples), 'sample')}")
+    failed = [s for s in w.samples if s.exit != 0]
     if failed:
-        head += f", {len(failed)} failed or unanswered (first: {failed[0]['state']})"
+        head += f", {len(failed)} failed or unanswered (first: {failed[0].state})"
     by_index = {e["index"]: e for e in record.events}
-    return [head + ":"] + [f"    {_when(by_index[a['index']], a)}: {_account(a)}"
-                           for a in w.get("events") or [] if a["index"] in by_index]
+    return [head + ":"] + [f"    {_when(by_index[a.index], a)}: {_account(a)}" for a in w.events
+                           if a.index in by_index]
 
 
 # States Ceph names: green, amber, red; others in the palette's order; no answer grey.
@@ -241,26 +241,26 @@ def _watch_states(fig: go.Figure, record: ScenarioRecord) -> None:
     """The storage's states on the time axis: a band along the bottom,
     coloured by state, a marker per sample (its state and output in the
     hover), and the new state written at each change."""
-    samples = (record.watch or {}).get("samples") or []
+    samples = record.watch.samples if record.watch else []
     if not samples:
         return
-    every = record.watch["every_s"]
-    states = [s["state"] for s in samples]
+    every = record.watch.every_s
+    states = [s.state for s in samples]
     colour = _state_colours(states)
     changes = [k for k in range(len(samples)) if k == 0 or states[k] != states[k - 1]]
     for n, k in enumerate(changes):
         # A sample's state stands until the next sample (the last: for one interval).
-        end = samples[changes[n + 1]]["t_s"] if n + 1 < len(changes) else samples[-1]["t_s"] + every
-        fig.add_shape(type="rect", xref="x", yref="paper", x0=samples[k]["t_s"], x1=end, y0=0, y1=0.03,
+        end = samples[changes[n + 1]].t_s if n + 1 < len(changes) else samples[-1].t_s + every
+        fig.add_shape(type="rect", xref="x", yref="paper", x0=samples[k].t_s, x1=end, y0=0, y1=0.03,
                       fillcolor=colour[states[k]], opacity=0.7, line_width=0)
-        fig.add_annotation(x=samples[k]["t_s"], y=0.04, xref="x", yref="paper", text=escape(states[k][:60]),
+        fig.add_annotation(x=samples[k].t_s, y=0.04, xref="x", yref="paper", text=escape(states[k][:60]),
                            showarrow=False, textangle=-90, xanchor="center", yanchor="bottom",
                            font=dict(size=10, color=colour[states[k]]))
     # Plotly reads hover text as HTML: the command's output is escaped.
-    hover = [escape(s["state"]) + (f"<br>{escape(s['output'][:200])}" if s["output"] and s["output"] != s["state"]
-                                   else "") for s in samples]
-    name = escape(f"storage: {record.watch['command'][:40]}")
-    fig.add_trace(go.Scatter(x=[s["t_s"] for s in samples], y=[0] * len(samples), mode="markers", name=name,
+    hover = [escape(s.state) + (f"<br>{escape(s.output[:200])}" if s.output and s.output != s.state else "")
+             for s in samples]
+    name = escape(f"storage: {record.watch.command[:40]}")
+    fig.add_trace(go.Scatter(x=[s.t_s for s in samples], y=[0] * len(samples), mode="markers", name=name,
                              hovertext=hover, hoverinfo="x+text",
                              marker=dict(color=[colour[x] for x in states], symbol="line-ns-open", size=10)),
                   secondary_y=False)

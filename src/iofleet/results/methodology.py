@@ -16,6 +16,7 @@ from .export import Figures
 from .impact import Impact
 from .links import Link
 from .records import Record, from_optional
+from .watch import WatchRecord
 
 
 def _finite(v) -> bool:
@@ -290,13 +291,14 @@ class ScenarioRecord(Record):
     downed: list[str] = field(default_factory=list)
     clock_shift_s: float | None = None
     impact: Impact | None = None
-    watch: dict | None = None
+    watch: WatchRecord | None = None
 
     OPTIONAL = ("watch",)
 
     @classmethod
     def _from(cls, d: dict) -> dict:
-        return super()._from(d) | {"impact": from_optional(Impact, d.get("impact"))}
+        return super()._from(d) | {"impact": from_optional(Impact, d.get("impact")),
+                                   "watch": from_optional(WatchRecord, d.get("watch"))}
 
 
 @dataclass

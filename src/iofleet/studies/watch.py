@@ -24,6 +24,7 @@ import signal
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from typing import Callable
 
 from ..analysis.watch_recovery import state_of, storage_recovery
@@ -32,6 +33,7 @@ from ..fleet.control.faults import control_host
 from ..fleet.control.ssh import run_on_all
 from ..fleet.inventory import Host
 from ..plan.scenario import Watch
+from ..results.watch import WatchRecord, WatchSample
 
 MAX_OUTPUT = 4096  # characters of a sample's output kept
 MAX_READ = 2**20  # bytes of each of its outputs read for its state (a health report in full)
@@ -85,7 +87,7 @@ class Watcher:
     def __init__(self, watch: Watch, host: Host | None, clock: Callable[[], float | None]):
         self.watch, self.host, self._clock = watch, host, clock
         self.timeout_s = round(min(MAX_TIMEOUT_S, TIMEOUT_SHARE * watch.every), 2)
-        self.samples: list[dict] = []
+        self.samples: list[WatchSample] = []
         self._stop = threading.Event()
         self._proc: subprocess.Popen | None = None
         self._thread = threading.Thread(target=self._run, name="iofleet-watch", daemon=True)
@@ -102,9 +104,8 @@ class Watcher:
             exit_code, stdout, stderr, why = self._ask()
             if self._stop.is_set() and (exit_code is None or exit_code < 0):
                 return  # ended by stop(): not an answer of the storage's
-            self.samples.append({"t_s": round(self._clock(), 2), "took_s": round(time.monotonic() - started, 2),
-                                 "exit": exit_code, "output": stdout.strip()[:MAX_OUTPUT],
-                                 "state": state_of(exit_code, stdout, stderr, why)})
+            self.samples.append(WatchSample(round(self._clock(), 2), round(time.monotonic() - started, 2), exit_code,
+                                            stdout.strip()[:MAX_OUTPUT], state_of(exit_code, stdout, stderr, why)))
             tick = max(tick + 1, math.floor(self._clock() / every) + 1)  # ticks a slow run covered: skipped
 
     def _ask(self) -> tuple[int | None, str, str, str]:
@@ -158,9 +159,9 @@ class Watcher:
                 pass
         self._thread.join(timeout=self.timeout_s + 15)
 
-    def record(self, shift_s: float, events: list[dict]) -> dict:
+    def record(self, shift_s: float, events: list[dict]) -> WatchRecord:
         """The stored record, samples on fio's clock (`shift_s` earlier), with
         the storage's account of each event (`events` on fio's clock)."""
-        samples = [dict(s, t_s=round(s["t_s"] - shift_s, 2)) for s in self.samples]
-        return {"command": self.watch.command, "host": self.watch.host, "every_s": self.watch.every,
-                "timeout_s": self.timeout_s, "samples": samples, "events": storage_recovery(samples, events)}
+        samples = [replace(s, t_s=round(s.t_s - shift_s, 2)) for s in self.samples]
+        return WatchRecord(self.watch.command, self.watch.host, self.watch.every, self.timeout_s, samples,
+                           storage_recovery(samples, events))
