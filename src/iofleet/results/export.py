@@ -263,7 +263,7 @@ def aggregate_figures(agg: Aggregate | None, include_bins: bool = False) -> dict
 
 
 def host_metrics_figures(m: HostMetrics) -> dict:
-    """The export fields of one host's metrics (fleet.metrics.HostMetrics)."""
+    """The export fields of one host's metrics (fleet.metrics.records.HostMetrics)."""
     return {"source": m.source, "samples": m.samples, "cpu_avg_pct": m.cpu.avg_pct, "cpu_max_pct": m.cpu.max_pct,
             "cpu_fio_avg_pct": m.cpu.fio_avg_pct, "cpu_storage_avg_pct": m.cpu.storage_avg_pct,
             "cpu_other_avg_pct": m.cpu.other_avg_pct,
