@@ -229,6 +229,10 @@ class Study:
         """The status its last run ended with."""
         return outcome.run.status
 
+    def headline(self, run, best: dict) -> dict:
+        """A stored run's headline figures in the results list (`best`: its best test's), as the study tells them."""
+        return best
+
     def lines(self, outcome) -> list[str]:
         """What its generic command prints after the run."""
         return []

@@ -18,6 +18,7 @@ from ..report.html import run_report_context, run_report_html
 from ..results.model import run_to_csv
 from ..results.model import Run
 from ..results.store import RUN_STATUSES, RunFilter, Store
+from ..studies.kinds import STUDIES
 from ..units import format_value, to_ms
 from .render import NotFound, error_response, fragment, open_store, render
 
@@ -29,8 +30,8 @@ HEADLINED = 100  # the newest this many runs of a list get their headline figure
 
 def headline(run: Run) -> dict | None:
     """A run's headline figures: its best IOPS (with that test's p99) and best
-    MB/s over the tests stored ok; None before any. A curve's best IOPS is
-    the most IOPS its sweep found, not one of its fixed-rate points."""
+    MB/s over the tests stored ok; None before any; a study may tell them
+    otherwise (a curve's best IOPS: the most IOPS its sweep found)."""
     done = [t for t in run.tests if t.status == "ok" and t.aggregate is not None]
     if not done:
         return None
@@ -40,11 +41,8 @@ def headline(run: Run) -> dict | None:
             "mb_s": round(max(t.aggregate.all.bw_bytes_s for t in done) / 1e6, 3),
             "p99_ms": None if p99 is None else round(to_ms(p99, "ns"), 4),
             "p99_text": format_value(p99, "ns")}  # as the CLI shows it (not a second rounding of p99_ms)
-    curve = run.methodology.curve if run.methodology is not None else None
-    if run.kind == "curve" and curve and curve.max_iops:
-        best |= {"iops": round(curve.max_iops, 1), "iops_test": f"the most IOPS ({curve.source})", "p99_ms": None,
-                 "p99_text": format_value(None, "ns")}
-    return best
+    study = STUDIES.get(run.kind)  # a study may say what its best IOPS are (a curve's: its maximum)
+    return study.headline(run, best) if study is not None else best
 
 
 def filtered_runs(store: Store, f: RunFilter) -> list[dict]:

@@ -62,6 +62,15 @@ class CurveStudy(Study):
         about = f"{first}, then {len(curve.load_list())} fixed-rate tests up to it"
         return Launch(self.name, self.name, where.label or self.name, where.hosts, preview, go, about)
 
+    def headline(self, run, best: dict) -> dict:
+        """A curve's best IOPS is the most IOPS its sweep found, not one of its fixed-rate points."""
+        from ...units import format_value
+        curve = run.methodology.curve if run.methodology is not None else None
+        if curve and curve.max_iops:
+            best |= {"iops": round(curve.max_iops, 1), "iops_test": f"the most IOPS ({curve.source})",
+                     "p99_ms": None, "p99_text": format_value(None, "ns")}
+        return best
+
     def run(self, where: Where, settings: CurveSettings, on_maximum=None):
         from ..curve import run_curve
         return run_curve(where.store, settings.curve, targets=where.targets, hosts=where.hosts, label=where.label,
