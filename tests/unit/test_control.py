@@ -3,9 +3,9 @@ output parsed (recorded from running the real script on this project's VM,
 tests/fixtures/control/facts-vm.txt), its quoting, the reasons a cache was
 kept, and how facts are worded in the summary and the diagnostics."""
 
-import copy
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,6 +14,7 @@ from iofleet.analysis.host_facts import comparable, differences, host_line, how_
 from iofleet.fleet.control.host import NO_SSH, _why_not, active_scheduler, facts_command, parse_facts
 from iofleet.fleet.targets import Access, target_for
 from iofleet.fleet.facts import ssh_facts
+from iofleet.fleet.facts_records import SeenHost
 from iofleet.fleet.inventory import Host
 from iofleet.fleet.control.ssh import Reply
 from iofleet.report.summary import host_facts_notes
@@ -25,32 +26,33 @@ FIXTURE = ROOT / "tests" / "fixtures" / "control" / "facts-vm.txt"
 TARGETS = ["/tmp/ctl-t", "/dev/vda", "/dev/shm", "/nonexistent dir$(x)", "/proc", "/dev/loop0"]
 
 
-def recorded() -> dict:
+def recorded() -> SeenHost:
     return parse_facts(FIXTURE.read_text(), TARGETS)
 
 
 def test_parse_facts_of_the_recorded_vm():
     facts = recorded()
-    assert facts["kernel"] == "6.18.44-fc-v595" and facts["hostname"] == "vm"
-    assert facts["os"] == "Debian GNU/Linux 12 (bookworm)"
-    assert facts["cpus"] == 2 and facts["memory_bytes"] == 24684096 * 1024
-    directory = facts["targets"]["/tmp/ctl-t"]
-    assert directory == {"kind": "directory", "filesystem": "ext4", "source": "/dev/vda",
+    assert facts.kernel == "6.18.44-fc-v595" and facts.hostname == "vm"
+    assert facts.os == "Debian GNU/Linux 12 (bookworm)"
+    assert facts.cpus == 2 and facts.memory_bytes == 24684096 * 1024
+    directory = facts.targets["/tmp/ctl-t"]
+    assert directory.to_dict() == {"kind": "directory", "filesystem": "ext4", "source": "/dev/vda",
                          "free_bytes": 78637348 * 1024, "device": "vda", "bytes": 536870912 * 512,
                          "model": None, "firmware": None, "scheduler": "mq-deadline",
                          "rotational": None}  # a virtio disk's 1 tells nothing (fleet.devices.spinning)
-    device = facts["targets"]["/dev/vda"]
-    assert device["kind"] == "device" and device["device"] == "vda" and "filesystem" not in device
+    device = facts.targets["/dev/vda"]
+    assert device.kind == "device" and device.device == "vda" and "filesystem" not in device.to_dict()
     # tmpfs and proc have no block device: no device facts, not made-up ones
-    assert facts["targets"]["/dev/shm"] == {"kind": "directory", "filesystem": "tmpfs", "source": "tmpfs",
-                                            "free_bytes": 24684096 * 1024}
-    assert facts["targets"]["/nonexistent dir$(x)"] == {"kind": "missing"}
-    assert facts["targets"]["/dev/loop0"]["scheduler"] == "none"
+    assert facts.targets["/dev/shm"].to_dict() == {"kind": "directory", "filesystem": "tmpfs", "source": "tmpfs",
+                                                   "free_bytes": 24684096 * 1024}
+    assert facts.targets["/nonexistent dir$(x)"].to_dict() == {"kind": "missing"}
+    assert facts.targets["/dev/loop0"].scheduler == "none"
+    assert SeenHost.from_dict(facts.to_dict()) == facts  # as a run stores it, and back
 
 
 def test_parse_facts_of_nothing_is_all_unknown():
     facts = parse_facts("sh: 1: uname: not found\n", ["/data"])
-    assert facts == {"server_view": None, "hostname": None, "kernel": None, "os": None, "cpus": None, "memory_bytes": None,
+    assert facts.to_dict() == {"server_view": None, "hostname": None, "kernel": None, "os": None, "cpus": None, "memory_bytes": None,
                      "targets": {"/data": {"kind": None}}}
 
 
@@ -69,9 +71,9 @@ def test_facts_command_takes_targets_as_data_not_shell(tmp_path):
                          check=True)
     facts = parse_facts(out.stdout, [odd, str(tmp_path)])
     assert not marker.exists()
-    assert facts["targets"][odd] == {"kind": "missing"}
-    assert facts["targets"][str(tmp_path)]["kind"] == "directory"
-    assert facts["targets"][str(tmp_path)]["filesystem"]
+    assert facts.targets[odd].to_dict() == {"kind": "missing"}
+    assert facts.targets[str(tmp_path)].kind == "directory"
+    assert facts.targets[str(tmp_path)].filesystem
 
 
 def test_why_a_command_did_not_do_its_part():
@@ -102,18 +104,16 @@ def test_easy_run_facts_of_a_host_read_through_ssh():
     assert tmpfs.rotational is None and tmpfs.free_bytes == 24684096 * 1024
 
 
-def _other(facts: dict, **change) -> dict:
-    out = copy.deepcopy(facts)
-    for key, value in change.items():
-        if key in out:
-            out[key] = value
-        else:
-            out["targets"]["/tmp/ctl-t"][key] = value
-    return out
+def _other(facts: SeenHost, **change) -> SeenHost:
+    """The host's facts with these changed, the directory target's where the host has none of the name."""
+    own = {k: v for k, v in change.items() if hasattr(facts, k)}
+    on_target = {k: v for k, v in change.items() if k not in own}
+    targets = facts.targets | {"/tmp/ctl-t": facts.targets["/tmp/ctl-t"].with_facts(**on_target)}
+    return replace(facts, **own, targets=targets)
 
 
-def _only_dir(facts: dict) -> dict:
-    return facts | {"targets": {"/tmp/ctl-t": facts["targets"]["/tmp/ctl-t"]}}
+def _only_dir(facts: SeenHost) -> SeenHost:
+    return replace(facts, targets={"/tmp/ctl-t": facts.targets["/tmp/ctl-t"]})
 
 
 def test_what_differs_between_hosts():
@@ -136,9 +136,9 @@ def test_what_differs_between_hosts():
     assert host_line(recorded()) == (
         "kernel 6.18.44-fc-v595, 2 CPUs, 23.5 GiB RAM; targets ext4 on vda (scheduler mq-deadline), "
         "vda (scheduler mq-deadline), tmpfs, missing, proc, loop0 (scheduler none)")
-    assert host_line({"error": "nothing answers SSH"}) == "facts not read (nothing answers SSH)"
+    assert host_line(SeenHost(error="nothing answers SSH")) == "facts not read (nothing answers SSH)"
     trusted = "host key of 10.0.0.1 is not in /k; trusted because the inventory sets trust_unknown_host_keys: true"
-    assert host_line({"kernel": "6.1", "ssh_note": trusted}) == f"kernel 6.1; {trusted}"
+    assert host_line(SeenHost(kernel="6.1", ssh_note=trusted)) == f"kernel 6.1; {trusted}"
 
 
 def _fleet_run(name: str = "fleet-uneven") -> dict:
@@ -150,7 +150,7 @@ def test_summary_names_hosts_by_their_facts_and_what_could_not_be_read():
     a = _only_dir(recorded())
     hosts = doc["host_facts"]["hosts"]
     for h in hosts[:2]:
-        h["facts"] = a
+        h["facts"] = a.to_dict()
     hosts[2]["facts"] = {"error": "SSH login as root@10.231.0.13:22 refused with your SSH keys/agent; add its key"}
     assert recorded_facts(doc["host_facts"])[hosts[3]["name"]] is None
     lines = [line for line, _ in host_facts_notes(SimpleNamespace(host_facts=doc["host_facts"]))]
@@ -169,7 +169,7 @@ def test_host_imbalance_names_what_differs_on_the_straggler():
     doc = _fleet_run()
     a = _only_dir(recorded())
     for h in doc["host_facts"]["hosts"]:
-        h["facts"] = _other(a, kernel="6.1.0-18-amd64") if h["name"] == "h4" else a
+        h["facts"] = (_other(a, kernel="6.1.0-18-amd64") if h["name"] == "h4" else a).to_dict()
     (finding,) = [f for f in diagnose(Run.from_dict(doc)) if f.rule == "host_imbalance"]
     assert finding.evidence.endswith("; h4 differs: kernel 6.1.0-18-amd64 (others 6.18.44-fc-v595)")
     assert finding.change.startswith("check what differs on h4 (that difference, its targets' devices")

@@ -411,7 +411,7 @@ def test_ram_target_on_a_fleet_host_from_its_ssh_facts():
     swapped for a fleet host carrying those facts."""
     facts = parse_facts((ROOT / "tests/fixtures/control/facts-vm.txt").read_text(), CONTROL_TARGETS)
     run = load("tmpfs")
-    run["host_facts"] = {"hosts": [{"name": "h1", "targets": ["/dev/shm"], "facts": facts}]}
+    run["host_facts"] = {"hosts": [{"name": "h1", "targets": ["/dev/shm"], "facts": facts.to_dict()}]}
     (f,) = found(run, "ram_target")
     assert f.host == "h1" and f.evidence.startswith("target /dev/shm is on tmpfs (RAM): ")
     assert setup_warnings(run["host_facts"]) == [

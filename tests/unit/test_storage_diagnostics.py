@@ -7,6 +7,7 @@ variant, its docstring says so."""
 import copy
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from iofleet.analysis.diagnostics import Thresholds
@@ -14,7 +15,7 @@ from iofleet.analysis.diagnostics import diagnose as diagnose_run
 from iofleet.analysis.diagnostics.context import JudgedRun
 from iofleet.fleet.control.host import parse_facts
 from iofleet.fleet.targets import kind_of, target_for
-from iofleet.fleet.targets.facts import network_client, target_facts
+from iofleet.fleet.targets.facts import network_client, seen_target
 from iofleet.results.model import Run
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "runs"
@@ -168,14 +169,14 @@ t1.rotational=1
 
 def test_a_fleet_hosts_fuse_target_from_its_ssh_facts():
     facts = parse_facts(FACTS, ["/mnt/cephfs/diag", "/tmp/ctl-t"])
-    fuse, disk = facts["targets"]["/mnt/cephfs/diag"], facts["targets"]["/tmp/ctl-t"]
-    assert fuse == {"kind": "directory", "filesystem": "fuse.ceph-fuse", "source": "ceph-fuse",
+    fuse, disk = facts.targets["/mnt/cephfs/diag"], facts.targets["/tmp/ctl-t"]
+    assert fuse.to_dict() == {"kind": "directory", "filesystem": "fuse.ceph-fuse", "source": "ceph-fuse",
                     "free_bytes": 3510272 * 1024, "device": None, "rotational": None, "network_fs": True,
                     "client": "ceph-fuse"}
-    assert disk["device"] == "vda" and "client" not in disk
+    assert disk.device == "vda" and disk.client is None and "client" not in disk.to_dict()
     # A host with only the FUSE target has no device; with both, one is on its disk.
-    only_fuse = {"hosts": [{"name": "h1", "facts": dict(facts, targets={"/mnt/cephfs/diag": fuse})}]}
-    both = {"hosts": [{"name": "h1", "facts": facts}]}
+    only_fuse = {"hosts": [{"name": "h1", "facts": replace(facts, targets={"/mnt/cephfs/diag": fuse}).to_dict()}]}
+    both = {"hosts": [{"name": "h1", "facts": facts.to_dict()}]}
     assert judged(only_fuse).target_client("h1") == "ceph-fuse"
     assert judged(both).target_client("h1") is None
     assert judged({}).target_client("h1") is None  # nothing known
@@ -185,7 +186,8 @@ def test_an_rbd_image_has_no_device_on_the_host():
     """The host facts a run records with an RBD image target: the local
     place's target facts (the kind's own), a fleet host's targets by name."""
     local = {"rbd": {"pool": "rbd", "image": "iofleet"},
-             "target_facts": {"rbd:rbd/iofleet": target_for(["rbd:rbd/iofleet"]).fixed_facts("rbd:rbd/iofleet")}}
+             "target_facts": {"rbd:rbd/iofleet": target_for(["rbd:rbd/iofleet"]).fixed_facts("rbd:rbd/iofleet")
+                              .to_dict()}}
     assert judged(local).target_client("local") == "librbd"
     fleet = {"hosts": [{"name": "h1", "targets": ["rbd:rbd/iofleet"]}, {"name": "h2", "targets": ["/mnt/x"]}]}
     run = judged(fleet)
@@ -210,11 +212,11 @@ def test_target_facts_of_a_directory_on_a_fuse_mount(tmp_path):
     number = f"{os.major(dev)}:{os.minor(dev)}"
     line = (f"42 27 {number} / /mnt/cephfs rw,nosuid,nodev,relatime - fuse.ceph-fuse ceph-fuse "
             f"rw,user_id=0,group_id=0,allow_other\n")
-    facts = target_facts(tmp_path, mountinfo=line)
-    assert facts == {"kind": "directory", "filesystem": "fuse.ceph-fuse", "source": "ceph-fuse", "device": None,
+    facts = seen_target(tmp_path, mountinfo=line)
+    assert facts.client == "ceph-fuse" and facts.to_dict() == {"kind": "directory", "filesystem": "fuse.ceph-fuse", "source": "ceph-fuse", "device": None,
                      "rotational": None, "memory": None, "network_fs": True, "client": "ceph-fuse"}
-    assert target_facts(tmp_path).get("client") is None  # the real mount of tmp_path: a local filesystem
-    assert kind_of("rbd:rbd/iofleet").fixed_facts("rbd:rbd/iofleet") == {
+    assert seen_target(tmp_path).client is None  # the real mount of tmp_path: a local filesystem
+    assert kind_of("rbd:rbd/iofleet").fixed_facts("rbd:rbd/iofleet").to_dict() == {
         "kind": "rbd", "device": None, "rotational": None, "memory": None, "client": "librbd"}
 
 

@@ -47,6 +47,7 @@ from .targets.device_checks import RemoteDevice, exporter_mounts
 from .inventory import Host
 from .control.fault_records import FaultRecord, read_records
 from .control.host import free_space
+from .facts_records import SeenHost
 from .control.left_faults import fix_line
 from .control.host import host_facts as ssh_host_facts
 from .targets.kept import KeptData, host_key
@@ -354,10 +355,9 @@ def filesystem_problems(hosts: list[Host], facts: dict[str, dict], groups: dict[
     problems: list[tuple[Host | None, str]] = []
     seen = {}
     for h in hosts:
-        mine = facts.get(h.name) or {}
-        fs = {t: (mine.get("targets", {}).get(t) or {}).get("filesystem") for t in h.targets
-              if (mine.get("targets", {}).get(t) or {}).get("kind") == "directory"}
-        known = "error" not in mine and mine.get("server_view") in ("same", "nsenter")
+        mine = SeenHost.from_dict(facts.get(h.name)) or SeenHost()
+        fs = {t: look.filesystem for t in h.targets if (look := mine.targets.get(t)) and look.kind == "directory"}
+        known = mine.read and mine.server_view in ("same", "nsenter")
         if known:
             seen[h.name] = fs
         if not h.fstype:
@@ -366,7 +366,7 @@ def filesystem_problems(hosts: list[Host], facts: dict[str, dict], groups: dict[
             problems.append((h, f"`fstype: {h.fstype}` cannot be checked without `ssh:`; add `ssh:` to the "
                                 f"inventory (as root, to read the fio server's own view), or remove fstype"))
         elif not known:
-            why = mine.get("error") or ("no fio server listens on its port" if not mine.get("server_view") else
+            why = mine.error or ("no fio server listens on its port" if not mine.server_view else
                                         "the SSH user may not look into the fio server's mount namespace")
             problems.append((h, f"`fstype: {h.fstype}` cannot be checked: {why}; log in as root, or remove fstype"))
         else:

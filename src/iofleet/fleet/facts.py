@@ -6,37 +6,38 @@ from pathlib import Path
 from ..plan.easy import HostFacts
 from .control.host import host_facts as ssh_host_facts
 from .inventory import Host
-from .local import host_facts
+from .facts_records import SeenHost, TargetFacts
+from .local import this_machine
 from .metrics.node_exporter import exporter_facts, fetch_metrics, free_bytes
 from .targets import Access, target_for
 from .targets.base import any_spinning
 
 
 def local_facts(targets: list[Path], access: Access = Access()) -> HostFacts:
-    facts = host_facts()
+    here = this_machine()
     target = target_for([str(t) for t in targets], access)
-    return HostFacts("local", facts["cpus"], facts["memory_bytes"], target.free_bytes(), target.spinning())
+    return HostFacts("local", here.cpus, here.memory_bytes, target.free_bytes(), target.spinning())
 
 
 def fleet_facts(hosts: list[Host]) -> list[HostFacts]:
     """Each host's facts: through SSH where the inventory gives `ssh:` (all
     hosts at once; the device type included), else from its node_exporter."""
-    by_ssh = ssh_host_facts(hosts)
+    by_ssh = {name: SeenHost.from_dict(f) for name, f in ssh_host_facts(hosts).items()}
     out = []
     for h in hosts:
-        facts = by_ssh.get(h.name)
-        out.append(ssh_facts(h, facts) if facts and "error" not in facts else remote_facts(h))
+        seen = by_ssh.get(h.name)
+        out.append(ssh_facts(h, seen) if seen and seen.read else remote_facts(h))
     return out
 
 
-def ssh_facts(host: Host, facts: dict) -> HostFacts:
+def ssh_facts(host: Host, seen: SeenHost) -> HostFacts:
     """A host's HostFacts from its SSH facts (control.parse_facts): the
     smallest target's free space (a device's size), spinning or not."""
-    targets = [facts["targets"].get(t) or {} for t in host.targets]
-    free = [t.get("free_bytes") if t.get("kind") == "directory" else t.get("bytes") for t in targets]
+    targets = [seen.targets.get(t) or TargetFacts() for t in host.targets]
+    free = [t.free_bytes if t.kind == "directory" else t.bytes for t in targets]
     known = [f for f in free if f is not None]
-    return HostFacts(host.name, facts.get("cpus"), facts.get("memory_bytes"), min(known) if known else None,
-                     any_spinning([t.get("rotational") for t in targets]))
+    return HostFacts(host.name, seen.cpus, seen.memory_bytes, min(known) if known else None,
+                     any_spinning([t.rotational for t in targets]))
 
 
 def remote_facts(host: Host) -> HostFacts:

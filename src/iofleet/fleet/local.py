@@ -6,8 +6,10 @@ import platform
 import socket
 from pathlib import Path
 
+from .facts_records import MachineFacts
 
-def host_facts() -> dict:
+
+def this_machine() -> MachineFacts:
     """What a result needs to say about where it came from."""
     mem = None
     try:
@@ -18,13 +20,13 @@ def host_facts() -> dict:
                     break
     except OSError:
         pass
-    return {
-        "hostname": socket.gethostname(),
-        "kernel": platform.release(),
-        "os": platform.platform(terse=True),
-        "cpus": os.cpu_count(),
-        "memory_bytes": mem,
-    }
+    return MachineFacts(hostname=socket.gethostname(), kernel=platform.release(), os=platform.platform(terse=True),
+                        cpus=os.cpu_count(), memory_bytes=mem)
+
+
+def host_facts() -> dict:
+    """this_machine() as a run stores it (Run.host_facts)."""
+    return this_machine().to_dict()
 
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")

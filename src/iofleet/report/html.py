@@ -22,6 +22,7 @@ from ..analysis.diagnostics import RULES, diagnose
 from ..analysis.host_facts import host_line
 from ..analysis.links import network_check
 from ..fio.records import Series
+from ..fleet.facts_records import MachineFacts, SeenHost
 from ..plan.units import format_bytes
 from ..results.aggregate import shared_by_host
 from ..results.model import Run
@@ -70,17 +71,18 @@ def environment_rows(run: Run) -> list[tuple[str, str]]:
     tool = ("inventory", facts["inventory"]) if facts.get("inventory") else ("fio", run.fio_version or "unknown")
     rows = [("plan", run.plan_name), ("label", run.label or "—"), ("status", run.status),
             ("started / ended (UTC)", f"{run.created_at} / {run.ended_at or '—'}"), tool, ("source", run.source)]
-    if facts.get("hostname"):
-        rows.append(("controller host", f"{facts['hostname']} · {facts.get('cpus', '?')} CPUs · "
-                     f"{format_bytes(facts['memory_bytes']) if facts.get('memory_bytes') else '? '} RAM"))
-    if facts.get("kernel"):
-        rows.append(("kernel", facts["kernel"]))
+    here = MachineFacts.from_dict(facts)
+    if here.hostname:
+        rows.append(("controller host", f"{here.hostname} · {'?' if here.cpus is None else here.cpus} CPUs · "
+                     f"{format_bytes(here.memory_bytes) if here.memory_bytes else '? '} RAM"))
+    if here.kernel:
+        rows.append(("kernel", here.kernel))
     if facts.get("targets"):
         rows.append(("targets", ", ".join(facts["targets"])))
     for h in facts.get("hosts") or []:
         if isinstance(h, dict):
             nic = f" · NIC {h['nic_gbps']:g} Gbit/s" if h.get("nic_gbps") else ""
-            seen = f" · {host_line(h['facts'])}" if isinstance(h.get("facts"), dict) else ""
+            seen = f" · {host_line(ssh)}" if (ssh := SeenHost.from_dict(h.get("facts"))) else ""
             targets = f" · targets {', '.join(h['targets'])}" if h.get("targets") else ""
             rows.append((f"host {h['name']}", f"{h['address']}{targets}{nic}{seen}"))
     return rows

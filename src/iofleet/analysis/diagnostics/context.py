@@ -13,7 +13,7 @@ from ...fleet.metrics.records import HostMetrics
 from ...plan.params import IO_PARAMS
 from ...plan.target_kinds import name_kind
 from ...results.model import Run, TestRecord
-from ..host_facts import readable, recorded_facts
+from ..host_facts import local_targets, readable, recorded_facts
 from ..little import outstanding_io
 from .thresholds import Thresholds
 
@@ -63,15 +63,16 @@ class JudgedRun:
         known. The local host's targets are in host_facts' target_facts,
         a fleet host's in the facts read through SSH."""
         if host == LOCAL_HOST:
-            targets = list((self.host_facts.get("target_facts") or {}).values())
+            targets = list(local_targets(self.host_facts).values())
         else:
             names = next((h.get("targets") or [] for h in self.host_facts.get("hosts") or []
                           if isinstance(h, dict) and h.get("name") == host), [])
             clients = {name_kind(str(n)).client for n in names}
             if names and None not in clients:  # none is a path on the host (RBD images): their kinds' clients
                 return " + ".join(sorted(clients))
-            targets = list(((self.facts.get(host) or {}).get("targets") or {}).values())
-        clients = {t.get("client") if isinstance(t, dict) else None for t in targets}
+            seen = self.facts.get(host)
+            targets = list(seen.targets.values()) if seen else []
+        clients = {t.client for t in targets}
         return " + ".join(sorted(clients)) if targets and None not in clients else None
 
     def more_jobs_no_better(self, test: TestRecord) -> str | None:

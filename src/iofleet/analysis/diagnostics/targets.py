@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...fleet.targets.device_checks import memory_backing
-from ..host_facts import readable, recorded_facts
+from ..host_facts import local_targets, readable, recorded_facts
 from .context import Hit, JudgedRun
 from .thresholds import Thresholds
 
@@ -20,13 +20,12 @@ FIX = "use a directory on the storage under test"
 def ram_targets(host_facts: dict) -> list[tuple[str | None, str, str]]:
     """(host or None for the local host, target, what makes it RAM) for
     each target of a run that is in memory."""
-    facts = host_facts or {}
-    found = [(None, path, f) for path, f in (facts.get("target_facts") or {}).items()]
-    found += [(host, path, f) for host, hf in readable(recorded_facts(facts)).items()
-              for path, f in (hf.get("targets") or {}).items()]
+    found = [(None, path, t) for path, t in local_targets(host_facts).items()]
+    found += [(host, path, t) for host, seen in readable(recorded_facts(host_facts)).items()
+              for path, t in seen.targets.items()]
     out = []
-    for host, path, f in found:
-        what = isinstance(f, dict) and (f.get("memory") or memory_backing(f.get("filesystem"), f.get("device")))
+    for host, path, t in found:
+        what = t.memory or memory_backing(t.filesystem, t.device)
         if what:
             out.append((host, path, what))
     return out

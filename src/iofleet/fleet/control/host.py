@@ -7,8 +7,10 @@ Every host with `ssh:` is asked at once; a host without it is left out of
 the answers, and its callers say what could not be done."""
 
 import shlex
+from dataclasses import replace
 
 from ...plan.units import whole_number
+from ..facts_records import SeenHost, TargetFacts
 from ..inventory import Host
 from ..targets import kind_of
 from ..targets.device_checks import spinning
@@ -110,7 +112,8 @@ def active_scheduler(text: str | None) -> str | None:
     return marked[0] if marked else text.split()[0]
 
 
-def _target_facts(raw: dict[str, str]) -> dict:
+def _target_facts(raw: dict[str, str]) -> TargetFacts:
+    """One target's `tN.` lines of the facts script (the prefix taken off)."""
     kind = raw.get("kind")
     out: dict = {"kind": kind}
     if kind == "directory":
@@ -118,18 +121,18 @@ def _target_facts(raw: dict[str, str]) -> dict:
         out |= {"filesystem": raw.get("filesystem") or None, "source": raw.get("source") or None,
                 "free_bytes": None if free is None else free * 1024}
         client = network_client(out["filesystem"])
-        if client:  # its data is on other hosts: no device of this host is the target's (local.target_facts)
-            return out | {"device": None, "rotational": None, "network_fs": True, "client": client}
+        if client:  # its data is on other hosts: no device of this host is the target's (targets.facts)
+            return TargetFacts.of(**out, device=None, rotational=None, network_fs=True, client=client)
     if "device" in raw:
         sectors, rotational = whole_number(raw.get("size_sectors")), raw.get("rotational")
         out |= {"device": raw["device"] or None, "bytes": None if sectors is None else sectors * 512,
                 "model": raw.get("model") or None, "firmware": raw.get("firmware") or None,
                 "scheduler": active_scheduler(raw.get("scheduler")),
                 "rotational": spinning(raw["device"] or None, rotational)}
-    return out
+    return TargetFacts.of(**out)
 
 
-def parse_facts(stdout: str, targets: list[str]) -> dict:
+def parse_facts(stdout: str, targets: list[str]) -> SeenHost:
     """The facts script's output (facts_command) → the host's facts, with
     each target's under `targets` by its path."""
     raw: dict[str, str] = {}
@@ -138,10 +141,7 @@ def parse_facts(stdout: str, targets: list[str]) -> dict:
         if sep:
             raw[key] = value.strip()
     memory = whole_number(raw.get("memory_kib"))
-    facts: dict = {"server_view": raw.get("server_view") or None, "hostname": raw.get("hostname") or None, "kernel": raw.get("kernel") or None,
-                   "os": raw.get("os") or None, "cpus": whole_number(raw.get("cpus")),
-                   "memory_bytes": None if memory is None else memory * 1024}
-    per_target: dict = {}
+    per_target: dict[str, TargetFacts] = {}
     looked_at = _looked_at(targets)
     for target in targets:
         fixed = kind_of(target).fixed_facts(target)
@@ -150,9 +150,10 @@ def parse_facts(stdout: str, targets: list[str]) -> dict:
             continue
         prefix = f"t{looked_at.index(target)}."
         mine = {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
-        per_target[target] = _target_facts(mine) if mine else {"kind": None}
-    facts["targets"] = per_target
-    return facts
+        per_target[target] = _target_facts(mine) if mine else TargetFacts.of(kind=None)
+    return SeenHost(server_view=raw.get("server_view") or None, hostname=raw.get("hostname") or None,
+                    kernel=raw.get("kernel") or None, os=raw.get("os") or None, cpus=whole_number(raw.get("cpus")),
+                    memory_bytes=None if memory is None else memory * 1024, targets=per_target)
 
 
 def _why_not(reply: Reply, user: str, what: str) -> str:
@@ -179,19 +180,21 @@ def drop_caches(hosts: list[Host]) -> dict[str, str | None]:
 
 
 def host_facts(hosts: list[Host]) -> dict[str, dict]:
-    """Every host with `ssh:`: its facts (parse_facts), or {"error": why}
-    when they could not be read; all hosts at once, one script each."""
+    """Every host with `ssh:`: its facts (parse_facts) as a run stores
+    them, or {"error": why} when they could not be read; all hosts at
+    once, one script each."""
     by_name = {h.name: h for h in hosts}
     replies = run_on_all(hosts, lambda h: facts_command(list(h.targets), h.endpoint[1]), timeout_s=FACTS_TIMEOUT_S)
     out = {}
     for name, r in replies.items():
         host = by_name[name]
         if r.ok:
-            out[name] = parse_facts(r.stdout, list(host.targets))
+            seen = parse_facts(r.stdout, list(host.targets))
             if r.note:  # e.g. its host key was trusted, not checked: the run says so
-                out[name]["ssh_note"] = r.note.removeprefix(f"{name}: ")
+                seen = replace(seen, ssh_note=r.note.removeprefix(f"{name}: "))
         else:
-            out[name] = {"error": _why_not(r, host.ssh.user, "read the host's facts")}
+            seen = SeenHost(error=_why_not(r, host.ssh.user, "read the host's facts"))
+        out[name] = seen.to_dict()
     return out
 
 
@@ -203,5 +206,5 @@ def free_space(facts: dict[str, dict]) -> dict[str, dict[str, int | None]]:
     excludes /mnt, /media and /run) or read zeros (a FUSE mount without
     allow_other). Hosts without `ssh:`, or whose facts could not be read,
     are not in the answer. `facts`: host_facts' answer."""
-    return {name: {path: t.get("free_bytes") for path, t in (f.get("targets") or {}).items()}
-            for name, f in facts.items() if "error" not in f}
+    seen = {name: SeenHost.from_dict(f) for name, f in facts.items()}
+    return {name: {path: t.free_bytes for path, t in s.targets.items()} for name, s in seen.items() if s and s.read}

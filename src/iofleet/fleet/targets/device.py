@@ -14,7 +14,7 @@ from ...fio.command import error_line
 from ...fio.jobfile import device_where, render_device_check
 from ...fio.parse import parse_output
 from .device_checks import RemoteDevice, check_local_device, fit_regions, local_device, needed_bytes
-from .facts import target_facts, target_rotational
+from .facts import seen_target, target_rotational
 from .lock import lock_on_this_machine
 from .base import Access, Target, kernel_note
 
@@ -71,7 +71,7 @@ class Device(Target):
     def describe(self):
         if self.access.host:
             return {}  # a fleet host's device: its SSH facts say what it is
-        return {"target_facts": {self.path: target_facts(Path(self.path))},
+        return {"target_facts": {self.path: seen_target(Path(self.path)).to_dict()},
                 "device": {"path": self.path, "bytes": self.bytes, "region_bytes": self.stride}}
 
     def spinning(self):

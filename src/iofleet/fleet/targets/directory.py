@@ -12,7 +12,7 @@ from ...fio.jobfile import (DATA_DIR_NAME, directory_probe, directory_where, ren
 from ...fio.parse import parse_output
 from ...plan.expand import TestSpec
 from .kept import files_state
-from .facts import network_client, target_facts, target_rotational
+from .facts import network_client, seen_target, target_facts, target_rotational
 from .files import TargetDirs
 from ..fio_link.procs import fio_using
 from .space import check_space, explain_no_space, free_bytes
@@ -149,7 +149,7 @@ class Directories(Target):
     def describe(self):
         if self.access.host:
             return {}  # a fleet host's directories: its SSH facts say what they are
-        return {"target_facts": {str(t): target_facts(t) for t in self.targets}}
+        return {"target_facts": {str(t): seen_target(t).to_dict() for t in self.targets}}
 
     def free_bytes(self):
         for t in self.targets:

@@ -6,6 +6,7 @@ import os
 import stat
 from pathlib import Path
 
+from ..facts_records import TargetFacts
 from .device_checks import memory_backing, spinning
 
 
@@ -54,7 +55,7 @@ def network_client(filesystem: str | None) -> str | None:
     return f"kernel {filesystem}" if filesystem in NETWORK_FILESYSTEMS else None
 
 
-def target_facts(target: Path | str, mountinfo: str | None = None, _depth: int = 0) -> dict:
+def seen_target(target: Path | str, mountinfo: str | None = None, _depth: int = 0) -> TargetFacts:
     """A local target as control.parse_facts shows a fleet host's:
     filesystem, source, device (the kernel's name), rotational (spinning,
     devices.spinning's rule), and `memory`: what makes it RAM (tmpfs,
@@ -67,16 +68,17 @@ def target_facts(target: Path | str, mountinfo: str | None = None, _depth: int =
     try:
         st = os.stat(target)
     except OSError:
-        return {"kind": "missing", "memory": None}
+        return TargetFacts.of(kind="missing", memory=None)
     block = stat.S_ISBLK(st.st_mode)
     dev = st.st_rdev if block else st.st_dev
     number = f"{os.major(dev)}:{os.minor(dev)}"
-    out: dict = {"kind": "device" if block else "directory"}
+    filesystem = source = None
     if not block:
-        out["filesystem"], out["source"] = _mount_of(number, mountinfo)
-        client = network_client(out["filesystem"])
+        filesystem, source = _mount_of(number, mountinfo)
+        client = network_client(filesystem)
         if client:  # its data is on other hosts: no device of this host is the target's
-            return out | {"device": None, "rotational": None, "memory": None, "network_fs": True, "client": client}
+            return TargetFacts.of(kind="directory", filesystem=filesystem, source=source, device=None,
+                                  rotational=None, memory=None, network_fs=True, client=client)
     sys_dev = Path(f"/sys/dev/block/{number}")
     name = rotational = None
     if sys_dev.exists():
@@ -84,12 +86,19 @@ def target_facts(target: Path | str, mountinfo: str | None = None, _depth: int =
         disk = _disk_dir(sys_dev)
         name = (sys_dev if (sys_dev / "queue").exists() else sys_dev.parent).name
         rotational = spinning(disk.name, _read_text(str(disk / "queue" / "rotational")))
-    out |= {"device": name, "rotational": rotational, "memory": memory_backing(out.get("filesystem"), name)}
+    memory = memory_backing(filesystem, name)
     backing = _read_text(f"/sys/block/{name}/loop/backing_file").strip() if name else ""
-    if out["memory"] is None and backing and _depth < 4:  # a loop device is as fast as what holds its file
-        under = target_facts(Path(backing), mountinfo, _depth + 1).get("memory")
-        out["memory"] = under and f"{name}, a loop device over a file on {under}"
-    return out
+    if memory is None and backing and _depth < 4:  # a loop device is as fast as what holds its file
+        under = seen_target(Path(backing), mountinfo, _depth + 1).memory
+        memory = under and f"{name}, a loop device over a file on {under}"
+    mount = {} if block else {"filesystem": filesystem, "source": source}
+    return TargetFacts.of(kind="device" if block else "directory", **mount, device=name, rotational=rotational,
+                          memory=memory)
+
+
+def target_facts(target: Path | str, mountinfo: str | None = None) -> dict:
+    """seen_target's facts as a run stores them."""
+    return seen_target(target, mountinfo).to_dict()
 
 
 def _read_text(path: str) -> str:
@@ -103,4 +112,4 @@ def target_rotational(target: Path) -> bool | None:
     """Whether the disk under a directory (or a device target itself)
     spins; None where it cannot be seen (tmpfs, overlay, network
     filesystems) or told (devices.spinning)."""
-    return target_facts(target).get("rotational")
+    return seen_target(target).rotational

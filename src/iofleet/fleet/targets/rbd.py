@@ -25,6 +25,7 @@ from ...fio.jobfile import Where, render_probe
 from ...fio.parse import parse_output
 from ...plan.target_kinds.rbd import RBD_RE, CephSettings, RbdName
 from ...plan.units import format_bytes
+from ..facts_records import TargetFacts
 from .device_checks import fit_regions, needed_bytes
 from .lock import lock_on_this_machine
 from .base import Access, Target
@@ -95,7 +96,7 @@ class RbdImage(Target):
 
     @classmethod
     def fixed_facts(cls, name):
-        return {"kind": "rbd", "device": None, "rotational": None, "memory": None, "client": RbdName.client}
+        return TargetFacts.of(kind="rbd", device=None, rotational=None, memory=None, client=RbdName.client)
 
     @property
     def label(self) -> str:
@@ -256,7 +257,7 @@ class RbdImage(Target):
 
     def describe(self):
         c = cluster_facts(self.ceph)
-        return {"target_facts": {self.label: self.fixed_facts(self.label)},
+        return {"target_facts": {self.label: self.fixed_facts(self.label).to_dict()},
                 "rbd": {"pool": self.pool, "image": self.image, "bytes": self.bytes, "region_bytes": self.stride,
                         "created": self.created, "client": self.ceph.client,
                         "cluster": {k: c[k] for k in ("fsid", "health", "version")}}}
