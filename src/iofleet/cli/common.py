@@ -24,7 +24,7 @@ from ..units import escaped
 # imported by the functions that use them: commands without a plan start sooner.
 
 STUDY_COMMANDS: dict = {}  # a study's own command (cli.study_commands), by the study's name
-STUDY_SHOWS: dict = {}  # what `results show` prints of a study's run after its summary, by the run's kind
+STUDY_SHOWS: dict = {}  # what `results show` prints of a study's run after its summary, by its record's key
 
 
 def study_command(name: str):

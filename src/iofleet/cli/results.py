@@ -194,7 +194,8 @@ def results_show(
         sys.stdout.write(run_to_json(run))
     else:
         print_table(summary_table(run, table_width(wide)), wide)
-        shown = STUDY_SHOWS.get(run.kind)  # the study's own tables, as its command printed them
+        # The study's own tables (its record's, an imported run's too), as its command printed them.
+        shown = STUDY_SHOWS.get(run.methodology.study if run.methodology is not None else None)
         if shown is not None:
             shown(run, wide)
 
