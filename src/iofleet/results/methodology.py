@@ -310,7 +310,7 @@ class NetworkRecord(Record):
 
     pairs: str | None = None  # ring | all: which pairs had their bandwidth measured
     hosts: list[str] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)  # fleet/network_check.py link_rows
+    links: list[Link] = field(default_factory=list)  # each link measured (results/links.py links_of)
     errors: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     run: int | None = None  # the check's run, in a fleet run's record
