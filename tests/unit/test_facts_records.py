@@ -6,9 +6,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from iofleet.analysis.host_facts import local_targets, recorded_facts
+from iofleet.analysis.host_facts import local_targets, recorded_facts, recorded_hosts
 from iofleet.fleet.control.host import free_space, parse_facts
-from iofleet.fleet.facts_records import MachineFacts, SeenHost, TargetFacts
+from iofleet.fleet.facts_records import MachineFacts, RecordedHost, SeenHost, TargetFacts
 from iofleet.fleet.local import host_facts, this_machine
 from iofleet.fleet.targets import kind_of
 from iofleet.fleet.targets.facts import seen_target
@@ -81,3 +81,21 @@ def test_local_targets_write_todays_keys(tmp_path):
 def test_this_machine_as_stored():
     assert list(host_facts()) == ["hostname", "kernel", "os", "cpus", "memory_bytes"]
     assert MachineFacts.from_dict(host_facts()) == this_machine()
+
+
+def test_a_fleet_host_as_the_run_records_it():
+    """places.fleet's entry: where, targets, the kind's own keys, the SSH facts last."""
+    stored = [h for run in _stored_runs() for h in run["host_facts"].get("hosts") or []]
+    full = [h for h in stored if set(h) == {"name", "address", "labels", "targets", "nic_gbps"}]
+    assert full and all(json.dumps(RecordedHost.from_dict(h).to_dict()) == json.dumps(h) for h in full)
+    imported = RecordedHost.from_dict({"name": "h1", "address": "10.0.0.1:8765"})  # an import's hosts
+    assert imported.targets == [] and imported.facts is None and imported.nic_gbps is None
+    seen = parse_facts((ROOT / "tests/fixtures/control/facts-vm.txt").read_text(), ["rbd:rbd/img"])
+    rbd = kind_of("rbd:rbd/img").fixed_facts("rbd:rbd/img").to_dict()
+    entry = {"name": "h2", "address": "10.0.0.2:8765", "labels": {"role": "db"}, "targets": ["rbd:rbd/img"],
+             "nic_gbps": 25.0, "target_facts": {"rbd:rbd/img": rbd}, "rbd": {"pool": "rbd"}, "facts": seen.to_dict()}
+    host = RecordedHost.from_dict(entry)
+    assert host.facts == seen and host.described == {"target_facts": {"rbd:rbd/img": rbd}, "rbd": {"pool": "rbd"}}
+    assert json.dumps(host.to_dict()) == json.dumps(entry)
+    assert [h.name for h in recorded_hosts({"hosts": [entry, "h3", {"address": "x"}]})] == ["h2"]
+    assert recorded_hosts({}) == recorded_hosts({"hosts": None}) == []

@@ -2,16 +2,21 @@
 one line per host, and what differs between the hosts of one run (a
 straggler on another kernel or device model is explained by it)."""
 
-from ..fleet.facts_records import SeenHost, TargetFacts
+from ..fleet.facts_records import RecordedHost, SeenHost, TargetFacts
 from ..plan.target_kinds import kind_named
 from ..plan.units import format_bytes
+
+
+def recorded_hosts(host_facts: dict) -> list[RecordedHost]:
+    """The fleet hosts of a run's host_facts, as the run recorded them."""
+    hosts = (host_facts or {}).get("hosts")
+    return [r for h in hosts if (r := RecordedHost.from_dict(h))] if isinstance(hosts, list) else []
 
 
 def recorded_facts(host_facts: dict) -> dict[str, SeenHost | None]:
     """Each fleet host of a run's host_facts → its facts (with `error`
     when they could not be read), or None without SSH."""
-    hosts = (host_facts or {}).get("hosts") or []
-    return {h["name"]: SeenHost.from_dict(h.get("facts")) for h in hosts if isinstance(h, dict) and "name" in h}
+    return {h.name: h.facts for h in recorded_hosts(host_facts)}
 
 
 def local_targets(host_facts: dict) -> dict[str, TargetFacts]:

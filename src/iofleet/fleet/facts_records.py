@@ -109,3 +109,32 @@ class SeenHost(MachineFacts):
         return ({"server_view": self.server_view} | super().to_dict()
                 | {"targets": {path: t.to_dict() for path, t in self.targets.items()}}
                 | ({"ssh_note": self.ssh_note} if self.ssh_note is not None else {}))
+
+
+@dataclass(frozen=True)
+class RecordedHost:
+    """A fleet host as a run records it (places.fleet describe): where it
+    is, its targets, what its target kind says of them (`described`, the
+    kind's own keys: target_facts, rbd, ...) and its SSH facts, if read."""
+
+    name: str
+    address: str | None = None
+    labels: dict = field(default_factory=dict)
+    targets: list[str] = field(default_factory=list)
+    nic_gbps: float | None = None
+    described: dict = field(default_factory=dict)
+    facts: SeenHost | None = None  # None: no SSH
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> RecordedHost | None:
+        """As stored; None for anything without a name (an import's bare host)."""
+        if not isinstance(d, dict) or "name" not in d:
+            return None
+        own = {"name", "address", "labels", "targets", "nic_gbps", "facts"}
+        return cls(d["name"], d.get("address"), d.get("labels") or {}, list(d.get("targets") or []),
+                   d.get("nic_gbps"), {k: v for k, v in d.items() if k not in own}, SeenHost.from_dict(d.get("facts")))
+
+    def to_dict(self) -> dict:
+        return ({"name": self.name, "address": self.address, "labels": self.labels, "targets": self.targets,
+                 "nic_gbps": self.nic_gbps} | self.described
+                | ({"facts": self.facts.to_dict()} if self.facts is not None else {}))

@@ -19,10 +19,10 @@ from plotly.offline import get_plotlyjs
 
 from .. import __version__
 from ..analysis.diagnostics import RULES, diagnose
-from ..analysis.host_facts import host_line
+from ..analysis.host_facts import host_line, recorded_hosts
 from ..analysis.links import network_check
 from ..fio.records import Series
-from ..fleet.facts_records import MachineFacts, SeenHost
+from ..fleet.facts_records import MachineFacts
 from ..plan.units import format_bytes
 from ..results.aggregate import shared_by_host
 from ..results.model import Run
@@ -79,12 +79,11 @@ def environment_rows(run: Run) -> list[tuple[str, str]]:
         rows.append(("kernel", here.kernel))
     if facts.get("targets"):
         rows.append(("targets", ", ".join(facts["targets"])))
-    for h in facts.get("hosts") or []:
-        if isinstance(h, dict):
-            nic = f" · NIC {h['nic_gbps']:g} Gbit/s" if h.get("nic_gbps") else ""
-            seen = f" · {host_line(ssh)}" if (ssh := SeenHost.from_dict(h.get("facts"))) else ""
-            targets = f" · targets {', '.join(h['targets'])}" if h.get("targets") else ""
-            rows.append((f"host {h['name']}", f"{h['address']}{targets}{nic}{seen}"))
+    for h in recorded_hosts(facts):
+        nic = f" · NIC {h.nic_gbps:g} Gbit/s" if h.nic_gbps else ""
+        seen = f" · {host_line(h.facts)}" if h.facts else ""
+        targets = f" · targets {', '.join(h.targets)}" if h.targets else ""
+        rows.append((f"host {h.name}", f"{h.address}{targets}{nic}{seen}"))
     return rows
 
 

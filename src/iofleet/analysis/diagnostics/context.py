@@ -13,7 +13,7 @@ from ...fleet.metrics.records import HostMetrics
 from ...plan.params import IO_PARAMS
 from ...plan.target_kinds import name_kind
 from ...results.model import Run, TestRecord
-from ..host_facts import local_targets, readable, recorded_facts
+from ..host_facts import local_targets, readable, recorded_facts, recorded_hosts
 from ..little import outstanding_io
 from .thresholds import Thresholds
 
@@ -49,8 +49,7 @@ class JudgedRun:
         self.tests = [(i, t) for i, t in enumerate(run.tests) if t.status in JUDGED and t.figures().all.ios]
         self._repeated = {i for i in ids if ids.count(i) > 1}
         # Fleet runs list host dicts; imports of client/server output just names.
-        self.nics = {h.get("name"): h.get("nic_gbps") for h in (run.host_facts or {}).get("hosts", [])
-                     if isinstance(h, dict)}
+        self.nics = {h.name: h.nic_gbps for h in recorded_hosts(run.host_facts)}
         self.facts = readable(recorded_facts(run.host_facts or {}))  # fleet hosts read through SSH
         self.host_facts = run.host_facts or {}
         self.network = self.method.network if self.method is not None else None  # a fleet's last network check
@@ -65,8 +64,7 @@ class JudgedRun:
         if host == LOCAL_HOST:
             targets = list(local_targets(self.host_facts).values())
         else:
-            names = next((h.get("targets") or [] for h in self.host_facts.get("hosts") or []
-                          if isinstance(h, dict) and h.get("name") == host), [])
+            names = next((h.targets for h in recorded_hosts(self.host_facts) if h.name == host), [])
             clients = {name_kind(str(n)).client for n in names}
             if names and None not in clients:  # none is a path on the host (RBD images): their kinds' clients
                 return " + ".join(sorted(clients))

@@ -15,6 +15,7 @@ from ...plan.expand import MixedStep, TestSpec, expand, expand_mixed, prepare_ti
 from ..check import HostCheckError, filesystem_problems, problem_line, require_ready
 from ..control.host import NO_SSH, drop_caches
 from ..control.host import host_facts as ssh_host_facts
+from ..facts_records import RecordedHost, SeenHost
 from ..inventory import Host, host_groups
 from ..targets.kept import KeptData, host_key, kept_entry, prepared_state
 from ..metrics.node_exporter import exporter_facts, fetch_metrics
@@ -119,9 +120,9 @@ class FleetPlace(Place):
 
     def describe(self) -> dict:
         """The hosts as the run records them, with their SSH facts."""
-        return {"hosts": [{"name": h.name, "address": h.address, "labels": h.labels, "targets": h.targets,
-                           "nic_gbps": h.nic_gbps} | self.targets[h.name].describe()
-                          | ({"facts": self.host_facts[h.name]} if h.name in self.host_facts else {})
+        return {"hosts": [RecordedHost(h.name, h.address, h.labels, h.targets, h.nic_gbps,
+                                       self.targets[h.name].describe(),
+                                       SeenHost.from_dict(self.host_facts.get(h.name))).to_dict()
                           for h in self.hosts]}
 
     def cache_sizes(self, plan_cache: int | None) -> dict[str, tuple[int | None, str, int | None]]:
