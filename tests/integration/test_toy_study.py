@@ -41,12 +41,6 @@ class Toy(Study):
     settings = (Setting("blocks", int, "Blocks of 4 KiB per IO.", default=2, words="2",
                         allowed=lambda v: 1 <= v <= 64, why="allowed 1 to 64 blocks"),)
 
-    def rows(self):
-        return {}
-
-    def parse(self, given):
-        return {"blocks": 2} | self.checked(given)
-
     def plan(self, where, settings):
         from ...plan import parse_plan
         return parse_plan({"name": "toy", "targets": [str(t) for t in where.targets or []],

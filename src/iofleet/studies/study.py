@@ -6,8 +6,14 @@ once: the terminal's option, the Run page's field and the launcher's parsing
 all read it; the parameter table's rows it offers are named by the rows,
 Param.studies) and its one run entry, `run(where, settings)`. Its record
 registers itself in results (methodology.study_record) and its report
-section in report (section.chart_section). The front doors loop over
+section in report (own_sections.add_section). The front doors loop over
 studies.kinds.STUDIES; nothing outside a study's module asks which it is.
+
+Its life, as either front door drives it: `given` (the Run page's values
+typed) → `parse` (its settings object, each value checked: a one-line
+error naming the option) → `preview` and `about` (what Validate checks and
+says) → `run(where, settings)` → `status`, `lines`; later, of its stored
+runs: `headline` (the results list).
 
 Light on purpose: `iofleet --help` imports every declaration, so a study's
 work (fio, numpy, the store) is imported inside its methods."""
@@ -190,9 +196,10 @@ class Study:
         return out
 
     def checked(self, given: dict[str, Any]) -> dict[str, Any]:
-        """Its own settings given (None left out), each within its limits."""
+        """Its own settings given (None: its `default`, if it has one), each within its limits."""
         own = self.own()
-        return {name: own[name].check(value) for name, value in given.items() if name in own and value is not None}
+        return {s.name: s.default for s in self.settings if s.default is not None} | {
+            name: own[name].check(value) for name, value in given.items() if name in own and value is not None}
 
     def parse(self, given: dict[str, Any]) -> Any:
         """Its settings object from the settings given (`given`'s or the command line's, None: not given):
