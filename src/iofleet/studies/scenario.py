@@ -26,8 +26,10 @@ from ..fleet.control.faults import Fault, FaultError, plan_faults
 from ..fleet.control.left_faults import left_line, undo_left_faults
 from ..fleet.inventory import Host
 from ..plan.scenario import Scenario
+from ..results.impact import Impact
 from ..results.methodology import ScenarioRecord
 from ..results.store import Store
+from ..results.watch import WatchRecord
 from ..units import escaped
 from .events import RunObserver, RunOutcome
 from .run import RunSession
@@ -48,11 +50,11 @@ LATE_BOUND_S = 1.0
 class ScenarioOutcome:
     run: RunOutcome
     events: list[dict] = field(default_factory=list)  # what happened to each event
-    impact: dict | None = None
+    impact: Impact | None = None
     lost: list[str] = field(default_factory=list)  # hosts lost during the load
     downed: list[str] = field(default_factory=list)  # hosts a host-down event took down
     clock_shift_s: float = 0.0  # fio's clock behind the timeline's (clock_shift)
-    watch: dict | None = None  # the storage's own account (studies/watch.py)
+    watch: WatchRecord | None = None  # the storage's own account (studies/watch.py)
 
     @property
     def problems(self) -> list[str]:
