@@ -2,7 +2,7 @@
 zram, a RAM disk) measures memory, not the storage under test.
 
 A run records what each target is: a local run in host_facts'
-`target_facts` (fleet.local.target_facts), a fleet host in the facts read
+`target_facts` (fleet.targets.facts.seen_target), a fleet host in the facts read
 through SSH (fleet.control.parse_facts: filesystem and device)."""
 
 from __future__ import annotations
