@@ -23,13 +23,14 @@ from iofleet.errors import DeviceError, FioError
 from iofleet.fio.command import fio_version
 from iofleet.fleet.check import HostCheckError, check_hosts
 from iofleet.fleet.inventory import load_inventory
-from iofleet.fleet.targets.facts import target_facts
+from iofleet.fleet.targets.facts import seen_target
 from iofleet.plan import parse_plan
 from iofleet.plan.easy import Durations
 from iofleet.results.store import Store
 from iofleet.studies.easy_run import easy_run
 from iofleet.studies.run import run_plan
 from iofleet.studies.saturate import Sweep, run_saturate
+from iofleet.studies.study import Where
 
 from ..cli import iofleet, write_plan
 
@@ -147,10 +148,10 @@ def test_a_device_with_a_filesystem_is_refused_before_anything_is_written(tmp_pa
     # The same refusal from the other studies that write (called as the CLI does).
     with Store.open(data_dir) as store:
         with pytest.raises(DeviceError) as info:
-            easy_run(store, targets=[dev], durations=Durations(runtime=1, ramp=0), working_set=8 * MiB)
+            easy_run(Where([dev], store=store), Durations(runtime=1, ramp=0), working_set=8 * MiB)
         assert f"error: {info.value}" == _refusal(dev)
         with pytest.raises(DeviceError, match=f"^target {dev}: refused: it holds an ext4 filesystem"):
-            run_saturate(store, Sweep(size=8 * MiB, runtime=1, ramp=0), targets=[dev])
+            run_saturate(Where([dev], store=store), Sweep(size=8 * MiB, runtime=1, ramp=0))
     assert loops.sum(dev) == before
     assert _no_run(data_dir)
 
@@ -300,10 +301,10 @@ def test_a_loop_device_over_a_file_in_ram_is_a_target_in_ram(tmp_path, loops):
         dev = loops._attach(f.name, [])
         loops.devices[dev] = Path(f.name)
         name = Path(dev).name
-        facts = target_facts(Path(dev))
+        facts = seen_target(Path(dev)).to_dict()
         assert facts["memory"] == f"{name}, a loop device over a file on tmpfs"
         assert (facts["kind"], facts["device"], facts["rotational"]) == ("device", name, None)
-        assert target_facts(Path(loops.make(4)))["memory"] is None  # over a file on disk
+        assert seen_target(Path(loops.make(4))).to_dict()["memory"] is None  # over a file on disk
         loops.close()
         loops.devices.clear()
 

@@ -15,7 +15,7 @@ from iofleet.fio.jobfile import device_where, render_device_check, render_prepar
 from iofleet.fleet.targets.device_checks import (Backing, BlockLayer, LocalDevice, RemoteDevice, exporter_mounts, fit_regions,
                                    in_use, local_device, loop_backings, memory_backing, mounts_of, signature_of,
                                    spinning, swaps_of, write_locks)
-from iofleet.fleet.targets.facts import _mount_of, target_facts
+from iofleet.fleet.targets.facts import _mount_of, seen_target
 from iofleet.fleet.inventory import Inventory
 from iofleet.fleet.targets import target_for
 from iofleet.plan import expand, parse_plan
@@ -347,13 +347,13 @@ def test_mount_of_takes_the_mount_on_top():
 
 def test_target_facts_of_this_host():
     """Real: /dev/shm is tmpfs on this VM; the repository is on a disk."""
-    shm = target_facts(Path("/dev/shm"))
+    shm = seen_target(Path("/dev/shm")).to_dict()
     assert (shm["kind"], shm["filesystem"], shm["memory"], shm["rotational"]) == ("directory", "tmpfs", "tmpfs", None)
-    repo = target_facts(Path(__file__).parent)
+    repo = seen_target(Path(__file__).parent).to_dict()
     assert repo["kind"] == "directory" and repo["memory"] is None and repo["filesystem"] not in (None, "tmpfs")
-    assert target_facts(Path("/nonexistent/x")) == {"kind": "missing", "memory": None}
+    assert seen_target(Path("/nonexistent/x")).to_dict() == {"kind": "missing", "memory": None}
     if Path("/sys/block/zram0").exists():
-        assert target_facts(Path("/dev/zram0"))["memory"] == "zram0, a compressed RAM disk"
+        assert seen_target(Path("/dev/zram0")).to_dict()["memory"] == "zram0, a compressed RAM disk"
 
 
 def test_a_directory_under_dev_is_no_target(tmp_path):

@@ -66,14 +66,6 @@ class Link(Record):
     def touches(self, host: str) -> bool:
         return host in (self.from_host, self.to_host)
 
-    # diagnostics/hosts.py (link_evidence) still reads links by their JSON
-    # keys: until it reads attributes, a link answers those too.
-    def __getitem__(self, key: str):
-        return self._dict()[key]
-
-    def get(self, key: str, default=None):
-        return self._dict().get(key, default)
-
 
 def links_of(check: NetworkCheck) -> list[Link]:
     """Each link the check measured, from → to, as a run stores it."""

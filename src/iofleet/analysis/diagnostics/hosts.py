@@ -163,22 +163,21 @@ def link_evidence(net: NetworkRecord | None, host: str) -> list[str]:
     of the median of the links without it (the check's own rule)."""
     if not net:
         return []
-    mine = [k for k in net.links if host in (k["from"], k["to"])]
+    mine = [k for k in net.links if k.touches(host)]
     out = []
     for k in mine:
-        if k.get("sent") and k.get("received") is not None and k["received"] < k["sent"]:
-            lost = "all pings lost" if k["received"] == 0 else f"{100 * (1 - k['received'] / k['sent']):.0f} % " \
-                                                                 f"of pings lost"
-            out.append(f"{k['from']} → {k['to']}: {lost}")
-        elif k.get("mtu_sent") and k.get("mtu_received") == 0:
-            out.append(f"{k['from']} → {k['to']}: packets of {k['mtu']} bytes (the expected MTU) do not pass")
-    others = [k["bits_per_s"] for k in net.links if k.get("bits_per_s") and host not in (k["from"], k["to"])]
-    rates = [k for k in mine if k.get("bits_per_s")]
+        if k.sent and k.received is not None and k.received < k.sent:
+            lost = "all pings lost" if k.received == 0 else f"{100 * (1 - k.received / k.sent):.0f} % of pings lost"
+            out.append(f"{k.name}: {lost}")
+        elif k.mtu_sent and k.mtu_received == 0:
+            out.append(f"{k.name}: packets of {k.mtu} bytes (the expected MTU) do not pass")
+    others = [k.bits_per_s for k in net.links if k.bits_per_s and not k.touches(host)]
+    rates = [k for k in mine if k.bits_per_s]
     if others and rates:
-        slowest = min(rates, key=lambda k: k["bits_per_s"])
+        slowest = min(rates, key=lambda k: k.bits_per_s)
         median = statistics.median(others)
-        if slowest["bits_per_s"] < median / OUTLIER:
-            out.append(f"{host}'s link {slowest['from']} → {slowest['to']} at {rate_text(slowest['bits_per_s'])} "
+        if slowest.bits_per_s < median / OUTLIER:
+            out.append(f"{host}'s link {slowest.name} at {rate_text(slowest.bits_per_s)} "
                        f"against a median of {rate_text(median)} for the others")
     return out
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ...plan.expand import TestSpec
+from ..facts_records import TargetFacts
 from .lock import lock_fleet_target
 
 
@@ -51,7 +52,7 @@ class Target(ABC):
             KINDS[cls.kind] = cls
 
     @classmethod
-    def fixed_facts(cls, name: str) -> dict | None:
+    def fixed_facts(cls, name: str) -> TargetFacts | None:
         """Facts known from the name alone, on any host (an RBD image: no
         device of the host); None: the host is looked at."""
         return None

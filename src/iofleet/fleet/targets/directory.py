@@ -12,7 +12,7 @@ from ...fio.jobfile import (DATA_DIR_NAME, directory_probe, directory_where, ren
 from ...fio.parse import parse_output
 from ...plan.expand import TestSpec
 from .kept import files_state
-from .facts import network_client, seen_target, target_facts, target_rotational
+from .facts import network_client, seen_target, target_rotational
 from .files import TargetDirs
 from ..fio_link.procs import fio_using
 from .space import check_space, explain_no_space, free_bytes
@@ -144,7 +144,7 @@ class Directories(Target):
             return [(facts.get(n) or {}).get("filesystem") for n in self.names]
         if self.access.host is not None:
             return []
-        return [target_facts(t).get("filesystem") for t in self.targets]
+        return [seen_target(t).filesystem for t in self.targets]
 
     def describe(self):
         if self.access.host:

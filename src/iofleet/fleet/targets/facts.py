@@ -96,11 +96,6 @@ def seen_target(target: Path | str, mountinfo: str | None = None, _depth: int = 
                           memory=memory)
 
 
-def target_facts(target: Path | str, mountinfo: str | None = None) -> dict:
-    """seen_target's facts as a run stores them."""
-    return seen_target(target, mountinfo).to_dict()
-
-
 def _read_text(path: str) -> str:
     try:
         return Path(path).read_text()
