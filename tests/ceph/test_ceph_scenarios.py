@@ -104,10 +104,10 @@ def test_an_osd_killed_and_restarted_is_measured_over_its_own_span_beside_cephs_
     assert hit["to_s"] == round(event["undone_s"] - sc.clock_shift_s, 2) and hit["to_s"] < 27
     assert hit["during"]["iops"] is not None and "process-kill local at 4s for 6s, measured" in said
     # Ceph's own account: the OSD reported down after the kill, and the health back to HEALTH_OK later.
-    (account,) = sc.watch["events"]
-    assert account["before"] == "HEALTH_OK" and "OSD_DOWN" in account["changed_to"], account
-    assert hit["from_s"] <= account["changed_s"] <= hit["from_s"] + 10
-    assert account["back_s"] is not None and account["back_s"] > hit["to_s"], sc.watch["samples"]
+    (account,) = sc.watch.events
+    assert account.before == "HEALTH_OK" and "OSD_DOWN" in account.changed_to, account
+    assert hit["from_s"] <= account.changed_s <= hit["from_s"] + 10
+    assert account.back_s is not None and account.back_s > hit["to_s"], sc.watch.samples
     assert "storage HEALTH_OK before, reported HEALTH_WARN" in said and "back to its state before the fault" in said
     _healthy_again(c)
 
