@@ -15,6 +15,7 @@ from iofleet.plan.easy import MiB, Durations
 from iofleet.results.store import Store
 from iofleet.studies.easy_run import easy_run, probe
 from iofleet.studies.events import RunObserver
+from iofleet.studies.study import Where
 
 from .helpers import data_files
 
@@ -36,7 +37,7 @@ def test_easy_runs_profiles_extend_the_probes_data_on_every_host(tmp_path, make_
     fleet = make_fleet(2)
     hosts = load_inventory(fleet.write_inventory(tmp_path / "inv.yaml")).hosts
     with Store.open(data_dir) as store:
-        probed = probe(store, hosts=hosts, durations=QUICK, working_set=8 * MiB, max_iodepth=1, max_jobs=2)
+        probed = probe(Where(hosts=hosts, store=store), QUICK, working_set=8 * MiB, max_iodepth=1, max_jobs=2)
         assert probed.load.data is not None and len(data_files(fleet)) == 4  # 2 files of 4 MiB per host
         held = heads(data_files(fleet))
         seen = []
@@ -46,8 +47,8 @@ def test_easy_runs_profiles_extend_the_probes_data_on_every_host(tmp_path, make_
                 seen.append(heads(data_files(fleet)))
 
         # The profiles on 1 job (whatever the probe chose): each host's file 0 grows to 8 MiB.
-        outcome = easy_run(store, hosts=hosts, durations=QUICK, working_set=8 * MiB,
-                           load=dataclasses.replace(probed.load, jobs=1), observer=AtFirstTest())
+        outcome = easy_run(Where(hosts=hosts, store=store, observer=AtFirstTest()), QUICK, working_set=8 * MiB,
+                           load=dataclasses.replace(probed.load, jobs=1))
         assert outcome.status == "complete"
         assert len(held) == 2 and seen[0] == {f: (8 * MiB, digest) for f, (_, digest) in held.items()}
         prepared = store.get_run(outcome.run_id).methodology.prepare.to_dict()

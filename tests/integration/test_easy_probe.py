@@ -6,13 +6,14 @@ import yaml
 from iofleet.plan.easy import MiB, Durations
 from iofleet.results.store import Store
 from iofleet.studies.easy_run import probe
+from iofleet.studies.study import Where
 
 QUICK = Durations(runtime=1, ramp=0)  # 1 s cells, no warm-up
 
 
 def test_the_probe_is_a_stored_sweep_and_chooses_its_best_cell(disk_dir, data_dir):
     with Store.open(data_dir) as store:
-        probed = probe(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB, max_iodepth=2)
+        probed = probe(Where([disk_dir], store=store), QUICK, working_set=16 * MiB, max_iodepth=2)
         sweep = store.get_run(probed.run_id).to_dict()
         assert sweep["label"] == "easy-run-probe" and sweep["status"] == "complete"
         tests = [t for t in sweep["tests"] if t["status"] == "ok"]

@@ -26,6 +26,7 @@ from iofleet.studies.events import RunObserver
 from iofleet.studies.run import RunSession
 from iofleet.studies.saturate import Sweep, run_saturate
 from iofleet.studies.scenario import run_scenario
+from iofleet.studies.study import Where
 
 QUICK = Durations(runtime=1, ramp=0)  # 1 s cells and profiles, no warm-up
 
@@ -49,7 +50,7 @@ class FilesAtFirstTest(RunObserver):
 def test_easy_runs_profiles_use_the_probes_data_as_it_is(disk_dir, data_dir):
     with Store.open(data_dir) as store:
         # One job at most: the profiles' jobs are the probe's widest row, so their files are the probe's.
-        probed = probe(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB, max_iodepth=2, max_jobs=1)
+        probed = probe(Where([disk_dir], store=store), QUICK, working_set=16 * MiB, max_iodepth=2, max_jobs=1)
         assert probed.load.jobs == 1 and probed.load.data is not None
         after_probe = files_state([disk_dir])
         assert list(after_probe) == [str(disk_dir / "iofleet" / "iofleet-data.0.0")]
@@ -59,8 +60,8 @@ def test_easy_runs_profiles_use_the_probes_data_as_it_is(disk_dir, data_dir):
         assert sweep["methodology"]["prepare"]["written_per_host"] == {"local": 2 * 16 * MiB}  # 2 passes
 
         first = FilesAtFirstTest(disk_dir)
-        outcome = easy_run(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB, load=probed.load,
-                           observer=first)
+        outcome = easy_run(Where([disk_dir], store=store, observer=first), QUICK, working_set=16 * MiB,
+                           load=probed.load)
         assert outcome.status == "complete"
         assert first.seen == after_probe  # nothing wrote the data between the probe's end and the first profile
         run = store.get_run(outcome.run_id)
@@ -95,15 +96,15 @@ def test_profiles_with_fewer_jobs_than_the_probes_widest_row_extend_its_files(di
                 self.seen = (f.stat().st_size, head_digest(f, 8 * MiB))
 
     with Store.open(data_dir) as store:
-        probed = probe(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB, max_iodepth=1, max_jobs=2)
+        probed = probe(Where([disk_dir], store=store), QUICK, working_set=16 * MiB, max_iodepth=1, max_jobs=2)
         files = disk_dir / "iofleet"
         assert probed.load.data is not None and sorted(p.name for p in files.glob("iofleet-data.*")) == [
             "iofleet-data.0.0", "iofleet-data.1.0"]
         before = head_digest(files / "iofleet-data.0.0", 8 * MiB)
         # The profiles on 1 job (whatever the probe chose here): one file of 16 MiB, the probe's file 0 extended.
         first = FirstFile()
-        outcome = easy_run(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB,
-                           load=dataclasses.replace(probed.load, jobs=1), observer=first)
+        outcome = easy_run(Where([disk_dir], store=store, observer=first), QUICK, working_set=16 * MiB,
+                           load=dataclasses.replace(probed.load, jobs=1))
         assert outcome.status == "complete"
         assert first.seen == (16 * MiB, before)  # the probe's 8 MiB kept as written, the other 8 MiB added
         run = store.get_run(outcome.run_id)
@@ -127,20 +128,20 @@ def test_a_stopped_probe_or_profiles_that_cannot_start_leave_nothing(disk_dir, d
             stop.set()
 
     with Store.open(data_dir) as store:
-        probed = probe(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB, max_iodepth=2, max_jobs=1,
-                       observer=StopAfterFirstCell(), stop=stop)
+        probed = probe(Where([disk_dir], store=store, observer=StopAfterFirstCell(), stop=stop), QUICK,
+                       working_set=16 * MiB, max_iodepth=2, max_jobs=1)
         assert probed.outcome.run.status == "interrupted" and probed.outcome.data is None
         assert not (disk_dir / "iofleet").exists() and kept_entries(data_dir) == {}
 
         # A probe that kept its data, then profiles that fail before their run starts: the data goes.
-        probed = probe(store, targets=[disk_dir], durations=QUICK, working_set=16 * MiB, max_iodepth=2, max_jobs=1)
+        probed = probe(Where([disk_dir], store=store), QUICK, working_set=16 * MiB, max_iodepth=2, max_jobs=1)
         assert files_state([disk_dir])
 
         def refuse(plan_text, reasons):
             raise IofleetError("refused")
 
         with pytest.raises(IofleetError, match="refused"):
-            easy_run(store, targets=[disk_dir], durations=QUICK, load=probed.load, on_plan=refuse)
+            easy_run(Where([disk_dir], store=store), QUICK, load=probed.load, on_plan=refuse)
         assert not (disk_dir / "iofleet").exists() and kept_entries(data_dir) == {}
         probed.discard_data()  # (the CLI's call after a Ctrl-C as the probe ended): once removed, nothing to do
 
@@ -161,7 +162,7 @@ def test_a_curves_fixed_rate_tests_use_its_sweeps_data(disk_dir, data_dir):
 
     watch = Watch(disk_dir)
     with Store.open(data_dir) as store:
-        out = run_curve(store, curve, targets=[disk_dir], observer=watch)
+        out = run_curve(Where([disk_dir], store=store, observer=watch), curve)
         assert out.result is not None and out.run.status == "complete"
         sweep, points = store.get_run(out.max_run_id), store.get_run(out.run.run_id)
         # The sweep prepared the files of its widest row (2 jobs); the points run on its best jobs × iodepth,
@@ -177,8 +178,9 @@ def test_a_run_with_fewer_jobs_than_the_sweep_finds_its_data_by_covering_the_swe
     # (A curve whose most IOPS came from fewer jobs than the sweep's widest row: its preparation alone
     # would be 1 file, not the sweep's 2, and would write it again.)
     with Store.open(data_dir) as store:
-        swept = run_saturate(store, Sweep(size=8 * MiB, runtime=1, ramp=0, max_jobs=2, max_iodepth=1, repeats=1),
-                             targets=[disk_dir], keep_for_next=True)
+        swept = run_saturate(Where([disk_dir], store=store),
+                             Sweep(size=8 * MiB, runtime=1, ramp=0, max_jobs=2, max_iodepth=1, repeats=1),
+                             keep_for_next=True)
         assert swept.data is not None and len(files_state([disk_dir])) == 2
         plan = parse_plan({"name": "one-job", "targets": [str(disk_dir)], "workloads": [
             {"name": "w", "bs": "4k", "read_pct": 100, "jobs": 1, "size": "8m", "runtime": "1s", "ramp": "0s"}]})

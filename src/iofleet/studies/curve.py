@@ -14,7 +14,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from dataclasses import replace as copy_with
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import yaml
@@ -26,11 +25,11 @@ from ..plan import parse_plan
 from ..plan.params import CURVE, IO_PARAMS, PARAMS, RUN_PARAMS
 from ..plan.settings import plan_entries, settings_fields, study_params
 from .saturate import Sweep, discard_quietly, place_names, run_saturate
+from .study import Where
 
 if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Curve's defaults without them
-    from ..fleet.inventory import Host
     from ..results.store import Store
-    from .run import RunObserver, RunOutcome
+    from .run import RunOutcome
 
 MAX_POINTS = 50  # a day's worth of 30-minute points; more is a typo
 MAX_LOAD_PCT = 1000.0  # a load beyond the maximum shows the wall; ten times it is a typo
@@ -136,9 +135,7 @@ def fixed_rate_plan(curve: Curve, io: dict, jobs: int, iodepth: int, max_iops: f
     return data, text, rule
 
 
-def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, hosts: list[Host] | None = None,
-              label: str | None = None, observer: RunObserver | None = None, stop: threading.Event | None = None,
-              destroy_data: list[str] | None = None, given: set[str] = frozenset(),
+def run_curve(where: Where, curve: Curve, *, given: set[str] = frozenset(),
               on_maximum: Callable[[str], None] | None = None) -> CurveOutcome:
     """Find the most IOPS (or take it from `curve.from_run`), then run the
     curve's fixed-rate tests as one stored run. `given`: the IO options the
@@ -146,17 +143,17 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
     where the maximum is, before the curve runs."""
     from ..fleet.places import place_for
     from .run import RunSession
+    store, hosts, observer, destroy_data = where.store, where.hosts, where.observer, where.destroy_data
+    stop = where.stop or threading.Event()
     # A sweep run first checks the hosts itself.
-    names = place_names(hosts, targets, "curve", checking="curve" if curve.from_run is not None else None)
-    stop = stop or threading.Event()
+    names = place_names(hosts, where.targets, "curve", checking="curve" if curve.from_run is not None else None)
     max_run, shared = None, None
     if curve.from_run is not None:
         jobs, iodepth, max_iops, io = stored_maximum(store, curve.from_run, curve, set(given))
         source = f"saturate run {curve.from_run}"
     else:
         sweep = curve.sweep
-        swept = run_saturate(store, sweep, targets=targets, hosts=hosts, label=label or "curve", observer=observer,
-                             stop=stop, destroy_data=destroy_data, keep_for_next=True)
+        swept = run_saturate(copy_with(where, label=where.label or "curve", stop=stop), sweep, keep_for_next=True)
         max_run, peak, shared = swept.run_id, swept.result.peak, swept.data
         if stop.is_set():  # stopped during the sweep: no curve; the sweep's run says so
             discard_quietly(shared, observer)
@@ -178,7 +175,7 @@ def run_curve(store: Store, curve: Curve, *, targets: list[Path] | None = None, 
         if shared is not None:
             shared.adopt_into(place)  # iofleet's directory the sweep made goes at the curve's end
         record = curve_record(CurveResult(max_iops, jobs, iodepth, source, rule, io))
-        session = RunSession(plan, text, store, specs=specs, place=place, label=label or "curve",
+        session = RunSession(plan, text, store, specs=specs, place=place, label=where.label or "curve",
                              observer=observer, stop=stop, prepare_for=shared.covers if shared is not None else None)
     except BaseException:
         discard_quietly(shared, observer)  # the fixed-rate tests do not start: the sweep's data goes

@@ -12,7 +12,7 @@ files are removed as the probe's own clean-up would have."""
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -26,10 +26,10 @@ from ..fleet.targets.kept import tail_tiers
 from ..plan import parse_plan
 from ..plan.easy import Durations, HostFacts, Load, easy_plan, file_size, probe_max_jobs, rule_of_thumb, working_set_of
 from ..plan.expand import prepare_tiers
-from ..results.store import Store
 from .events import RunObserver, RunOutcome
 from .run import RunSession
 from .saturate import SaturateOutcome, Sweep, discard_quietly, run_saturate
+from .study import Where
 
 
 # The probe's cells: short, each judged steady on 1 s rounds (at most 10 s
@@ -124,36 +124,24 @@ def probe_label(label: str | None) -> str:
     return f"{(label or 'easy-run')[:58]}-probe"
 
 
-def probe(
-    store: Store,
-    *,
-    targets: list[Path] | None = None,
-    hosts: list[Host] | None = None,
-    durations: Durations,
-    working_set: int | None = None,
-    label: str | None = None,
-    observer: RunObserver | None = None,
-    stop: threading.Event | None = None,
-    destroy_data: list[str] | None = None,
-    max_iodepth: int = PROBE_MAX_IODEPTH,
-    max_jobs: int | None = None,
-) -> Probe:
+def probe(where: Where, durations: Durations, *, working_set: int | None = None,
+          max_iodepth: int = PROBE_MAX_IODEPTH, max_jobs: int | None = None) -> Probe:
     """Measure which jobs × iodepth gives the most 4k random-read IOPS: a
     short saturate sweep, stored as its own run, on all hosts at once (one
     setting for the fleet, from the fleet's summed IOPS). An interrupted
     probe is returned as it is; one that measured nothing is an error.
     The probe keeps its files for the profiles (`load.data`): give the
     load to easy_run, or call `discard_data()` when they will not run."""
-    facts, _ = survey(targets, hosts)
+    observer = where.observer
+    facts, _ = survey(where.targets, where.hosts)
     sweep = probe_sweep(facts, durations, working_set, max_iodepth, max_jobs)
     total, why_total = working_set_of(facts, working_set)
     start = time.monotonic()
-    outcome = run_saturate(store, sweep, targets=targets, hosts=hosts, label=probe_label(label),
-                           observer=observer, stop=stop, destroy_data=destroy_data,
+    outcome = run_saturate(replace(where, label=probe_label(where.label)), sweep,
                            keep_for_next=lambda result: top_cell(result) is not None)
     seconds = time.monotonic() - start
     load = choose_load(outcome.result, outcome.run_id, outcome.hosts, facts, seconds)
-    interrupted = (stop is not None and stop.is_set()) or outcome.run.status == "interrupted"
+    interrupted = (where.stop is not None and where.stop.is_set()) or outcome.run.status == "interrupted"
     probed = Probe(outcome, load, seconds)
     if load is None or interrupted or not shares_files(outcome, load, total):
         # No profiles, or files the probe's cannot become: removed now, as the probe's own clean-up would have.
@@ -176,36 +164,23 @@ def shares_files(outcome: SaturateOutcome, load: Load, total: int) -> bool:
         prepare_tiers(outcome.data.covers), [(load.jobs, file_size(total, load.jobs))]) is not None
 
 
-def easy_run(
-    store: Store,
-    *,
-    targets: list[Path] | None = None,
-    hosts: list[Host] | None = None,
-    durations: Durations,
-    working_set: int | None = None,
-    label: str | None = None,
-    observer: RunObserver | None = None,
-    stop: threading.Event | None = None,
-    on_plan=None,
-    destroy_data: list[str] | None = None,
-    load: Load | None = None,
-    keep_files: bool = False,
-) -> RunOutcome:
+def easy_run(where: Where, durations: Durations, *, working_set: int | None = None, on_plan=None,
+             load: Load | None = None, keep_files: bool = False) -> RunOutcome:
     """Choose the plan from what the hosts are, then run it like any plan.
     `load`: the jobs × iodepth a probe measured (probe(…).load); without it
     the rule of thumb from CPUs and device type. With the probe's data
     (`load.data`) the profiles use it (extended when their files are
     larger) and remove it at their end,
     or here when they cannot start. `on_plan(plan_text, reasons)` is called
-    before the first test; `destroy_data` names devices whose data may be
-    destroyed; `keep_files`: keep the data files after the run (a later
+    before the first test; `keep_files`: keep the data files after the run (a later
     run with the same preparation uses them, fleet/targets/kept.py)."""
+    store, observer = where.store, where.observer
     shared = load.data if load is not None else None
     try:
-        facts, target_names = survey(targets, hosts)
+        facts, target_names = survey(where.targets, where.hosts)
         data, reasons = easy_plan(facts, target_names, durations, working_set, load)
-        if destroy_data:
-            data["destroy_data"] = [str(d) for d in destroy_data]
+        if where.destroy_data:
+            data["destroy_data"] = [str(d) for d in where.destroy_data]
         if keep_files:
             data["keep_files"] = True
         plan_text = "# chosen by iofleet easy-run:\n" + "".join(f"#   {r}\n" for r in reasons) + yaml.safe_dump(
@@ -213,11 +188,11 @@ def easy_run(
         plan = parse_plan(data, "easy-run")
         if on_plan:
             on_plan(plan_text, reasons)
-        place, specs = place_for(plan, hosts)
+        place, specs = place_for(plan, where.hosts)
         if shared is not None:
             shared.adopt_into(place)  # iofleet's directory the probe made goes at the profiles' end
-        session = RunSession(plan, plan_text, store, specs=specs, place=place, label=label or "easy-run",
-                             observer=observer, stop=stop, resumable=True)
+        session = RunSession(plan, plan_text, store, specs=specs, place=place, label=where.label or "easy-run",
+                             observer=observer, stop=where.stop, resumable=True)
     except BaseException:
         discard_quietly(shared, observer)  # the profiles do not start: the probe's data goes
         raise
@@ -247,32 +222,18 @@ class EasyRunOutcome:
         return self.profiles if self.profiles is not None else self.probe.outcome.run
 
 
-def run_easy_run(
-    store: Store,
-    *,
-    targets: list[Path] | None = None,
-    hosts: list[Host] | None = None,
-    durations: Durations,
-    working_set: int | None = None,
-    label: str | None = None,
-    observer: RunObserver | None = None,
-    stop: threading.Event | None = None,
-    on_plan=None,
-    destroy_data: list[str] | None = None,
-    probe_first: bool = True,
-) -> EasyRunOutcome:
+def run_easy_run(where: Where, durations: Durations, *, working_set: int | None = None, on_plan=None,
+                 probe_first: bool = True) -> EasyRunOutcome:
     """Easy Run as both front doors start it: the probe (unless
     `probe_first` is False: the rule of thumb instead), then the profiles
     with the load it chose; a stopped probe ends the study, its data removed."""
-    stop = stop or threading.Event()
+    where = replace(where, stop=where.stop or threading.Event())
     probed = None
     if probe_first:
-        probed = probe(store, targets=targets, hosts=hosts, durations=durations, working_set=working_set,
-                       label=label, observer=observer, stop=stop, destroy_data=destroy_data)
-        if stop.is_set() or probed.outcome.run.status == "interrupted":
-            probed.discard_data(observer)  # the data it kept for the profiles (stopped just as it ended)
+        probed = probe(where, durations, working_set=working_set)
+        if where.stop.is_set() or probed.outcome.run.status == "interrupted":
+            probed.discard_data(where.observer)  # the data it kept for the profiles (stopped just as it ended)
             return EasyRunOutcome(probed, None)
-    profiles = easy_run(store, targets=targets, hosts=hosts, durations=durations, working_set=working_set,
-                        label=label, observer=observer, stop=stop, on_plan=on_plan, destroy_data=destroy_data,
+    profiles = easy_run(where, durations, working_set=working_set, on_plan=on_plan,
                         load=probed.load if probed else None)
     return EasyRunOutcome(probed, profiles)

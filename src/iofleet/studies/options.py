@@ -10,19 +10,12 @@ from ..analysis.curve import DEFAULT_POINTS
 from ..analysis.saturation import parse_slo
 from ..errors import IofleetError
 from ..plan.easy import Durations
-from ..plan.params import CURVE, EASY_RUN, SATURATE, STEADY_WINDOW_ROUNDS, UNTIL, Param
+from ..plan.params import CURVE, EASY_RUN, SATURATE, STEADY_WINDOW_ROUNDS, UNTIL
 from ..plan.settings import offered, option_name
 from ..plan.units import format_duration
 from .curve import Curve, parse_loads
-from .saturate import Sweep
-
-
-def parse_option(option: str, param: Param, value: Any) -> Any:
-    """A given value parsed by its table row (units, bounds), or a one-line error naming the option."""
-    try:
-        return param.parse(value)
-    except ValueError as exc:
-        raise IofleetError(f"{option} {value}: {exc}") from None
+from .saturate import SWEEP_SETTINGS, Sweep
+from .study import parse_option
 
 
 def parse_given(study: str, given: dict) -> dict:
@@ -38,9 +31,8 @@ def parse_given(study: str, given: dict) -> dict:
 def sweep_from_options(slo: str | None = None, **given: Any) -> Sweep:
     """The Sweep of the given settings (Sweep field names; None: the sweep's
     default), each checked: the table's rows the saturate study offers and
-    its own settings (studies/kinds/saturate.py: its axes' bounds, its knobs)."""
-    from .kinds.saturate import Saturate
-    own = Saturate().own()
+    its own settings (SWEEP_SETTINGS: its axes' bounds, its knobs)."""
+    own = {s.name: s for s in SWEEP_SETTINGS}
     values = parse_given(SATURATE, {name: value for name, value in given.items() if name not in own})
     values |= {name: own[name].check(value) for name, value in given.items() if name in own and value is not None}
     if slo is not None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -27,6 +26,7 @@ from ..plan.params import IO_PARAMS, RUN_PARAMS, SATURATE
 from ..plan.settings import ending, plan_entries, settings_fields, study_params
 from ..results.methodology import SaturateRecord
 from ..units import format_value
+from .study import Setting, Where
 
 if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Sweep's defaults without them
     from ..fleet.inventory import Host
@@ -35,6 +35,21 @@ if TYPE_CHECKING:  # imported when the study runs: `iofleet --help` shows Sweep'
     from ..results.store import Store
     from .run import RunObserver, RunOutcome
 
+# The sweep's own settings (Sweep's fields that are no table row), declared once
+# for its command's options, the Run page's fields and their checks (kinds/saturate.py).
+SWEEP_SETTINGS = (
+    Setting("slo", str, "Latency target, e.g. 'p99<=2ms' or 'mean<500us'.", words="none"),
+    Setting("max_jobs", int, "Most jobs per host.", words="its CPUs", bounded_by="jobs"),
+    Setting("max_iodepth", int, "Most outstanding IOs per job.", bounded_by="iodepth"),
+    Setting("min_gain_pct", float, "A doubling gaining fewer % IOPS has stopped growing.", option="--min-gain",
+            allowed=lambda v: 0 < v < 1000, why="give a share above 0, e.g. 10 (%)"),
+    Setting("bisect", int, "Most bisection steps toward the target.", allowed=lambda v: 0 <= v <= 10,
+            why="allowed 0 to 10 steps"),
+    Setting("repeats", int, "Most runs of a cell whose verdict is within noise.", allowed=lambda v: 1 <= v <= 10,
+            why="allowed 1 to 10 runs of a cell"),
+    Setting("noise_pct", float, "Run-to-run IOPS noise, % (a single run is ± half).", option="--noise",
+            allowed=lambda v: 0 <= v < 100, why="give a share from 0 to 99, e.g. 8 (%)"),
+)
 # Without a CPU count for the fleet's hosts, the jobs axis goes up to this.
 DEFAULT_MAX_JOBS = 4
 # A doubling that gained at least this share: IOPS still grow almost in
@@ -206,30 +221,20 @@ def files_can_be_kept(names: list[str], hosts: list[Host] | None) -> bool:
     return all(target_for(list(h.targets)).holds_files for h in hosts) if hosts else target_for(names).holds_files
 
 
-def run_saturate(
-    store: Store,
-    sweep: Sweep,
-    *,
-    targets: list[Path] | None = None,
-    hosts: list[Host] | None = None,
-    label: str | None = None,
-    observer: RunObserver | None = None,
-    stop: threading.Event | None = None,
-    destroy_data: list[str] | None = None,
-    keep_for_next: bool | Callable[[Saturation], bool] = False,
-) -> SaturateOutcome:
-    """Sweep outstanding IO on `targets` here or on every host of `hosts`,
+def run_saturate(where: Where, sweep: Sweep, *,
+                 keep_for_next: bool | Callable[[Saturation], bool] = False) -> SaturateOutcome:
+    """Sweep outstanding IO on the targets here or on every host (`where`),
     one stored run whose tests are the cells (a repeat is a test of the
-    same id), then analyse it. `destroy_data` names devices whose data may
-    be destroyed. `keep_for_next`: a run after this one uses the sweep's
+    same id), then analyse it. `keep_for_next`: a run after this one uses the sweep's
     data (or, a function of the analysis: will it?); a sweep that found its
     answer keeps it (`data`, on directory targets), and one stopped or
     without an answer removes it as any run does."""
     from .run import RunSession
-    names = place_names(hosts, targets, "saturate", checking="sweep")
+    store, hosts, observer = where.store, where.hosts, where.observer
+    names = place_names(hosts, where.targets, "saturate", checking="sweep")
     jobs_axis = doubling(max_jobs_for(sweep, hosts))
     depth_axis = doubling(sweep.max_iodepth)
-    data, text = sweep_plan(sweep, jobs_axis, depth_axis, names, destroy_data or ())
+    data, text = sweep_plan(sweep, jobs_axis, depth_axis, names, where.destroy_data or ())
     plan = parse_plan(data, "saturate")
     grid = expand(plan)  # the most the sweep can run; preparation covers its widest row
     slo, noise = sweep.slo, sweep.noise_pct
@@ -237,7 +242,7 @@ def run_saturate(
     kept = None
 
     with RunSession(plan, text, store, specs=grid, hosts=hosts,
-                    label=label or "saturate", observer=observer, stop=stop, sweep=True) as session:
+                    label=where.label or "saturate", observer=observer, stop=where.stop, sweep=True) as session:
         store.set_run_methodology(session.run_id, replace(session.methodology, saturate=sweep.record()))
         measured = _Cells(session, store, grid[0], slo, noise)
         ended = search(sweep, jobs_axis, depth_axis, measured.run_once, measured.cells, measured.halted,

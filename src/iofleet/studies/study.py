@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import IofleetError
-from ..plan.settings import offered, setting_help
+from ..plan.settings import offered, option_name, setting_help
 
 if TYPE_CHECKING:  # annotations only
     from ..fleet.inventory import Host
@@ -204,9 +204,9 @@ class Study:
     def parse(self, given: dict[str, Any]) -> Any:
         """Its settings object from the settings given (`given`'s or the command line's, None: not given):
         by default its own settings, checked, and the table's rows it offers, parsed by them."""
-        from .options import parse_given
         rows = self.rows()
-        return self.checked(given) | parse_given(self.name, {k: v for k, v in given.items() if k in rows})
+        return self.checked(given) | {name: parse_option(option_name(name), rows[name], value)
+                                      for name, value in given.items() if name in rows and value is not None}
 
     # ---- running it ------------------------------------------------------------
 
@@ -243,6 +243,14 @@ class Study:
     def lines(self, outcome) -> list[str]:
         """What its generic command prints after the run."""
         return []
+
+
+def parse_option(option: str, param, value: Any) -> Any:
+    """A given value parsed by its table row (units, bounds), or a one-line error naming the option."""
+    try:
+        return param.parse(value)
+    except ValueError as exc:
+        raise IofleetError(f"{option} {value}: {exc}") from None
 
 
 def _typed(study: str, setting: Setting, value: Any) -> Any:

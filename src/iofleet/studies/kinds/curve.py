@@ -73,6 +73,4 @@ class CurveStudy(Study):
 
     def run(self, where: Where, settings: CurveSettings, on_maximum=None):
         from ..curve import run_curve
-        return run_curve(where.store, settings.curve, targets=where.targets, hosts=where.hosts, label=where.label,
-                         observer=where.observer, stop=where.stop, destroy_data=where.destroy_data,
-                         given=settings.given, on_maximum=on_maximum)
+        return run_curve(where, settings.curve, given=settings.given, on_maximum=on_maximum)

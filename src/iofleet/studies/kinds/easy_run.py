@@ -49,9 +49,7 @@ class EasyRun(Study):
 
     def run(self, where: Where, settings: EasyRunSettings, on_plan=None):
         from ..easy_run import run_easy_run
-        return run_easy_run(where.store, targets=where.targets, hosts=where.hosts, durations=settings.durations,
-                            working_set=settings.working_set, label=where.label, observer=where.observer,
-                            stop=where.stop, on_plan=on_plan, destroy_data=where.destroy_data,
+        return run_easy_run(where, settings.durations, working_set=settings.working_set, on_plan=on_plan,
                             probe_first=settings.probe_first)
 
     def status(self, outcome) -> str:
