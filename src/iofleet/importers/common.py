@@ -10,7 +10,7 @@ from ..errors import PlanError
 from ..inputs import read_input
 from ..plan.expand import expand
 from ..plan.load import parse_plan
-from ..plan.names import NAME_RE, check_name
+from ..plan.names import NAME_RE
 from ..plan.target_kinds import check_target, name_kind
 from ..plan.params import PARAMS
 from ..plan.units import format_size

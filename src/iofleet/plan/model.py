@@ -8,9 +8,9 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
-from .names import NAME_RE, PATH_RE, check_name
+from .names import check_name
 from .params import MATRIX_PARAMS, PARAMS, RUN_PARAMS
 from .target_kinds import SECTIONS, check_alone, check_destroyable, check_target
 

@@ -15,7 +15,7 @@ a new study setting, is one row here.
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .param import CURVE, EASY_RUN, PLAN_DEFAULT, SATURATE, FioOptionError, FioOptions, Param, StudyUse
+from .param import CURVE, EASY_RUN, SATURATE, FioOptionError, FioOptions, Param, StudyUse
 from .target_kinds import KIND_ENGINES, KIND_ROWS
 from .units import format_duration, format_size, whole_number
 

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import field, make_dataclass
 from typing import Any, ClassVar, Optional
 
-from .params import PARAMS, PLAN_DEFAULT, RUN_PARAMS, UNTIL, Param
+from .param import PLAN_DEFAULT, Param
+from .params import PARAMS, RUN_PARAMS, UNTIL
 
 TYPES = {"size": int, "duration": int, "int": int, "pct": int, "choice": str, "bool": bool}
 
