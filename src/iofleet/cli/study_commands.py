@@ -10,7 +10,7 @@ from typing import Callable, List, Optional
 
 import typer
 
-from ..studies.study import Study
+from ..studies.study import Study, Where
 from .common import (STUDY_COMMANDS, DataDir, DestroyOpt, TargetOpt, WideOpt, check_label, checked_targets, console,
                      stop_on_signals, user_errors)
 from .run import finish
@@ -33,7 +33,6 @@ def _generic(study: Study) -> Callable:
     ):
         from ..fleet.inventory import load_inventory
         from ..results.store import Store, default_data_dir
-        from ..studies.study import Where
         from .progress import EachRunProgress
         check_label(label)
         settings = study.parse({**(own or {}), **(params or {})})

@@ -1,6 +1,6 @@
 """curve: latency against load, fixed-rate tests up to the most IOPS (studies/curve.py)."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..study import Launch, Setting, Study, Where
 
@@ -58,7 +58,7 @@ class CurveStudy(Study):
             first = "a saturate sweep for the most IOPS"
 
         def go(store, observer, stop):
-            return self.run(Where(where.targets, where.hosts, where.label, store, observer, stop), parsed).run.status
+            return self.status(self.run(replace(where, store=store, observer=observer, stop=stop), parsed))
         about = f"{first}, then {len(curve.load_list())} fixed-rate tests up to it"
         return Launch(self.name, self.name, where.label or self.name, where.hosts, preview, go, about)
 
