@@ -2,10 +2,8 @@
 place, found by listing this package — this host (local.py), fio servers at
 once (fleet.py). `place_for` gives a run to the first place that takes it."""
 
-import importlib
-import pkgutil
-
 from ...errors import IofleetError
+from ...kinds import import_modules
 from ...plan.model import Plan
 from ...plan.target_kinds import SECTIONS
 from ..inventory import Host
@@ -22,8 +20,7 @@ def plan_access(plan: Plan) -> Access:
 
 def _places() -> list[type[Place]]:
     if not _places.loaded:
-        for module in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{module.name}")
+        import_modules(__name__, __path__)
         _places.loaded = True
     return sorted(PLACES, key=lambda p: p.order)
 

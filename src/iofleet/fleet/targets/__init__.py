@@ -2,9 +2,7 @@
 package: `target_for` builds a host's Target from the kind that claims its
 targets' names (plan/target_kinds/); nothing else tells the kinds apart."""
 
-import importlib
-import pkgutil
-
+from ...kinds import import_modules
 from ...plan.target_kinds import name_kind
 from .base import KINDS, Access, Target
 
@@ -14,8 +12,7 @@ __all__ = ["Access", "Target", "kind_of", "target_for"]
 def _kinds() -> dict[str, type[Target]]:
     """Every kind's class: the package's modules, imported once."""
     if not _kinds.loaded:
-        for module in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{module.name}")
+        import_modules(__name__, __path__)
         _kinds.loaded = True
     return KINDS
 

@@ -9,13 +9,12 @@ fleet stage's: fleet/targets/ has one module per kind, of the same `kind`.
 Both halves are found by listing their package: a new kind is one file
 here and one there, no other file edited."""
 
-import importlib
-import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
+from ...kinds import import_modules
 from ..names import NAME_RE
 from ..param import Param
 
@@ -82,12 +81,7 @@ class TargetName:
 _KINDS: dict[str, type[TargetName]] = {}
 
 
-def _discover() -> None:
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-
-
-_discover()
+import_modules(__name__, __path__)
 # By `order`; claims are tried in it, the fallback last.
 TARGET_NAMES: tuple[type[TargetName], ...] = tuple(sorted(_KINDS.values(), key=lambda k: (k.order, k.kind)))
 KIND_ROWS: tuple[Param, ...] = tuple(row for k in TARGET_NAMES for row in k.rows)

@@ -2,19 +2,11 @@
 subclass), found by listing this package, so a new study is one file here
 and its tests, no other file edited. STUDIES: by `order`, then name."""
 
-import importlib
-import pkgutil
-
 from ...errors import IofleetError
+from ...kinds import import_modules
 from ..study import _STUDIES, Study
 
-
-def _discover() -> None:
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-
-
-_discover()
+import_modules(__name__, __path__)
 STUDIES: dict[str, Study] = {s.name: s for s in sorted(_STUDIES.values(), key=lambda s: (s.order, s.name))}
 
 

@@ -5,8 +5,9 @@ what kinds share, and are no kind."""
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from types import ModuleType
+
+from ....kinds import import_modules
 
 _loaded: set[str] = set()
 
@@ -17,7 +18,5 @@ def load(package: ModuleType | None = None) -> None:
     package = package or importlib.import_module(__name__)
     if package.__name__ in _loaded:
         return
-    for module in pkgutil.iter_modules(package.__path__):
-        if not module.name.startswith("_"):
-            importlib.import_module(f"{package.__name__}.{module.name}")
+    import_modules(package.__name__, package.__path__)
     _loaded.add(package.__name__)
