@@ -29,24 +29,24 @@ def test_a_local_watch_follows_what_its_command_prints_on_the_measured_parts_clo
     try:
         wait_for(lambda: len(w.samples) >= 2, timeout=20, what="two samples")
         state.write_text("degraded\nsince now\n")
-        wait_for(lambda: w.samples[-1]["state"] == "degraded", timeout=20, what="the new state")
+        wait_for(lambda: w.samples[-1].state == "degraded", timeout=20, what="the new state")
     finally:
         w.stop()
-    states = [s["state"] for s in w.samples]
+    states = [s.state for s in w.samples]
     k = states.index("degraded")
     assert k >= 2 and set(states[:k]) == {"ok"} and set(states[k:]) == {"degraded"}
-    assert w.samples[k]["output"] == "degraded\nsince now" and w.samples[k]["exit"] == 0
+    assert w.samples[k].output == "degraded\nsince now" and w.samples[k].exit == 0
     # Sample k runs at tick k (k s into the measured part) or later, never before.
-    assert all(s["t_s"] >= i * 1.0 for i, s in enumerate(w.samples))
+    assert all(s.t_s >= i * 1.0 for i, s in enumerate(w.samples))
     assert w.timeout_s == 0.9
     n = len(w.samples)
     time.sleep(1.5)
     assert len(w.samples) == n  # stopped
-    record = w.record(0.5, [{"index": 0, "at_s": w.samples[k]["t_s"] - 0.6, "end_s": None}])
-    assert [s["t_s"] for s in record["samples"]] == [round(s["t_s"] - 0.5, 2) for s in w.samples]
-    (a,) = record["events"]
-    assert (a["before"], a["changed_to"], a["back_s"]) == ("ok", "degraded", None)
-    assert (record["command"], record["host"], record["every_s"]) == (f"cat {state}", None, 1)
+    record = w.record(0.5, [{"index": 0, "at_s": w.samples[k].t_s - 0.6, "end_s": None}])
+    assert [s.t_s for s in record.samples] == [round(s.t_s - 0.5, 2) for s in w.samples]
+    (a,) = record.events
+    assert (a.before, a.changed_to, a.back_s) == ("ok", "degraded", None)
+    assert (record.command, record.host, record.every_s) == (f"cat {state}", None, 1)
 
 
 def test_a_slow_command_is_ended_with_its_children_and_runs_never_pile_up(tmp_path):
@@ -60,8 +60,8 @@ def test_a_slow_command_is_ended_with_its_children_and_runs_never_pile_up(tmp_pa
     finally:
         w.stop()
     assert max(alive) == 1  # one run at a time
-    assert {s["state"] for s in w.samples} == {"no answer: not done in 0.9 s"}
-    assert {s["exit"] for s in w.samples} == {None}
+    assert {s.state for s in w.samples} == {"no answer: not done in 0.9 s"}
+    assert {s.exit for s in w.samples} == {None}
     assert _running(marker) == []  # the shell's child killed too
 
 
@@ -80,7 +80,7 @@ def test_a_failing_command_is_a_sample_with_its_exit_status():
     finally:
         w.stop()
     s = w.samples[0]
-    assert (s["exit"], s["output"], s["state"]) == (3, "", "exit 3: no cluster here")
+    assert (s.exit, s.output, s.state) == (3, "", "exit 3: no cluster here")
 
 
 def test_a_chatty_command_is_read_to_its_end_and_kept_in_part():
@@ -91,5 +91,5 @@ def test_a_chatty_command_is_read_to_its_end_and_kept_in_part():
     finally:
         w.stop()
     s = w.samples[0]
-    assert s["exit"] == 4 and s["output"] == "x" * 4096
-    assert s["state"] == "exit 4: " + "x" * 191 + "…"
+    assert s.exit == 4 and s.output == "x" * 4096
+    assert s.state == "exit 4: " + "x" * 191 + "…"
