@@ -142,13 +142,13 @@ def parse_facts(stdout: str, targets: list[str]) -> SeenHost:
             raw[key] = value.strip()
     memory = whole_number(raw.get("memory_kib"))
     per_target: dict[str, TargetFacts] = {}
-    looked_at = _looked_at(targets)
+    n = 0  # the script's number of the next target it looked at (_looked_at's order)
     for target in targets:
         fixed = kind_of(target).fixed_facts(target)
         if fixed is not None:
             per_target[target] = fixed
             continue
-        prefix = f"t{looked_at.index(target)}."
+        prefix, n = f"t{n}.", n + 1
         mine = {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
         per_target[target] = _target_facts(mine) if mine else TargetFacts.of(kind=None)
     return SeenHost(server_view=raw.get("server_view") or None, hostname=raw.get("hostname") or None,

@@ -2,6 +2,8 @@
 place, found by listing this package — this host (local.py), fio servers at
 once (fleet.py). `place_for` gives a run to the first place that takes it."""
 
+from functools import cache
+
 from ...errors import IofleetError
 from ...kinds import import_modules
 from ...plan.model import Plan
@@ -18,14 +20,11 @@ def plan_access(plan: Plan) -> Access:
     return Access({name: getattr(plan, name) for name in SECTIONS})
 
 
+@cache
 def _places() -> list[type[Place]]:
-    if not _places.loaded:
-        import_modules(__name__, __path__)
-        _places.loaded = True
+    """Every place, in the order they are asked: the package's modules, imported once."""
+    import_modules(__name__, __path__)
     return sorted(PLACES, key=lambda p: p.order)
-
-
-_places.loaded = False
 
 
 def place_for(plan: Plan, hosts: list[Host] | None) -> tuple[Place, list]:

@@ -2,6 +2,8 @@
 package: `target_for` builds a host's Target from the kind that claims its
 targets' names (plan/target_kinds/); nothing else tells the kinds apart."""
 
+from functools import cache
+
 from ...kinds import import_modules
 from ...plan.target_kinds import name_kind
 from .base import KINDS, Access, Target
@@ -9,15 +11,11 @@ from .base import KINDS, Access, Target
 __all__ = ["Access", "Target", "kind_of", "target_for"]
 
 
+@cache
 def _kinds() -> dict[str, type[Target]]:
     """Every kind's class: the package's modules, imported once."""
-    if not _kinds.loaded:
-        import_modules(__name__, __path__)
-        _kinds.loaded = True
+    import_modules(__name__, __path__)
     return KINDS
-
-
-_kinds.loaded = False
 
 
 def kind_of(name: str) -> type[Target]:
