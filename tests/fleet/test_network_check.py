@@ -33,6 +33,12 @@ def _in(host, *cmd: str) -> None:
     subprocess.run(["ip", "netns", "exec", host.namespace, *cmd], check=True, capture_output=True)
 
 
+def _own_link(host) -> str:
+    """The host's interface inside its namespace."""
+    return subprocess.run(["ip", "netns", "exec", host.namespace, "ip", "-o", "link", "show", "type", "veth"],
+                          check=True, capture_output=True, text=True).stdout.split(":")[1].strip().split("@")[0]
+
+
 def test_a_healthy_fleet_has_no_problem_and_every_pair_measured(tmp_path, make_fleet):
     fleet = ssh_fleet(make_fleet, 3)
     inv = _inventory(fleet, tmp_path / "inv.yaml", {"mtu": 1500})
@@ -49,19 +55,19 @@ def test_a_slow_link_a_partition_and_a_small_mtu_are_each_named(tmp_path, make_f
     fleet = ssh_fleet(make_fleet, 4)
     h1, h2, h3, h4 = fleet.hosts
     inv = _inventory(fleet, tmp_path / "inv.yaml", {"mtu": 1500})
-    _slow(h2)  # 50 Mbit/s towards h2
+    _slow(h2)  # 50 Mbit/s towards h2, and from h2 (its own interface): both its links in the ring are slow
+    _in(h2, "tc", "qdisc", "add", "dev", _own_link(h2), "root", "tbf", "rate", "50mbit", "burst", "32kbit",
+        "latency", "400ms")
     # h3 drops everything from h1: both still answer the controller.
     _in(h3, "nft", f"add table inet iofleet_test; add chain inet iofleet_test in {{ type filter hook input priority 0; "
                    f"}}; add rule inet iofleet_test in ip saddr {h1.address} drop")
     # h4's own interface at MTU 1400.
-    link = subprocess.run(["ip", "netns", "exec", h4.namespace, "ip", "-o", "link", "show", "type", "veth"],
-                          check=True, capture_output=True, text=True).stdout.split(":")[1].strip().split("@")[0]
-    _in(h4, "ip", "link", "set", "dev", link, "mtu", "1400")
+    _in(h4, "ip", "link", "set", "dev", _own_link(h4), "mtu", "1400")
     proc = iofleet("hosts", "network", inv, data_dir=tmp_path / "data", check_rc=1)
     err = " ".join(proc.stderr.split())
     assert "h1 and h3 cannot reach each other (all pings lost) though both answer the controller: a partition" in err
     assert "h4: packets of 1500 bytes do not pass to or from any other host (the inventory expects MTU 1500)" in err
-    assert "h1 → h2:" in err and "Mbit/s against a median of" in err, err
+    assert "h1 → h2:" in err and "h2 → h3:" in err and "Mbit/s against a median of" in err, err
     assert "h2: every slow link is to or from h2" in err, err
     # Nothing else blamed: h2 reaches everyone, h1's MTU is fine.
     assert "h2 cannot" not in err and "h1: packets" not in err and "h4 → h1: packets" not in err

@@ -113,6 +113,14 @@ def test_a_target_filling_up_mid_run_fails_the_test_saying_where_and_follows_on_
 
 # ---- fio killed mid-test --------------------------------------------------------
 
+def _cmdline(pid: str) -> bytes:
+    """A process's command line; empty once it has exited (a probe's fio may end between pgrep and the read)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
+
+
 def test_fio_killed_mid_test_fails_that_test_with_the_signal_and_the_run_goes_on(tmp_path, disk_dir, data_dir,
                                                                                  spawn):
     plan = write_plan(tmp_path / "p.yaml", name="killfio", on_error="continue",
@@ -124,7 +132,7 @@ def test_fio_killed_mid_test_fails_that_test_with_the_signal_and_the_run_goes_on
         """iofleet's fio running the test itself (job.fio), not its engine probe, preparation or layout."""
         children = subprocess.run(["pgrep", "-P", str(proc.pid), "-x", "fio"], capture_output=True,
                                   text=True).stdout.split()
-        return [pid for pid in children if b"job.fio" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        return [pid for pid in children if b"job.fio" in _cmdline(pid)]
 
     # Once the test's fio has a job process doing IO, kill fio's main process (iofleet's child).
     wait_for(lambda: test_fio() and fio_using([disk_dir / "iofleet"]).keys() - set(map(int, test_fio())),
