@@ -14,7 +14,7 @@ SCRATCH ?= $(CURDIR)/scratch
 # ceph-mgr, ceph-osd, ceph-mds, ceph-fuse and ceph-common (the Ceph tests'
 # micro-cluster, daemons started by hand, tests/ceph/cluster.py).
 
-.PHONY: run test test-scale bench docs system browser ceph clean
+.PHONY: run test test-scale bench docs system browser ceph kubernetes clean
 
 # apt-get install the packages in $(missing), if any (sudo unless root).
 define apt_install
@@ -54,6 +54,23 @@ ceph:
 	command -v ceph >/dev/null 2>&1 || missing="$$missing ceph-common"; \
 	$(apt_install)
 
+# The Kubernetes tests' two-node cluster (tests/kubernetes/cluster.py): etcd,
+# containerd, runc and the CNI plugins from the distribution, gcc and the
+# static libc for its pause program, and kube-apiserver, -controller-manager,
+# -scheduler and kubelet built from the Go module proxy once per version into
+# /var/cache/iofleet/kubernetes (tests/kubernetes/build.sh; the first build
+# takes 20-30 minutes on 2 cores and needs Go).
+kubernetes:
+	@missing=""; \
+	command -v etcd >/dev/null 2>&1 || missing="$$missing etcd-server"; \
+	command -v containerd >/dev/null 2>&1 || missing="$$missing containerd"; \
+	command -v runc >/dev/null 2>&1 || missing="$$missing runc"; \
+	[ -x /usr/lib/cni/bridge ] || missing="$$missing containernetworking-plugins"; \
+	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	[ -e /usr/lib/$$(uname -m)-linux-gnu/libc.a ] || missing="$$missing libc6-dev"; \
+	$(apt_install)
+	sh tests/kubernetes/build.sh
+
 # The distribution's Chromium, which the browser tests drive through Playwright.
 browser:
 	@missing=""; \
@@ -74,7 +91,7 @@ run: system $(STAMP)
 
 # The whole suite: unit tests, real fio integration tests, fleet tests (real
 # fio servers in network namespaces; skipped when not root). Not the scale tests.
-test: system browser ceph $(STAMP)
+test: system browser ceph kubernetes $(STAMP)
 	$(BIN)/pytest -q tests -m "not scale"
 
 # Fleet tests at scale (a 64-host run and 32 hosts under one fio client, in
