@@ -12,8 +12,12 @@ KUBE_VERSION=${KUBE_VERSION:-v1.34.4}
 KUBE_CACHE=${KUBE_CACHE:-/var/cache/iofleet/kubernetes}
 out="$KUBE_CACHE/$KUBE_VERSION/bin"
 commands="kubelet kube-apiserver kube-controller-manager kube-scheduler"
+# A binary counts only if it reports $KUBE_VERSION (a build without the
+# version stamped says v0.0.0-master).
 missing=""
-for c in $commands; do [ -x "$out/$c" ] || missing="$missing $c"; done
+for c in $commands; do
+	"$out/$c" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VERSION" || missing="$missing $c"
+done
 [ -z "$missing" ] && exit 0
 echo "Building Kubernetes $KUBE_VERSION ($missing) from the Go module proxy into $out;"
 echo "the first build takes 20-30 minutes on 2 cores, later runs reuse it."
@@ -32,9 +36,16 @@ for c in $commands; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c" >> tools.g
 printf ')\n' >> tools.go
 GOFLAGS=-mod=mod go mod tidy >/dev/null
 mkdir -p "$out"
+# The version as Kubernetes' own build stamps it (hack/lib/version.sh).
+major=${KUBE_VERSION#v}; minor=${major#*.}; major=${major%%.*}; minor=${minor%%.*}
+ldflags="-s -w"
+for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+	ldflags="$ldflags -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+	ldflags="$ldflags -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
 for c in $missing; do
 	echo "  go build $c"
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/$c.part" "k8s.io/kubernetes/cmd/$c"
+	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$c.part" "k8s.io/kubernetes/cmd/$c"
 	mv "$out/$c.part" "$out/$c"
 done
 echo "Kubernetes $KUBE_VERSION built into $out."

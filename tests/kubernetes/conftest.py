@@ -1,0 +1,45 @@
+"""Fixtures for the Kubernetes tests: a real two-node cluster (cluster.py).
+They need root; elsewhere the tests are skipped. A missing binary is an
+error that says to run `make kubernetes`.
+
+- `kube_cluster` (session scope): a started KubeCluster (nodes kube-a and
+  kube-b Ready, the fio and pause images on both), started on first use in
+  about 10 s and torn down to nothing at the end of the session, also when
+  tests fail or pytest gets SIGTERM (and at exit, as a last resort). The
+  teardown fails the session if anything of the cluster is left.
+- `kube_namespace`: a fresh namespace (its default service account there),
+  deleted after the test with everything in it.
+"""
+
+import secrets
+
+import pytest
+
+if __package__:  # tests/kubernetes as a package
+    from .cluster import KubeCluster, sigterm_as_interrupt, unavailable_reason
+else:  # rootdir-relative: pytest put this directory on sys.path
+    from cluster import KubeCluster, sigterm_as_interrupt, unavailable_reason
+
+
+@pytest.fixture(scope="session")
+def kube_cluster():
+    if (reason := unavailable_reason()):
+        pytest.skip(reason)
+    with sigterm_as_interrupt():
+        cluster = KubeCluster()
+        try:
+            cluster.start()
+            yield cluster
+        finally:
+            cluster.stop()  # raises if anything is left
+
+
+@pytest.fixture
+def kube_namespace(kube_cluster):
+    from kubernetes import client
+
+    name = f"t-{secrets.token_hex(3)}"
+    kube_cluster.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    kube_cluster.wait_service_account(name)
+    yield name
+    kube_cluster.core.delete_namespace(name)
