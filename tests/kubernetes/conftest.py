@@ -3,10 +3,11 @@ They need root; elsewhere the tests are skipped. A missing binary is an
 error that says to run `make kubernetes`.
 
 - `kube_cluster` (session scope): a started KubeCluster (nodes kube-a and
-  kube-b Ready, the fio and pause images on both), started on first use in
-  about 10 s and torn down to nothing at the end of the session, also when
-  tests fail or pytest gets SIGTERM (and at exit, as a last resort). The
-  teardown fails the session if anything of the cluster is left.
+  kube-b Ready, the fio and pause images on both), started on first use
+  (9-11 s on a 2-core VM) and torn down to nothing (3-7 s) at the end of the
+  session, also when tests fail or pytest gets SIGTERM (and at exit, as a
+  last resort). The teardown fails the session if anything of the cluster
+  is left.
 - `kube_namespace`: a fresh namespace (its default service account there),
   deleted after the test with everything in it.
 """

@@ -2,8 +2,9 @@
 nodes Ready and reached by the apiserver at their bridge; fio server pods
 pinned to each node on local PVs (a Filesystem and a Block claim each) that
 fio on the host drives at their pod IPs, through exec and through the
-apiserver's port-forward; the image's fio is this machine's; and a second
-cluster, with a pod on a Block PV, removed to nothing."""
+apiserver's port-forward; the image's fio is this machine's; released
+local PVs made available again; and a second cluster, with a pod on a
+Block PV, removed to nothing."""
 
 import json
 import select
@@ -60,9 +61,12 @@ def _wait(what, check, timeout=60.0):
 def _claim(name, block):
     from kubernetes import client
 
-    return client.V1PersistentVolumeClaim(metadata=client.V1ObjectMeta(name=name), spec=client.V1PersistentVolumeClaimSpec(
-        access_modes=["ReadWriteOnce"], storage_class_name=STORAGE_CLASS, volume_mode="Block" if block else "Filesystem",
-        resources=client.V1VolumeResourceRequirements(requests={"storage": "64Mi"})))
+    return client.V1PersistentVolumeClaim(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PersistentVolumeClaimSpec(
+            access_modes=["ReadWriteOnce"], storage_class_name=STORAGE_CLASS,
+            volume_mode="Block" if block else "Filesystem",
+            resources=client.V1VolumeResourceRequirements(requests={"storage": "64Mi"})))
 
 
 def _fio_pod(name, node, image, fs_claim=None, block_claim=None):
@@ -90,8 +94,8 @@ def _fio_pod(name, node, image, fs_claim=None, block_claim=None):
 
 def _ready_pods(core, namespace, names):
     pods = {p.metadata.name: p for p in core.list_namespaced_pod(namespace).items}
-    if all(n in pods and pods[n].status.phase == "Running" and all(c.ready for c in pods[n].status.container_statuses or [False])
-           for n in names):
+    if all(n in pods and pods[n].status.phase == "Running"
+           and all(c.ready for c in pods[n].status.container_statuses or [False]) for n in names):
         return pods
     return None
 
@@ -210,17 +214,17 @@ def test_port_forward_through_the_apiserver_reaches_the_fio_server(kube_cluster,
     assert all(s["read"]["iops"] + s["write"]["iops"] > 0 for s in stats)
 
 
-def test_reset_pvs_makes_released_local_pvs_available_again_and_empty(kube_cluster):
+def test_reset_pvs_makes_released_local_pvs_available_again_and_empty(kube_cluster, kube_namespace):
     core = kube_cluster.core
     kube_cluster.ensure_storage_class("test-reset")
     (name,) = kube_cluster.add_local_pvs("test-reset", "kube-b", 1)
     claim = _claim("reset", block=False)
     claim.spec.storage_class_name, claim.spec.volume_name = "test-reset", name  # bound at once, no pod needed
-    core.create_namespaced_persistent_volume_claim("default", claim)
+    core.create_namespaced_persistent_volume_claim(kube_namespace, claim)
     phase = lambda: core.read_persistent_volume(name).status.phase  # noqa: E731
     _wait("the PV bound", lambda: phase() == "Bound", 30)
     (Path(kube_cluster.pvs[name].path) / "old-data").write_text("x")
-    core.delete_namespaced_persistent_volume_claim("reset", "default")
+    core.delete_namespaced_persistent_volume_claim("reset", kube_namespace)
     _wait("the PV released", lambda: phase() == "Released", 30)
     assert kube_cluster.reset_pvs() == [name]
     _wait("the PV available", lambda: phase() == "Available", 30)
@@ -237,14 +241,14 @@ def test_a_second_cluster_with_a_block_volume_pod_is_removed_to_nothing(kube_clu
     second.start()
     try:
         assert second.slot != kube_cluster.slot
-        assert {n.bridge for n in second.node_info.values()}.isdisjoint(n.bridge for n in kube_cluster.node_info.values())
+        bridges = [n.bridge for n in second.node_info.values()]
+        assert not set(bridges) & {n.bridge for n in kube_cluster.node_info.values()}
         second.ensure_storage_class(STORAGE_CLASS)
         second.add_local_pvs(STORAGE_CLASS, "kube-b", 1, block=True)
         second.core.create_namespaced_persistent_volume_claim("default", _claim("block", block=True))
         second.core.create_namespaced_pod("default", _fio_pod("fio", "kube-b", second.fio_image, block_claim="block"))
         _wait("the second cluster's pod", lambda: _ready_pods(second.core, "default", ["fio"]), 60)
         directory, slot = second.dir, second.slot
-        bridges = [n.bridge for n in second.node_info.values()]
         assert _mounts_under(directory) and second.leftovers()
     finally:
         second.stop()
