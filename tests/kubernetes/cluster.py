@@ -54,7 +54,8 @@ kernel.panic_on_oops (and check three more sysctls), the bridge plugin sets
 net.ipv4.ip_forward: the first cluster records their values in
 /run/iofleet-kube/host.json and the last one to stop restores them; the
 same for host directories the daemons create when missing
-(/var/log/containers, /var/lib/cni, /run/containerd).
+(/var/log/containers, /var/lib/cni, /run/containerd, and /var/lib/kubelet
+for the kubelets' device-plugin socket, a fixed path).
 
 Cleanup. A cluster holds /run/iofleet-kube/slot-S.lock (flock) while it
 lives and records what it made in slot-S.json. `stop()` deletes every pod
@@ -65,7 +66,8 @@ its directory, e.g. containerd-shim-runc-v2; mounts under its directory;
 loop devices; bridges and their veths; cgroups; CNI cache entries) and the
 directory, and raises if anything is left (`leftovers()`). A new cluster
 first removes what a killed run left in unlocked slots (`cleanup_stale()`);
-daemons die with the test process (PR_SET_PDEATHSIG).
+daemons die with the thread that started them (PR_SET_PDEATHSIG): call
+start() from the main thread.
 """
 
 from __future__ import annotations

@@ -71,7 +71,9 @@ def _claim(name, block):
 
 def _fio_pod(name, node, image, fs_claim=None, block_claim=None):
     """fio --server pinned to `node` (a node selector: WaitForFirstConsumer
-    binds the claims when the scheduler places the pod)."""
+    binds the claims when the scheduler places the pod). One process
+    namespace: fio as PID 1 would ignore SIGTERM (it has no handler), and
+    each deletion would wait out the grace period; under pause it ends at once."""
     from kubernetes import client
 
     volumes, mounts, devices = [], [], []
