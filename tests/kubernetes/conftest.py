@@ -2,7 +2,7 @@
 They need root; elsewhere the tests are skipped. A missing binary is an
 error that says to run `make kubernetes`.
 
-- `kube_cluster` (session scope): a started KubeCluster (nodes kube-a and
+- `kube_cluster` (package scope): a started KubeCluster (nodes kube-a and
   kube-b Ready, the fio and pause images on both), started on first use
   (9-11 s on a 2-core VM) and torn down to nothing (3-7 s) at the end of the
   session, also when tests fail or pytest gets SIGTERM (and at exit, as a
@@ -22,7 +22,7 @@ else:  # rootdir-relative: pytest put this directory on sys.path
     from cluster import KubeCluster, sigterm_as_interrupt, unavailable_reason
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def kube_cluster():
     if (reason := unavailable_reason()):
         pytest.skip(reason)

@@ -313,7 +313,7 @@ def test_plan_and_inventory_take_one_device_alone_and_destroy_data():
                 {"destroy_data": ["/mnt/x"]}, {"destroy_data": ["/dev/sd*"]}):
         with pytest.raises(PlanError):
             parse_plan({"name": "p", "workloads": [{"name": "w"}]} | bad)
-    with pytest.raises(ValueError, match="a device or RBD image target is tested alone"):
+    with pytest.raises(ValueError, match="a device, RBD image or PVC target is tested alone"):
         Inventory.model_validate({"hosts": [{"address": "10.0.0.1", "targets": ["/dev/sdb", "/dev/sdc"]}]})
 
 

@@ -204,12 +204,13 @@ def test_empty_target_is_refused_like_the_plans(tmp_path, monkeypatch):
     runner = CliRunner()
     said = runner.invoke(app, ["validate", str(in_plan)])
     assert (said.exit_code, said.stderr) == (2, f"error: {in_plan}: targets[0]: expected a directory path, a "
-                                                f"block device (/dev/...) or an RBD image (rbd:POOL/IMAGE) (got '')\n")
+                                                f"block device (/dev/...), an RBD image (rbd:POOL/IMAGE) or a PersistentVolumeClaim "
+                                                f"(pvc:NAME) (got '')\n")
     for args in (["validate", str(plan)], ["run", str(plan)], ["easy-run"], ["saturate"], ["run", "--resume", "1"]):
         said = runner.invoke(app, [*args, "--target", ""])
         assert (said.exit_code, said.stderr) == (2, "error: --target: targets[0]: expected a directory path, a "
-                                                    "block device (/dev/...) or an RBD image (rbd:POOL/IMAGE) "
-                                                    "(got '')\n"), (args, said.output)
+                                                    "block device (/dev/...), an RBD image (rbd:POOL/IMAGE) or a "
+                                                    "PersistentVolumeClaim (pvc:NAME) (got '')\n"), (args, said.output)
     assert not (tmp_path / "iofleet").exists()  # nothing ran in the current directory
     said = runner.invoke(app, ["validate", str(plan), "--target", "."])  # the current directory, said so, is fine
     assert said.exit_code == 0 and "Targets: ." in said.stdout

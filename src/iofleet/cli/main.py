@@ -12,6 +12,7 @@ from .common import user_errors
 from .compare import compare_command
 from .hosts import hosts_app, server
 from .importing import import_command
+from .kubernetes import kubernetes_app
 from .model import model_command
 from .plans import params, validate
 from .results import diagnose_command, report_command, results_app
@@ -36,6 +37,7 @@ app = typer.Typer(
 )
 app.add_typer(results_app, name="results")
 app.add_typer(hosts_app, name="hosts")
+app.add_typer(kubernetes_app, name="kubernetes")
 
 # The order of `iofleet --help`: these, and each study after the command its declaration names.
 COMMANDS = [

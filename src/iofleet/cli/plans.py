@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
 import typer
+from rich.text import Text
 from rich.table import Table
 
 from ..plan import reference
@@ -111,3 +112,11 @@ def params():
         for p in table_params.values():
             table.add_row(*reference.row(p))
         console.print(table)
+    from ..fleet.kubernetes.settings import REFERENCE
+    table = Table(title="Kubernetes inventory (the inventory's `kubernetes:` section; docs/kubernetes.md)",
+                  title_justify="left")
+    for col in ("key", "default", "allowed", "meaning"):
+        table.add_column(col, no_wrap=col == "key", overflow="fold")
+    for key, *cells in REFERENCE:
+        table.add_row(*(Text(c) for c in (key, *cells)))
+    console.print(table)

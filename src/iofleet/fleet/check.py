@@ -37,11 +37,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Callable
-from pathlib import Path
 
 from ..errors import ImportFormatError, IofleetError
 from ..fio.command import NOT_A_DIR_RE, QUICK_CLOCK, SERVER_VERSION_RE, error_line, fio_binary, fio_version
-from ..fio.jobfile import render_leftover_check, render_probe, render_target_check
+from ..fio.jobfile import render_probe
 from ..fio.parse import parse_output
 from .targets.device_checks import RemoteDevice, exporter_mounts
 from .inventory import Host
@@ -129,7 +128,9 @@ def _check_hosts(hosts: list[Host], controller_version: str, destroy_data: list[
                  targets: dict[str, Target] | None, probes: dict[str, list[tuple[str, bool]]] | None,
                  ssh_facts: Callable[[], dict] | None) -> list[HostCheck]:
     targets, probes = targets or host_targets(hosts), probes or {}
-    checks = [HostCheck(h, targets=[TargetCheck(t) for t in h.targets], target=targets[h.name]) for h in hosts]
+    # Each target as its host's fio server names it (a claim: its path in the pod).
+    checks = [HostCheck(h, targets=[TargetCheck(t) for t in targets[h.name].names], target=targets[h.name])
+              for h in hosts]
     with ThreadPoolExecutor(max_workers=min(64, len(hosts)) or 1) as pool:
         reasons = list(pool.map(lambda h: _connect(*h.endpoint), hosts))
     for check, reason in zip(checks, reasons):
@@ -226,10 +227,8 @@ def _probe_together(checks: list[HostCheck], controller_version: str,
     with work_dir("iofleet-check-") as tmp:
         cmd = [fio_binary(), QUICK_CLOCK, "--output-format=normal,json", "--eta=never"]
         for c in checks:
-            targets = [Path(t) for t in c.host.targets]
             job = tmp / f"check.{c.host.name}.fio"
-            job.write_text(render_target_check(targets) + render_leftover_check(targets)
-                           + _probe_jobs(c.target, probes.get(c.host.name, [])))
+            job.write_text(c.target.check_job() + _probe_jobs(c.target, probes.get(c.host.name, [])))
             cmd += [f"--client={c.host.fio_client_arg}", str(job)]
         fio = run_fio(cmd, tmp, threading.Event(), timeout_s=SHARED_TIMEOUT_S)
     versions = set(SERVER_VERSION_RE.findall(fio.stdout + fio.stderr))

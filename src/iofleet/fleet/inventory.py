@@ -31,6 +31,8 @@ from ..errors import IofleetError, PlanError
 from ..plan.load import format_validation_error, read_yaml
 from ..plan.model import Targets, check_name
 from ..plan.units import parse_size, shown, whole_number
+from .kubernetes.cluster import FIO_PORT, Cluster, Slot
+from .kubernetes.settings import KubernetesSection
 
 DEFAULT_FIO_PORT = 8765
 ADDRESS_EXAMPLES = "e.g. 10.0.0.11, 10.0.0.11:8765, [2001:db8::11]:8765 or storage01:8765"
@@ -218,8 +220,10 @@ class Host(BaseModel):
 class Inventory(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    hosts: Annotated[list[Host], Field(min_length=1)]
+    hosts: list[Host] = []
     defaults: Optional[Defaults] = None
+    # Or a Kubernetes cluster: its fio server pods are the hosts (fleet/kubernetes/).
+    kubernetes: Optional[KubernetesSection] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -251,6 +255,9 @@ class Inventory(BaseModel):
 
     @model_validator(mode="after")
     def _unique(self):
+        if bool(self.hosts) == bool(self.kubernetes):
+            raise ValueError("an inventory gives a `hosts:` list (fio servers) or a `kubernetes:` section "
+                             "(fio server pods), one of the two")
         for what, values in (("name", [h.name for h in self.hosts]),
                              ("address", [h.endpoint for h in self.hosts])):
             dupes = {v for v in values if values.count(v) > 1}
@@ -283,7 +290,34 @@ def load_inventory(path: str | Path) -> Inventory:
     for host in inventory.hosts:
         if host.ssh is not None:
             host.ssh = host.ssh.resolved(base)
+    if inventory.kubernetes is not None:  # the cluster is asked for its nodes
+        kube = inventory.kubernetes
+        if kube.kubeconfig is not None:
+            kube = kube.model_copy(update={"kubeconfig": base / kube.kubeconfig.expanduser()})
+        inventory.kubernetes = kube
+        inventory.hosts = pod_hosts(kube)
     return inventory
+
+
+class PodHost(Host):
+    """A Kubernetes inventory's host: one fio server pod slot (node ×
+    pods_per_node), named NODE-N, testing its own claim (pvc:CLAIM). Its
+    address is a placeholder until the place has deployed the pod
+    (places/kubernetes.py); `.invalid` never resolves, so nothing reaches it
+    by mistake."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    slot: Slot
+    kube: KubernetesSection
+
+
+def pod_hosts(settings: KubernetesSection) -> list[PodHost]:
+    """The pod slots on the nodes the cluster has (or the section names)."""
+    cluster = Cluster(settings)
+    return [PodHost(name=slot.host, address=f"{slot.pod}.pending.invalid:{FIO_PORT}", labels={"node": slot.node},
+                    targets=[f"pvc:{slot.claim}"], slot=slot, kube=settings)
+            for slot in cluster.slots(cluster.nodes())]
 
 
 def host_groups(hosts: list[Host], selectors: dict[str, dict[str, str]]) -> dict[str, list[str]]:

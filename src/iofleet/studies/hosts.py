@@ -18,6 +18,7 @@ from ..fleet.control.host import host_facts as ssh_host_facts
 from ..fleet.targets.device_checks import REMOTE_UNSEEN
 from ..fleet.targets.lock import TargetBusy, holder_facts, lock_fleet_target
 from ..fleet.inventory import Host, InventoryError
+from ..fleet.places import place_class
 
 
 @dataclass
@@ -35,9 +36,12 @@ class FleetCheck:
 def check_fleet(hosts: list[Host], inventory: Path | str) -> FleetCheck:
     """Check every host of the inventory file `inventory` at once."""
     version = fio_version()
-    # What each fio server sees under its targets, read over SSH in its mount namespace.
-    facts = ssh_host_facts(hosts) if any(h.ssh for h in hosts) else {}
-    checks = check_hosts(hosts, version, ssh_facts=lambda: facts, inventory=str(inventory))
+    place = place_class(hosts)
+    left = place.left_behind(hosts)
+    with place.hosts_up(hosts):  # a Kubernetes inventory's pods: up for the check only
+        # What each fio server sees under its targets, read over SSH in its mount namespace.
+        facts = ssh_host_facts(hosts) if any(h.ssh for h in hosts) else {}
+        checks = check_hosts(hosts, version, ssh_facts=lambda: facts, inventory=str(inventory))
     by_host = {c.host.name: c for c in checks}
     group_wide = []
     for host, problem in filesystem_problems(hosts, facts):
@@ -45,7 +49,7 @@ def check_fleet(hosts: list[Host], inventory: Path | str) -> FleetCheck:
             by_host[host.name].problems.append(problem)  # the host is not ready
         else:
             group_wide.append(problem)
-    return FleetCheck(version, checks, problem_lines(checks) + group_wide, check_notes(checks, inventory))
+    return FleetCheck(version, checks, problem_lines(checks) + group_wide + left, check_notes(checks, inventory))
 
 
 def check_notes(checks: list[HostCheck], inventory: Path | str) -> list[str]:
@@ -78,7 +82,10 @@ def clean_fleet(hosts: list[Host], inventory: Path | str, yes: bool = False) -> 
     """`iofleet hosts clean`: undo the faults a scenario left on the hosts
     (host-down's first restarts the fio server the data files are removed
     through; `yes`: the user's own undo commands too), then remove iofleet's
-    data files."""
+    data files. A place's own leftovers (a killed run's namespace) are its to remove."""
+    removed_left = place_class(hosts).clean_left(hosts)
+    if removed_left is not None:
+        return FleetClean(removed_left, {}, [])
     records, unread = read_records(hosts)
     faults = undo_left_faults(records, yes, str(inventory))
     problems = [f"host {name}: could not look for faults a scenario left there: {why}"

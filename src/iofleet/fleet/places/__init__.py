@@ -12,7 +12,7 @@ from ..inventory import Host
 from ..targets import Access
 from .base import PLACES, Place
 
-__all__ = ["place_for", "plan_access"]
+__all__ = ["place_for", "place_class", "plan_access"]
 
 
 def plan_access(plan: Plan) -> Access:
@@ -27,13 +27,18 @@ def _places() -> list[type[Place]]:
     return sorted(PLACES, key=lambda p: p.order)
 
 
+def place_class(hosts: list[Host] | None) -> type[Place]:
+    """The place that runs on these hosts (the inventory's; None: this machine)."""
+    found = next((p for p in _places() if p.takes(hosts)), None)
+    if found is None:  # pragma: no cover - this host takes any run without hosts
+        raise IofleetError("no place takes this run; give --hosts INVENTORY or --target")
+    return found
+
+
 def place_for(plan: Plan, hosts: list[Host] | None) -> tuple[Place, list]:
     """Where the plan runs (on `hosts`, fio servers, or on the plan's
     targets here), and its tests in run order."""
-    place_class = next((p for p in _places() if p.takes(hosts)), None)
-    if place_class is None:  # pragma: no cover - this host takes any run without hosts
-        raise IofleetError("no place takes this run; give --hosts INVENTORY or --target")
-    place, specs = place_class.for_plan(plan, hosts, plan_access(plan))
+    place, specs = place_class(hosts).for_plan(plan, hosts, plan_access(plan))
     # On a device or image each job gets its own region (sized to the
     # device when the plan gives no size): the tests as they will run.
     return place, place.fit(specs, plan.sets("size"))

@@ -7,6 +7,8 @@ Both judge a test by one rule (`verdict`) and keep its files by one rule
 import os
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,6 +92,24 @@ class Place(ABC):
     def for_plan(cls, plan, hosts: list | None, access) -> tuple["Place", list]:
         """The place for `plan` (its target kinds' `access`), and its tests in run order."""
         raise NotImplementedError
+
+    @classmethod
+    @contextmanager
+    def hosts_up(cls, hosts: list) -> Iterator[list]:
+        """The hosts, reachable for a check while the block runs (pods:
+        created before, deleted after)."""
+        yield hosts
+
+    @classmethod
+    def left_behind(cls, hosts: list) -> list[str]:
+        """What killed runs left of the place's own making, a line each."""
+        return []
+
+    @classmethod
+    def clean_left(cls, hosts: list) -> list[str] | None:
+        """Remove what `left_behind` found, a line each; None: the place has
+        nothing of its own (the hosts' files and faults are cleaned instead)."""
+        return None
 
     @abstractmethod
     def fit(self, steps: list[Step], size_given: bool) -> list[Step]:

@@ -115,9 +115,7 @@ def engine_kind(engine: str) -> type[TargetName] | None:
 
 def check_target(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        written = [f"{k.what} ({k.example})" if k.example else k.what for k in TARGET_NAMES]
-        raise ValueError(f"expected {', '.join(written[:-1])} or {written[-1]}" if len(written) > 1
-                         else f"expected {written[0]}")
+        raise ValueError(f"expected {_either([f'{k.what} ({k.example})' if k.example else k.what for k in TARGET_NAMES])}")
     return name_kind(value).check(value)
 
 
@@ -127,10 +125,15 @@ def check_alone(targets: list[str]) -> list[str]:
     several targets the way it spreads job files over directories."""
     if len(targets) > 1 and any(name_kind(t).alone for t in targets):
         alone = [k for k in TARGET_NAMES if k.alone]
-        raise ValueError(f"a {' or '.join(k.short for k in alone)} target is tested alone (one per host, nothing "
-                         f"beside it); run one plan per {' or '.join(k.short.split()[-1] for k in alone)}, or "
+        raise ValueError(f"a {_either([k.short for k in alone])} target is tested alone (one per host, nothing "
+                         f"beside it); run one plan per {_either([k.short.split()[-1] for k in alone])}, or "
                          f"give directories only")
     return targets
+
+
+def _either(words: list[str]) -> str:
+    """'a', 'a or b', 'a, b or c'."""
+    return " or ".join(filter(None, [", ".join(words[:-1]), words[-1]]))
 
 
 def check_destroyable(value: Any) -> str:

@@ -1,0 +1,128 @@
+"""Kubernetes as the place of a run: the fleet is the run's fio server
+pods, one per node slot, each testing its own PVC. The pods are created
+when the run locks its targets (prepare) and deleted when it lets them go
+(release); between the two it is a fleet like any other (fleet.py)."""
+
+import socket
+from contextlib import contextmanager
+from dataclasses import replace
+
+from ..kubernetes.cluster import FIO_PORT, STARTED, Cluster, Deployment, KubeError
+from ..inventory import PodHost
+from ..kubernetes.portforward import PortForward
+from ..targets import Access
+from .fleet import FleetPlace
+
+REACH_TIMEOUT_S = 2.0
+
+
+class KubernetesPlace(FleetPlace):
+    """fio server pods, reached at their pod IPs or through the apiserver."""
+
+    order = 5
+
+    @classmethod
+    def takes(cls, hosts):
+        return bool(hosts) and all(isinstance(h, PodHost) for h in hosts)
+
+    def __init__(self, hosts: list[PodHost], groups=None, clear_cache=True, destroy_data=(), access=Access()):
+        self.kube = hosts[0].kube
+        access = replace(access, sections={**access.sections, "kubernetes": self.kube})
+        super().__init__(hosts, groups, clear_cache, destroy_data, access)
+        self.cluster: Cluster | None = None
+        self.deployment: Deployment | None = None
+        self.forwards: list[PortForward] = []
+        self.pods: dict[str, dict] = {}  # host → its pod's and volume's facts
+
+    @classmethod
+    @contextmanager
+    def hosts_up(cls, hosts):
+        place = cls(hosts)
+        place.up(hosts)
+        try:
+            yield hosts
+        finally:
+            place.release()
+
+    @classmethod
+    def left_behind(cls, hosts):
+        return [f"{left.what} was left by a run that no longer runs ({left.controller}, started "
+                f"{left.annotations.get(STARTED, '?')}); `iofleet hosts clean INVENTORY` deletes it"
+                for left in Cluster(hosts[0].kube).left_behind()]
+
+    @classmethod
+    def clean_left(cls, hosts):
+        cluster = Cluster(hosts[0].kube)
+        out = []
+        for left in cluster.left_behind():
+            cluster.remove(left)
+            out.append(f"deleted {left.what} (left by {left.controller}), with its pods and claims")
+        return out
+
+    def prepare(self, facts: dict | None = None) -> None:
+        """Create the pods and their claims, reach each fio server, then lock
+        and check them as any fleet's hosts."""
+        self.deployment = self.up(self.hosts)
+        try:
+            self.pods = self.cluster.pod_facts(self.deployment)
+            self.destroy_data = self.targets[self.hosts[0].name].writable(self.destroy_data)
+            super().prepare(facts)
+        except BaseException:
+            self.release()
+            raise
+
+    def up(self, hosts: list[PodHost]) -> Deployment:
+        """Deploy the hosts' pods and point each host at its fio server."""
+        self.cluster = Cluster(self.kube)
+        self.cluster.check_storage()
+        deployment = self.cluster.deploy([h.slot for h in hosts])
+        self.deployment = deployment
+        for h in hosts:
+            ip = deployment.pod_ips[h.slot.pod]
+            if self.kube.connect != "port-forward" and (self.kube.connect == "pod-ip" or reachable(ip)):
+                h.address = f"[{ip}]:{FIO_PORT}" if ":" in ip else f"{ip}:{FIO_PORT}"
+            else:
+                forward = PortForward(self.cluster, deployment.namespace, h.slot.pod)
+                self.forwards.append(forward)
+                h.address = f"127.0.0.1:{forward.port}"
+        return deployment
+
+    def describe(self) -> dict:
+        out = super().describe()
+        dep = self.deployment
+        if dep is not None:
+            out["kubernetes"] = {"server": self.cluster.server, "namespace": dep.namespace,
+                                 "start_s": round(dep.seconds, 1), "pods": self.pods,
+                                 "connect": "port-forward" if self.forwards else "pod IP"}
+        return out
+
+    def cleanup(self) -> int:
+        """A run's own claims go with its namespace (release); a user's
+        claim is cleaned as a fleet host's directory is."""
+        if self.kube.claim is None:
+            return len(self.hosts)
+        # The pod's fio server names the claim by its path there.
+        self.hosts = [h.model_copy(update={"targets": self.targets[h.name].names}) for h in self.hosts]
+        self._started = [h.model_copy(update={"targets": self.targets[h.name].names}) for h in self._started]
+        return super().cleanup()
+
+    def release(self) -> None:
+        super().release()
+        for forward in self.forwards:
+            forward.close()
+        self.forwards = []
+        if self.deployment is not None and self.cluster is not None:
+            dep, self.deployment = self.deployment, None
+            try:
+                self.cluster.delete(dep)
+            except KubeError:
+                pass  # left for `hosts check` to find and `hosts clean` to remove
+
+
+def reachable(ip: str) -> bool:
+    """Whether this machine reaches the pod's fio port directly."""
+    try:
+        with socket.create_connection((ip, FIO_PORT), timeout=REACH_TIMEOUT_S):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,1 @@
+"""Tests on a real two-node Kubernetes cluster (cluster.py, conftest.py)."""
