@@ -82,3 +82,15 @@ def test_a_claim_target_is_checked_like_any_target():
     assert check_target("pvc:data-fio-0") == "pvc:data-fio-0"
     with pytest.raises(ValueError, match="pvc:NAME"):
         check_target("pvc:Data_0")
+
+
+def test_the_docs_table_is_the_sections_reference():
+    from pathlib import Path
+
+    from iofleet.fleet.kubernetes.settings import REFERENCE
+    doc = (Path(__file__).parents[2] / "docs" / "kubernetes.md").read_text()
+    table = doc.split("<!-- kubernetes reference: iofleet.fleet.kubernetes.settings.REFERENCE -->")[1]
+    rows = [line for line in table.split("<!-- end of kubernetes reference -->")[0].splitlines()
+            if line.startswith("| `")]
+    assert rows == [f"| `{key}` | {default} | {allowed} | {meaning} |" for key, default, allowed, meaning in REFERENCE]
+    assert [key for key, *_ in REFERENCE] == list(KubernetesSection.model_fields)

@@ -23,7 +23,7 @@ Relative `key:` and `known_hosts:` paths are relative to the inventory file.
 import ipaddress
 import re
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, ClassVar, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
@@ -172,6 +172,9 @@ class Defaults(BaseModel):
 class Host(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    # Why iofleet cannot log in to a host of this kind, whatever its `ssh:` says (None: it can).
+    no_login: ClassVar[str | None] = None
+
     name: Optional[Annotated[str, BeforeValidator(check_name)]] = None
     address: Annotated[str, BeforeValidator(lambda v: (parse_address(v), v)[1])]
     labels: Annotated[dict[str, str], BeforeValidator(_check_labels)] = {}
@@ -307,6 +310,8 @@ class PodHost(Host):
     by mistake."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    no_login: ClassVar[str] = ("it is a fio server pod, which iofleet does not log in to (a pod deleted during a "
+                               "test is a lost host, its test kept partial: docs/kubernetes.md)")
 
     slot: Slot
     kube: KubernetesSection

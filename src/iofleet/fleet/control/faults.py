@@ -38,6 +38,8 @@ def control_host(name: str, hosts: list[Host], where: str, what: str) -> Host:
     host = by_name.get(name)
     if host is None:
         raise FaultError(f"{where}.host: {name} is not a host of the inventory ({', '.join(by_name)}); fix the name")
+    if host.no_login:
+        raise FaultError(f"{where}: {what} on {name} needs the SSH control channel: {host.no_login}")
     if host.ssh is None:
         raise FaultError(f"{where}: {what} on {name} needs the SSH control channel; add `ssh:` to {name} in the "
                          f"inventory")

@@ -284,13 +284,13 @@ class Cluster:
                           dep.namespace)
         if claim.status.phase != "Bound":
             said = self.last_event(dep.namespace, slot.claim)
-            scheduled = self.last_event(dep.namespace, slot.pod)
+            scheduled = scheduler_said(self.last_event(dep.namespace, slot.pod))
             return (f"{where}: its PVC {slot.claim} is {claim.status.phase} "
                     f"({said or 'no event'}){'; the pod: ' + scheduled if scheduled else ''}; check that "
                     f"StorageClass {claim.spec.storage_class_name}'s provisioner runs or that PVs are free for it")
         for cond in pod.status.conditions or []:
             if cond.type == "PodScheduled" and cond.status != "True":
-                return f"{where} cannot be scheduled: {cond.message}"
+                return f"{where} cannot be scheduled: {scheduler_said(cond.message)}"
         return f"{where} is {pod.status.phase}: {self.last_event(dep.namespace, slot.pod) or 'no event yet'}"
 
     def last_event(self, namespace: str, name: str) -> str:
@@ -408,6 +408,12 @@ class Left:
                 return b"iofleet" in f.read()
         except OSError:
             return False
+
+
+def scheduler_said(message: str | None) -> str:
+    """The scheduler's reason, without its account of preemption."""
+    text = (message or "").split(" preemption:")[0].split(" no new claims to deallocate")[0]
+    return text.rstrip(" .,;")
 
 
 def pod_ready(pod) -> bool:

@@ -42,6 +42,9 @@ class _InPod:
     def cache_note(self, clear, drop_why, facts=None):
         if not clear:
             return "caches kept (clear_cache: false)"
+        if isinstance(self, Device):  # invalidating a device's cache needs CAP_SYS_ADMIN, which the pod has not
+            return ("the device's page cache not invalidated and the node's kernel caches kept (a pod cannot); "
+                    "direct IO (direct: true, the default) bypasses them")
         return ("page cache of the volume's data invalidated by fio in the pod; the node's other kernel caches kept "
                 "(a pod cannot drop them)")
 
