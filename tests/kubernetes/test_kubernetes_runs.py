@@ -164,3 +164,17 @@ def test_an_image_the_nodes_do_not_have_is_named(tmp_path, kube_cluster, data_di
     proc = iofleet("run", plan, "--hosts", inv, data_dir=data_dir, check_rc=2, timeout=300)
     assert "image localhost/iofleet-missing:0.0 is not on the node and cannot be pulled" in proc.stderr, proc.stderr
     assert not _iofleet_namespaces(kube_cluster)
+
+
+def test_the_scaling_study_runs_every_step_on_the_same_pods(tmp_path, kube_cluster, data_dir):
+    kube_cluster.ensure_storage_class("iofleet-fs")
+    for node in kube_cluster.nodes:
+        kube_cluster.add_local_pvs("iofleet-fs", node, 1, "64Mi")
+    inv = _inventory(tmp_path, kube_cluster, storage_class="iofleet-fs")
+    plan = write_plan(tmp_path / "p.yaml", name="scale", defaults=SHORT, workloads=[{"name": "randread"}])
+    out = iofleet("scale", plan, "--hosts", inv, "--steps", "1,2", data_dir=data_dir, timeout=600).stdout
+    assert "step 2/2: 2 hosts (run 2)" in out, out
+    first, second = (show_json(run, data_dir)["host_facts"]["kubernetes"] for run in (1, 2))
+    assert first["namespace"] == second["namespace"]  # created once for the study
+    assert set(first["pods"]) == {f"{kube_cluster.nodes[0]}-0"} and len(second["pods"]) == 2
+    assert not _iofleet_namespaces(kube_cluster)

@@ -56,7 +56,7 @@ def curve_command(
 
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         try:
-            outcome = study.run(Where(checked_targets(target), fleet, label, store, progress, stop, destroy_data),
+            outcome = study.start(Where(checked_targets(target), fleet, label, store, progress, stop, destroy_data),
                                 settings, on_maximum=on_maximum)
         finally:
             progress.close()

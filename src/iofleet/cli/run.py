@@ -158,7 +158,7 @@ def easy_run_command(
                       "(--no-probe guesses instead)", highlight=False)
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         try:
-            outcome = study.run(Where(targets, fleet, label, store, progress, stop, destroy_data), settings,
+            outcome = study.start(Where(targets, fleet, label, store, progress, stop, destroy_data), settings,
                                 on_plan=on_plan)
         finally:
             progress.close()

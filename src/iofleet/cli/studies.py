@@ -157,7 +157,7 @@ def saturate(
     fleet = load_inventory(hosts).hosts if hosts else None
     with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
         with TerminalProgress(console) as progress:
-            outcome = study.run(Where(checked_targets(target), fleet, label, store, progress, stop, destroy_data), sweep)
+            outcome = study.start(Where(checked_targets(target), fleet, label, store, progress, stop, destroy_data), sweep)
         run = store.get_run(outcome.run_id)
         db = store.path
     title = (f"Run {outcome.run_id} · saturation of {format_size(sweep.bs)} {sweep.read_pct}% read "

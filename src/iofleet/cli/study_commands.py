@@ -40,7 +40,7 @@ def _generic(study: Study) -> Callable:
         progress = EachRunProgress(console)
         with stop_on_signals() as stop, Store.open(default_data_dir(data_dir)) as store:
             try:
-                outcome = study.run(Where(checked_targets(target), fleet, label or study.name, store, progress,
+                outcome = study.start(Where(checked_targets(target), fleet, label or study.name, store, progress,
                                           stop, destroy_data), settings)
             finally:
                 progress.close()

@@ -315,6 +315,14 @@ class PodHost(Host):
 
     slot: Slot
     kube: KubernetesSection
+    up_by: Any = None  # the place whose pods these are, while they run (places/kubernetes.py)
+
+    @property
+    def endpoint(self) -> tuple[str, int]:
+        if self.up_by is None:  # never a lookup of the placeholder
+            raise IofleetError(f"host {self.name}: its fio server pod is not running (internal: a check before "
+                               f"the pods were created)")
+        return parse_address(self.address)
 
 
 def pod_hosts(settings: KubernetesSection) -> list[PodHost]:

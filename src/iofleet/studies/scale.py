@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..analysis.scaling import Scaling, scaling
 from ..errors import IofleetError
 from ..fleet.check import require_ready
+from ..fleet.places import place_class
 from ..fleet.inventory import Host
 from ..plan.expand import TestSpec, expand
 from ..plan.model import Plan
@@ -114,7 +115,14 @@ def select_test(plan: Plan, test_id: str | None) -> tuple[Plan, TestSpec, list[s
     return narrowed, spec, notes
 
 
-def run_scale(
+def run_scale(plan: Plan, plan_text: str, store: Store, hosts: list[Host], **kw) -> ScaleOutcome:
+    """The scaling study (_run_scale) with its hosts up throughout: a
+    Kubernetes inventory's pods are created once, each step uses its first k."""
+    with place_class(hosts).hosts_up(hosts):
+        return _run_scale(plan, plan_text, store, hosts, **kw)
+
+
+def _run_scale(
     plan: Plan,
     plan_text: str,
     store: Store,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import IofleetError
+from ..fleet.places import place_class
 from ..plan.settings import offered, option_name, setting_help
 
 if TYPE_CHECKING:  # annotations only
@@ -216,7 +217,7 @@ class Study:
         parsed = self.parse(self.given(settings))
 
         def go(store, observer, stop):
-            return self.status(self.run(replace(where, store=store, observer=observer, stop=stop), parsed))
+            return self.status(self.start(replace(where, store=store, observer=observer, stop=stop), parsed))
         return Launch(self.name, self.name, where.label or self.name, where.hosts,
                       self.preview(where, parsed), go, self.about(parsed))
 
@@ -231,6 +232,12 @@ class Study:
     def run(self, where: Where, settings: Any):
         """Run it; returns its outcome, whose `run` is the last run's RunOutcome."""
         raise NotImplementedError
+
+    def start(self, where: Where, settings: Any, **kw):
+        """`run`, with the hosts up for the whole study: a Kubernetes
+        inventory's pods are created once, not for each of its runs."""
+        with place_class(where.hosts).hosts_up(where.hosts):
+            return self.run(where, settings, **kw)
 
     def status(self, outcome) -> str:
         """The status its last run ended with."""

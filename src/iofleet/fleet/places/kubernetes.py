@@ -32,11 +32,15 @@ class KubernetesPlace(FleetPlace):
         self.cluster: Cluster | None = None
         self.deployment: Deployment | None = None
         self.forwards: list[PortForward] = []
+        self._own: list[PodHost] = []  # the hosts whose pods this place created (and deletes)
         self.pods: dict[str, dict] = {}  # host → its pod's and volume's facts
 
     @classmethod
     @contextmanager
     def hosts_up(cls, hosts):
+        if hosts[0].up_by is not None:  # up already (a study's)
+            yield hosts
+            return
         place = cls(hosts)
         place.up(hosts)
         try:
@@ -60,11 +64,17 @@ class KubernetesPlace(FleetPlace):
         return out
 
     def prepare(self, facts: dict | None = None) -> None:
-        """Create the pods and their claims, reach each fio server, then lock
-        and check them as any fleet's hosts."""
-        self.deployment = self.up(self.hosts)
+        """Create the pods and their claims (unless a study has them up:
+        `hosts_up`), reach each fio server, then lock and check them as any
+        fleet's hosts."""
+        outer = self.hosts[0].up_by
+        if outer is None:
+            self.up(self.hosts)
+        else:
+            self.cluster, self.deployment = outer.cluster, outer.deployment
         try:
-            self.pods = self.cluster.pod_facts(self.deployment)
+            names = {h.name for h in self.hosts}
+            self.pods = {h: f for h, f in self.cluster.pod_facts(self.deployment).items() if h in names}
             self.destroy_data = self.targets[self.hosts[0].name].writable(self.destroy_data)
             super().prepare(facts)
         except BaseException:
@@ -76,8 +86,9 @@ class KubernetesPlace(FleetPlace):
         self.cluster = Cluster(self.kube)
         self.cluster.check_storage()
         deployment = self.cluster.deploy([h.slot for h in hosts])
-        self.deployment = deployment
+        self.deployment, self._own = deployment, hosts
         for h in hosts:
+            h.up_by = self
             ip = deployment.pod_ips[h.slot.pod]
             if self.kube.connect != "port-forward" and (self.kube.connect == "pod-ip" or reachable(ip)):
                 h.address = f"[{ip}]:{FIO_PORT}" if ":" in ip else f"{ip}:{FIO_PORT}"
@@ -111,8 +122,10 @@ class KubernetesPlace(FleetPlace):
         for forward in self.forwards:
             forward.close()
         self.forwards = []
-        if self.deployment is not None and self.cluster is not None:
-            dep, self.deployment = self.deployment, None
+        if self._own:  # what this place deployed (not a study's pods it ran on)
+            dep, hosts, self._own = self.deployment, self._own, []
+            for h in hosts:
+                h.up_by = None
             try:
                 self.cluster.delete(dep)
             except KubeError:
