@@ -95,6 +95,7 @@ def test_a_pod_deleted_mid_test_is_a_lost_host_and_the_rest_kept(tmp_path, kube_
     lost = f"{kube_cluster.nodes[1]}-0"
     assert run["status"] == "partial" and test["status"] == "partial", out + err
     assert f"lost host {lost}" in test["error"]
+    assert f"Kubernetes: {lost}: pod {namespace}/{victim.metadata.name} was deleted" in test["error"], test["error"]
     assert set(test["hosts"]) == {f"{kube_cluster.nodes[0]}-0"} and test["all"]["ios"] > 0
     assert not _iofleet_namespaces(kube_cluster)
 

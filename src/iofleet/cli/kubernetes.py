@@ -19,7 +19,7 @@ def image_command(
     name: Optional[str] = typer.Option(None, "--name", help="Image name (default localhost/iofleet-fio:FIO_VERSION, "
                                                               "what an inventory's kubernetes.image defaults to)."),
 ):
-    """Write this machine's fio (with its libraries) as an OCI image archive."""
+    """Write this machine's fio and its libraries as an OCI image."""
     from ..fleet.kubernetes.image import write_fio_image
     from ..fleet.kubernetes.settings import check_image
     try:

@@ -104,7 +104,7 @@ def _print_costs(preview: "PlanPreview") -> None:
 
 
 def params():
-    """List the parameters a plan may set, with defaults and fio options."""
+    """List plan and inventory parameters with their defaults."""
     for title, where, table_params in reference.TABLES:
         table = Table(title=f"{title} ({where})", title_justify="left")
         for col in reference.COLUMNS:  # a name is kept whole; long option names fold, never end in "…"

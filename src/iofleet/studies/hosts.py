@@ -95,6 +95,9 @@ def clean_fleet(hosts: list[Host], inventory: Path | str, yes: bool = False) -> 
 
 
 def _ssh_hosts(hosts: list[Host], inventory: Path | str) -> None:
+    if hosts and hosts[0].no_login:
+        raise InventoryError(f"{inventory}: nothing to deploy or undeploy: each host {hosts[0].no_login}; every run "
+                             f"creates its own and deletes them")
     if not any(h.ssh for h in hosts):
         raise InventoryError(f"{inventory}: no host has `ssh:` settings; add `defaults: {{ssh: {{user: root}}}}` "
                              f"(see docs/fleet.md, Deploying with SSH) or start `iofleet server` on each host")

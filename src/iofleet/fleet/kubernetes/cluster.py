@@ -355,6 +355,20 @@ class Cluster:
             }
         return out
 
+    def pod_state(self, namespace: str, pod: str) -> str:
+        """What became of a pod, in words: deleted, or its phase and why."""
+        if not self.exists("read pod", self.core.read_namespaced_pod, pod, namespace):
+            return f"pod {namespace}/{pod} was deleted"
+        p = self.call(f"read pod {pod}", self.core.read_namespaced_pod, pod, namespace)
+        why = [p.status.reason] if p.status.reason else []
+        for st in p.status.container_statuses or []:
+            done = st.state.terminated if st.state else None
+            if done:
+                why.append(f"fio exited: {done.reason}, code {done.exit_code}")
+        if p.metadata.deletion_timestamp:
+            why.append("being deleted")
+        return f"pod {namespace}/{pod} is {p.status.phase}" + (f" ({'; '.join(why)})" if why else "")
+
     def server_version(self) -> str:
         v = self.call("read the version", self.version_api.get_code)
         return v.git_version

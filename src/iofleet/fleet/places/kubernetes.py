@@ -98,6 +98,20 @@ class KubernetesPlace(FleetPlace):
                 h.address = f"127.0.0.1:{forward.port}"
         return deployment
 
+    def run_test(self, step, work, stop, phase, on_live, steady_now=None):
+        """A fleet's test; a lost pod's error says what became of it (deleted, evicted, killed)."""
+        m = super().run_test(step, work, stop, phase, on_live, steady_now)
+        by_name = {h.name: h for h in self._started}
+        said = []
+        for name in m.lost:
+            try:
+                said.append(f"{name}: {self.cluster.pod_state(self.deployment.namespace, by_name[name].slot.pod)}")
+            except KubeError as exc:
+                said.append(f"{name}: {exc}")
+        if said and m.error:
+            m.error += "; Kubernetes: " + "; ".join(said)
+        return m
+
     def describe(self) -> dict:
         out = super().describe()
         dep = self.deployment
