@@ -179,3 +179,48 @@ def test_the_scaling_study_runs_every_step_on_the_same_pods(tmp_path, kube_clust
     assert first["namespace"] == second["namespace"]  # created once for the study
     assert set(first["pods"]) == {f"{kube_cluster.nodes[0]}-0"} and len(second["pods"]) == 2
     assert not _iofleet_namespaces(kube_cluster)
+
+
+def _user_claim(cluster, namespace: str, name: str, storage_class: str, block: bool = False) -> None:
+    from kubernetes import client
+    cluster.core.create_namespaced_persistent_volume_claim(namespace, client.V1PersistentVolumeClaim(
+        metadata=client.V1ObjectMeta(name=name), spec=client.V1PersistentVolumeClaimSpec(
+            storage_class_name=storage_class, access_modes=["ReadWriteOnce"],
+            volume_mode="Block" if block else "Filesystem",
+            resources=client.V1VolumeResourceRequirements(requests={"storage": "64Mi"}))))
+
+
+def test_an_existing_claim_is_tested_in_its_namespace_and_left_there(tmp_path, kube_cluster, kube_namespace,
+                                                                     data_dir):
+    kube_cluster.ensure_storage_class("iofleet-fs")
+    kube_cluster.add_local_pvs("iofleet-fs", kube_cluster.nodes[0], 1, "64Mi")
+    _user_claim(kube_cluster, kube_namespace, "db-data", "iofleet-fs")
+    inv = _inventory(tmp_path, kube_cluster, claim=f"{kube_namespace}/db-data", nodes=[kube_cluster.nodes[0]])
+    plan = write_plan(tmp_path / "p.yaml", name="claim", defaults=SHORT, workloads=[{"name": "randwrite",
+                                                                                     "read_pct": 0}])
+    proc = iofleet("run", plan, "--hosts", inv, data_dir=data_dir, timeout=600)
+    run = show_json(1, data_dir)
+    assert run["status"] == "complete", proc.stdout + proc.stderr
+    (pod,) = run["host_facts"]["kubernetes"]["pods"].values()
+    assert pod["namespace"] == kube_namespace and pod["claim"] == "db-data"
+    assert "Removed iofleet's data files from the hosts." in proc.stdout  # from the user's claim, through its pod
+    claim = kube_cluster.core.read_namespaced_persistent_volume_claim("db-data", kube_namespace)
+    assert claim.status.phase == "Bound" and claim.metadata.deletion_timestamp is None  # the claim is left
+    wait_for(lambda: not kube_cluster.core.list_namespaced_pod(kube_namespace).items, timeout=60,
+             what="the run's pod to go")
+
+
+def test_a_users_block_claim_is_written_only_when_destroy_data_names_it(tmp_path, kube_cluster, kube_namespace,
+                                                                        data_dir):
+    kube_cluster.ensure_storage_class("iofleet-block")
+    kube_cluster.add_local_pvs("iofleet-block", kube_cluster.nodes[0], 1, "64Mi", block=True)
+    _user_claim(kube_cluster, kube_namespace, "raw", "iofleet-block", block=True)
+    inv = _inventory(tmp_path, kube_cluster, claim=f"{kube_namespace}/raw", volume_mode="Block",
+                     nodes=[kube_cluster.nodes[0]])
+    plan = write_plan(tmp_path / "p.yaml", name="raw", defaults=SHORT | {"size": "16m"},
+                      workloads=[{"name": "randwrite", "read_pct": 0}])
+    refused = iofleet("run", plan, "--hosts", inv, data_dir=data_dir, check_rc=None, timeout=600)
+    assert refused.returncode != 0 and "destroy_data" in refused.stderr, refused.stdout + refused.stderr
+    assert "no test was started" in refused.stderr or "Run 1" not in refused.stdout
+    iofleet("run", plan, "--hosts", inv, "--destroy-data", "pvc:raw", data_dir=data_dir, timeout=600)
+    assert show_json(1, data_dir)["status"] == "complete"  # the refused run stored nothing

@@ -52,6 +52,7 @@ class Deployment:
     slots: list[Slot]
     pod_ips: dict[str, str] = field(default_factory=dict)  # pod → IP
     seconds: float = 0.0  # from the first create to every pod ready
+    connect: str = ""  # how the controller reaches the pods: "pod IP" or "port-forward"
 
 
 def api_error(exc: Exception) -> str:
@@ -138,10 +139,12 @@ class Cluster:
     def slots(self, nodes: list[str]) -> list[Slot]:
         """One slot per node × pods_per_node, or the existing claim's one pod."""
         out = []
+        # Beside a user's claim, in its namespace: a name no pod of theirs has.
+        prefix = f"iofleet-fio-{secrets.token_hex(3)}-" if self.settings.claim else "fio-"
         for node in nodes:
             for i in range(self.settings.pods_per_node):
                 host = f"{node}-{i}"[:64]
-                pod = f"fio-{len(out)}"
+                pod = f"{prefix}{len(out)}"
                 claim = self.settings.claim.partition("/")[2] if self.settings.claim else f"data-{pod}"
                 out.append(Slot(node, host, pod, claim))
         return out[:1] if self.settings.claim else out

@@ -96,6 +96,7 @@ class KubernetesPlace(FleetPlace):
                 forward = PortForward(self.cluster, deployment.namespace, h.slot.pod)
                 self.forwards.append(forward)
                 h.address = f"127.0.0.1:{forward.port}"
+        deployment.connect = "port-forward" if self.forwards else "pod IP"
         return deployment
 
     def run_test(self, step, work, stop, phase, on_live, steady_now=None):
@@ -118,7 +119,7 @@ class KubernetesPlace(FleetPlace):
         if dep is not None:
             out["kubernetes"] = {"server": self.cluster.server, "namespace": dep.namespace,
                                  "start_s": round(dep.seconds, 1), "pods": self.pods,
-                                 "connect": "port-forward" if self.forwards else "pod IP"}
+                                 "connect": dep.connect}
         return out
 
     def cleanup(self) -> int:
