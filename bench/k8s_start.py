@@ -12,7 +12,6 @@ on both nodes. Writes its section of BENCHMARKS.md.
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys

@@ -1265,22 +1265,3 @@ def cleanup_stale() -> list[str]:
             os.close(fd)
     _restore_host_if_last()
     return removed
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt():
-    """While a cluster is up, turn SIGTERM (a CI timeout) into
-    KeyboardInterrupt so pytest still runs the fixtures' teardown."""
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -16,10 +16,8 @@ import secrets
 
 import pytest
 
-if __package__:  # tests/kubernetes as a package
-    from .cluster import KubeCluster, sigterm_as_interrupt, unavailable_reason
-else:  # rootdir-relative: pytest put this directory on sys.path
-    from cluster import KubeCluster, sigterm_as_interrupt, unavailable_reason
+from ..fleet.processes import sigterm_as_interrupt
+from .cluster import KubeCluster, unavailable_reason
 
 
 @pytest.fixture(scope="package")

@@ -19,10 +19,7 @@ import pytest
 
 from iofleet.fleet.kubernetes.image import fio_version
 
-if __package__:
-    from .cluster import KUBE_VERSION, STATE_DIR, KubeCluster, _cgroup_mounts, _mounts_under
-else:
-    from cluster import KUBE_VERSION, STATE_DIR, KubeCluster, _cgroup_mounts, _mounts_under
+from .cluster import KUBE_VERSION, STATE_DIR, KubeCluster, _cgroup_mounts, _mounts_under
 
 STORAGE_CLASS = "test-cluster-local"
 FIO_PORT = 8765

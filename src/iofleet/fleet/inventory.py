@@ -32,7 +32,7 @@ from ..plan.load import format_validation_error, read_yaml
 from ..plan.model import Targets, check_name
 from ..plan.units import parse_size, shown, whole_number
 from .kubernetes.cluster import FIO_PORT, Cluster, Slot
-from .kubernetes.settings import KubernetesSection
+from .kubernetes.settings import KubernetesSection, check_file
 
 DEFAULT_FIO_PORT = 8765
 ADDRESS_EXAMPLES = "e.g. 10.0.0.11, 10.0.0.11:8765, [2001:db8::11]:8765 or storage01:8765"
@@ -110,21 +110,15 @@ def _check_user(value: Any) -> str:
     return value
 
 
-def _check_path(value: Any) -> Any:
-    if isinstance(value, str) and (not value.strip() or any(c in value for c in "\0\n\r")):
-        raise ValueError("expected a file path")
-    return value
-
-
 class SshConfig(BaseModel):
     """How iofleet logs in to a host for what fio cannot do (deploy, caches, facts)."""
 
     model_config = ConfigDict(extra="forbid")
 
     user: Annotated[str, BeforeValidator(_check_user)] = "root"
-    key: Optional[Annotated[Path, BeforeValidator(_check_path)]] = None  # None: ssh agent / ~/.ssh/id_*
+    key: Optional[Annotated[Path, BeforeValidator(check_file)]] = None  # None: ssh agent / ~/.ssh/id_*
     port: Annotated[int, Field(ge=1, le=65535)] = 22
-    known_hosts: Optional[Annotated[Path, BeforeValidator(_check_path)]] = None  # None: ~/.ssh/known_hosts
+    known_hosts: Optional[Annotated[Path, BeforeValidator(check_file)]] = None  # None: ~/.ssh/known_hosts
     # Accept a host key that known_hosts does not list (never a changed one):
     # an explicit opt-in, and every command that relies on it says so.
     trust_unknown_host_keys: bool = False

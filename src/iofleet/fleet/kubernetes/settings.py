@@ -74,7 +74,7 @@ def _context(value: Any) -> str:
     return value
 
 
-def _file(value: Any) -> Any:
+def check_file(value: Any) -> Any:
     if isinstance(value, str) and (not value.strip() or any(c in value for c in "\0\n\r")):
         raise ValueError("expected a file path")
     return value
@@ -93,7 +93,7 @@ class KubernetesSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kubeconfig: Optional[Annotated[Path, BeforeValidator(_file)]] = None
+    kubeconfig: Optional[Annotated[Path, BeforeValidator(check_file)]] = None
     context: Optional[Annotated[str, BeforeValidator(_context)]] = None
     storage_class: Optional[Annotated[str, BeforeValidator(_subdomain("a StorageClass name"))]] = None
     volume_mode: Literal["Filesystem", "Block"] = "Filesystem"
