@@ -5,6 +5,7 @@ server pod per node slot pinned to its node; why a pod is not ready, in
 one line from the cluster's own state and events; the facts of each
 pod's volume; and what a killed run left behind."""
 
+import json
 import os
 import secrets
 import socket
@@ -60,7 +61,6 @@ def api_error(exc: Exception) -> str:
     body = getattr(exc, "body", None)
     if body:
         try:
-            import json
             return json.loads(body).get("message") or str(body)[:300]
         except (ValueError, AttributeError):
             return " ".join(str(body).split())[:300]
@@ -85,7 +85,6 @@ class Cluster:
         self.server = api.configuration.host
         self.core = client.CoreV1Api(api)
         self.storage = client.StorageV1Api(api)
-        self.version_api = client.VersionApi(api)
         self._client = client
 
     def own_core(self):
@@ -96,27 +95,21 @@ class Cluster:
         return self._client.CoreV1Api(config.new_client_from_config(config_file=self._config[0],
                                                                     context=self._config[1]))
 
-    def call(self, what: str, fn, *args, **kw):
-        """One API call, bounded; its failure as one line naming what was asked."""
+    def call(self, what: str, fn, *args, missing_ok: bool = False, **kw):
+        """One API call, bounded; its failure as one line naming what was
+        asked (`missing_ok`: None when the object is not there)."""
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
         try:
             return fn(*args, _request_timeout=API_TIMEOUT_S, **kw)
         except ApiException as exc:
+            if missing_ok and exc.status == 404:
+                return None
             raise KubeError(f"kubernetes: {what}: {api_error(exc)} (HTTP {exc.status})") from None
         except (HTTPError, OSError) as exc:
             raise KubeError(f"kubernetes: cannot reach the cluster at {self.server} ({what}): "
                             f"{' '.join(str(exc).split())[:200]}; check the kubeconfig and that the apiserver "
                             f"is up") from None
-
-    def exists(self, what: str, fn, *args) -> bool:
-        try:
-            self.call(what, fn, *args)
-            return True
-        except KubeError as exc:
-            if "(HTTP 404)" in str(exc):
-                return False
-            raise
 
     # ---- what the run will use ---------------------------------------------
     def nodes(self) -> list[str]:
@@ -318,10 +311,11 @@ class Cluster:
                 raise KubeError(f"kubernetes: could not delete {dep.namespace}: {api_error(exc)}") from None
         end = time.monotonic() + wait_s
         while time.monotonic() < end:
-            if dep.own_namespace and not self.exists("read namespace", self.core.read_namespace, dep.namespace):
+            if dep.own_namespace and not self.call("read namespace", self.core.read_namespace, dep.namespace,
+                                                   missing_ok=True):
                 return True
-            if not dep.own_namespace and not any(self.exists("read pod", self.core.read_namespaced_pod, s.pod,
-                                                             dep.namespace) for s in dep.slots):
+            if not dep.own_namespace and not any(self.call("read pod", self.core.read_namespaced_pod, s.pod,
+                                                           dep.namespace, missing_ok=True) for s in dep.slots):
                 return True
             time.sleep(0.5)
         return wait_s <= 0
@@ -340,9 +334,8 @@ class Cluster:
                            claim.spec.volume_name) if claim.spec.volume_name else None
             sc_name = claim.spec.storage_class_name
             if sc_name and sc_name not in classes:
-                classes[sc_name] = self.call(f"read StorageClass {sc_name}", self.storage.read_storage_class,
-                                             sc_name) if self.exists("read StorageClass",
-                                                                     self.storage.read_storage_class, sc_name) else None
+                classes[sc_name] = self.call(f"read StorageClass {sc_name}", self.storage.read_storage_class, sc_name,
+                                             missing_ok=True)
             sc = classes.get(sc_name)
             info = node.status.node_info
             out[slot.host] = {
@@ -360,9 +353,9 @@ class Cluster:
 
     def pod_state(self, namespace: str, pod: str) -> str:
         """What became of a pod, in words: deleted, or its phase and why."""
-        if not self.exists("read pod", self.core.read_namespaced_pod, pod, namespace):
+        p = self.call(f"read pod {pod}", self.core.read_namespaced_pod, pod, namespace, missing_ok=True)
+        if p is None:
             return f"pod {namespace}/{pod} was deleted"
-        p = self.call(f"read pod {pod}", self.core.read_namespaced_pod, pod, namespace)
         why = [p.status.reason] if p.status.reason else []
         for st in p.status.container_statuses or []:
             done = st.state.terminated if st.state else None
@@ -371,10 +364,6 @@ class Cluster:
         if p.metadata.deletion_timestamp:
             why.append("being deleted")
         return f"pod {namespace}/{pod} is {p.status.phase}" + (f" ({'; '.join(why)})" if why else "")
-
-    def server_version(self) -> str:
-        v = self.call("read the version", self.version_api.get_code)
-        return v.git_version
 
     # ---- what killed runs left ----------------------------------------------
     def left_behind(self) -> list["Left"]:
@@ -387,7 +376,7 @@ class Cluster:
             if not pod.metadata.namespace.startswith("iofleet-"):
                 out.append(Left(pod.metadata.namespace, pod.metadata.name, pod.metadata.annotations or {},
                                 pod.status.phase))
-        return [left for left in out if not left.running]
+        return [left for left in out if not left.running and left.phase != "Terminating"]  # (going already)
 
     def remove(self, left: "Left") -> None:
         dep = Deployment(left.namespace, left.pod is None,
