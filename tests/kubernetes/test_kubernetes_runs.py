@@ -43,6 +43,10 @@ def test_filesystem_pvcs_on_two_nodes_run_merge_and_are_deleted(tmp_path, kube_c
     for test in run["tests"]:
         assert set(test["hosts"]) == hosts and all(test["hosts"][h]["all"]["ios"] > 0 for h in hosts)
         assert test["all"]["ios"] == sum(test["hosts"][h]["all"]["ios"] for h in hosts)
+    # Each pod's node CPU, from its kubelet: busy while fio ran, never more than all its cores.
+    for test in run["tests"]:
+        cpu = test["host_metrics"]
+        assert all(cpu[h]["source"] == "kubelet" and 0 < cpu[h]["cpu_avg_pct"] <= 100 for h in hosts), cpu
     pods = run["host_facts"]["kubernetes"]["pods"]
     assert {p["node"] for p in pods.values()} == set(kube_cluster.nodes)  # pinned: one per node
     for host, pod in pods.items():

@@ -201,6 +201,11 @@ class Host(BaseModel):
         return parse_address(self.address)
 
     @property
+    def shown_address(self) -> str:
+        """The address as a page lists it."""
+        return self.address
+
+    @property
     def fio_client_arg(self) -> str:
         """fio's --client value: ip:ADDR,PORT, ip6:ADDR,PORT or NAME,PORT."""
         host, port = self.endpoint
@@ -317,6 +322,10 @@ class PodHost(Host):
             raise IofleetError(f"host {self.name}: its fio server pod is not running (internal: a check before "
                                f"the pods were created)")
         return parse_address(self.address)
+
+    @property
+    def shown_address(self) -> str:
+        return self.address if self.up_by else f"a pod on node {self.slot.node}, created for each run"
 
 
 def pod_hosts(settings: KubernetesSection) -> list[PodHost]:

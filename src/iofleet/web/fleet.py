@@ -18,7 +18,7 @@ def inventory_rows(request: Request) -> list[dict]:
     s = settings(request)
     if s.inventory is None:
         return []
-    return [{"name": h.name, "address": h.address, "targets": h.targets, "labels": h.labels,
+    return [{"name": h.name, "address": h.shown_address, "targets": h.targets, "labels": h.labels,
              "metrics": h.metrics} for h in s.inventory.hosts]
 
 

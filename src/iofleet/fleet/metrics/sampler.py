@@ -5,6 +5,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ...errors import IofleetError
+
 from .counters import Counters, sample
 from .node_exporter import fetch_metrics, parse_exporter
 from .proc_stats import read_local
@@ -19,7 +21,10 @@ class MetricsSampler:
     """Samples hosts once every `interval` seconds in a background thread
     while a test runs.
 
-    sources: host name -> node_exporter /metrics URL, or None (no metrics).
+    sources: host name -> node_exporter /metrics URL, a reader (a callable
+    returning (the wall-clock time its counters were read, Counters): the
+    kubelet's summary, read every second but renewed as the kubelet reads,
+    e.g. every 10 s), or None (no metrics).
     local: the name under which this host is sampled from /proc, or None.
     All exporters are scraped at once (each with its own `timeout`), so one
     slow host never delays the others.
@@ -32,6 +37,7 @@ class MetricsSampler:
         self._urls = {h: u for h, u in self.sources.items() if u and h != local}
         hosts = [*self.sources, *([local] if local and local not in self.sources else [])]
         self._series: dict[str, list[HostSample]] = {h: [] for h in hosts}
+        self._spans: dict[str, list[float]] = {h: [] for h in hosts}  # each sample's own interval, s
         self._last: dict[str, tuple[float, Counters]] = {}  # previous reading
         self._scrapes: dict[str, int] = {}  # per host: scrapes done,
         self._failures: dict[str, int] = {}  # of which failed,
@@ -77,12 +83,16 @@ class MetricsSampler:
         url, problem = self._urls[host], None
         t0 = time.monotonic()
         try:
-            counters = parse_exporter(fetch_metrics(url, self.timeout))
-            if counters == Counters():
-                problem = "no node_exporter counters in its answer"
-            else:  # the exporter read its counters somewhere during the request
-                self._record(host, (t0 + time.monotonic()) / 2, counters)
-        except (OSError, ValueError) as exc:  # ValueError: a page the parser refuses
+            if callable(url):  # its counters carry the time they were read: a sample spans exactly two readings
+                read_at, counters = url()
+                self._record(host, time.monotonic() - (time.time() - read_at), counters)
+            else:
+                counters = parse_exporter(fetch_metrics(url, self.timeout))
+                if counters == Counters():
+                    problem = "no node_exporter counters in its answer"
+                else:  # the exporter read its counters somewhere during the request
+                    self._record(host, (t0 + time.monotonic()) / 2, counters)
+        except (OSError, ValueError, IofleetError) as exc:  # ValueError: a page the parser refuses
             problem = str(exc)
         with self._lock:
             self._scrapes[host] = self._scrapes.get(host, 0) + 1
@@ -97,10 +107,13 @@ class MetricsSampler:
                 return
             prev = self._last.get(host)
             self._last[host] = (stamp, counters)
-            if prev and stamp > prev[0]:
+            if prev and stamp - prev[0] > 1e-3:
                 s = sample(prev[1], counters, stamp - prev[0], stamp - self._start)
                 if s:
                     self._series[host].append(s)
+                    self._spans[host].append(stamp - prev[0])
+            elif prev:  # the same reading again (a kubelet renews its own every few seconds)
+                self._last[host] = prev
 
     def latest(self) -> dict[str, HostSample]:
         """The most recent sample of each host that has one (live progress)."""
@@ -112,13 +125,15 @@ class MetricsSampler:
         (the ramp left out); `series` keeps every sample."""
         with self._lock:
             series = {h: list(s) for h, s in self._series.items()}
+            spans = {h: list(s) for h, s in self._spans.items()}
             scrapes, failures, problem = dict(self._scrapes), dict(self._failures), dict(self._problem)
         out = {}
         for host, all_samples in series.items():
-            # A sample covers (t_s - interval, t_s]: count it only when that
+            # A sample covers (t_s - its span, t_s]: count it only when that
             # interval lies inside the measured part (10 % slack for scrape timing).
             slack = 0.1 * self.interval
-            window = [s for s in all_samples if s.t_s - self.interval >= skip_s - slack
+            window = [s for s, span in zip(all_samples, spans[host])
+                      if s.t_s - max(span, self.interval) >= skip_s - slack
                       and (until_s is None or s.t_s <= until_s + slack)]
 
             def values(attr: str) -> list[float]:
@@ -139,7 +154,9 @@ class MetricsSampler:
             error = problem.get(host)
             if error and failures[host] < scrapes[host]:
                 error += f" ({failures[host]} of {scrapes[host]} scrapes failed)"
-            source = "local" if host == self.local else "node_exporter" if self._urls.get(host) else "none"
+            url = self._urls.get(host)
+            source = ("local" if host == self.local else getattr(url, "source", "node_exporter") if url
+                      else "none")
             out[host] = HostMetrics(
                 host=host, source=source, samples=len(window),
                 cpu=host_cpu,

@@ -84,6 +84,10 @@ class FleetPlace(Place):
             self.targets[name].fit(specs, size_given, local=False)
         return steps
 
+    def metrics_sources(self, hosts: list[Host]) -> dict[str, object]:
+        """host → where its CPU, disk and network are read: its node_exporter, or None."""
+        return {h.name: h.metrics for h in hosts}
+
     def drop(self, names: list[str]) -> int:
         """Go on without hosts that were lost (run_test notes them as lost)."""
         self.hosts = [h for h in self.hosts if h.name not in names]
@@ -250,7 +254,7 @@ class FleetPlace(Place):
         def on_live(live):
             progress(None, sum(totals.values()), live.elapsed_s, live.hosts)
 
-        with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
+        with MetricsSampler(self.metrics_sources(hosts), local=CONTROLLER) as sampler, \
                 LiveHosts(sampler, on_live):
             run = run_on_hosts(jobfiles, hosts, work, stop, tag="prepare", work_bytes=totals)
         self.lost |= set(run.lost)  # left out of cleanup: gone, or frozen
@@ -308,7 +312,7 @@ class FleetPlace(Place):
         until_steady = all(s.until == "steady" for s in specs.values())  # a mixed step: every group's test
         finish, steady = threading.Event(), SteadyWatch(names, steady_now if until_steady else None, phase)
         live = LiveRounds(per_tick, round_s * 1000, on_round=lambda host: steady.check(live, finish))
-        with MetricsSampler({h.name: h.metrics for h in hosts}, local=CONTROLLER) as sampler, \
+        with MetricsSampler(self.metrics_sources(hosts), local=CONTROLLER) as sampler, \
                 LiveHosts(sampler, on_live, live, names):
             run = run_on_hosts(jobfiles, hosts, work, stop, timeout_s=timeout,
                                planned_s={h.name: specs[h.name].ramp + specs[h.name].longest_s for h in hosts},

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from ..kubernetes.cluster import FIO_PORT, STARTED, Cluster, Deployment, KubeError
 from ..inventory import PodHost
+from ..kubernetes.node_cpu import NodeCpu
 from ..kubernetes.portforward import PortForward
 from ..targets import Access
 from .fleet import FleetPlace
@@ -34,6 +35,7 @@ class KubernetesPlace(FleetPlace):
         self.forwards: list[PortForward] = []
         self._own: list[PodHost] = []  # the hosts whose pods this place created (and deletes)
         self.pods: dict[str, dict] = {}  # host → its pod's and volume's facts
+        self._node_cpu: dict[str, NodeCpu] = {}  # node → its kubelet's CPU reader
 
     @classmethod
     @contextmanager
@@ -98,6 +100,12 @@ class KubernetesPlace(FleetPlace):
                 h.address = f"127.0.0.1:{forward.port}"
         deployment.connect = "port-forward" if self.forwards else "pod IP"
         return deployment
+
+    def metrics_sources(self, hosts):
+        """Each pod's node's CPU, from its kubelet (one reader per node)."""
+        for node in {h.slot.node for h in hosts} - set(self._node_cpu):
+            self._node_cpu[node] = NodeCpu(self.cluster, node)
+        return {h.name: self._node_cpu[h.slot.node] for h in hosts}
 
     def run_test(self, step, work, stop, phase, on_live, steady_now=None):
         """A fleet's test; a lost pod's error says what became of it (deleted, evicted, killed)."""
