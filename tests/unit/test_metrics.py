@@ -245,6 +245,21 @@ def test_summary_keeps_the_series_whole_and_figures_to_the_window():
     assert cpu(m.summary()["ctl"]) == pytest.approx((5, 38.0, 90.0))
 
 
+def test_a_reader_whose_readings_come_seconds_apart_counts_only_whole_spans_in_the_window():
+    """A kubelet renews its CPU reading every few seconds: a sample spans
+    two readings, and counts only when all of it lies in the window; the
+    same reading read again makes no sample."""
+    m = MetricsSampler({}, local="node")
+    m._start = 100.0
+    cores = 2.0
+    for t, busy_s in ((100.0, 0.0), (103.0, 3.0), (103.0, 3.0), (106.0, 4.5), (109.0, 9.0)):
+        m._record("node", t, Counters(cpu_idle=cores * t - busy_s, cpu_total=cores * t))
+    assert [(s.t_s, round(s.cpu_pct, 6)) for s in m._series["node"]] == [(3.0, 50.0), (6.0, 25.0), (9.0, 75.0)]
+    # Measured from 2 s on: the sample spanning (0, 3] started before it.
+    assert cpu(m.summary(skip_s=2.0)["node"]) == pytest.approx((2, 50.0, 75.0))
+    assert cpu(m.summary(skip_s=2.0, until_s=8.0)["node"]) == pytest.approx((1, 25.0, 25.0))
+
+
 # ------------------------------------------------------------ exporters over HTTP
 
 
