@@ -228,3 +228,23 @@ def test_a_users_block_claim_is_written_only_when_destroy_data_names_it(tmp_path
     assert "no test was started" in refused.stderr or "Run 1" not in refused.stdout
     iofleet("run", plan, "--hosts", inv, "--destroy-data", "pvc:raw", data_dir=data_dir, timeout=600)
     assert show_json(1, data_dir)["status"] == "complete"  # the refused run stored nothing
+
+
+def test_kept_files_keep_the_claims_and_the_next_run_uses_their_data(tmp_path, kube_cluster, data_dir):
+    kube_cluster.ensure_storage_class("iofleet-keep")
+    kube_cluster.add_local_pvs("iofleet-keep", kube_cluster.nodes[0], 1, "64Mi")  # one volume: the same both runs
+    inv = _inventory(tmp_path, kube_cluster, storage_class="iofleet-keep", nodes=[kube_cluster.nodes[0]])
+    plan = {"name": "keep", "defaults": SHORT, "workloads": [{"name": "randread"}]}
+    write_plan(tmp_path / "keep.yaml", keep_files=True, **plan)
+    write_plan(tmp_path / "again.yaml", **plan)
+    iofleet("run", tmp_path / "keep.yaml", "--hosts", inv, data_dir=data_dir, timeout=600)
+    (kept,) = _iofleet_namespaces(kube_cluster)  # its claim kept, its pod gone
+    assert not kube_cluster.core.list_namespaced_pod(kept).items
+    assert [c.metadata.name for c in kube_cluster.core.list_namespaced_persistent_volume_claim(kept).items] == \
+        ["data-fio-0"]
+    iofleet("hosts", "check", inv, data_dir=data_dir, timeout=300)  # kept is not left: ready, exit 0
+    out = iofleet("run", tmp_path / "again.yaml", "--hosts", inv, data_dir=data_dir, timeout=600).stdout
+    again = show_json(2, data_dir)
+    assert again["status"] == "complete" and again["host_facts"]["kubernetes"]["namespace"] == kept
+    assert again["methodology"]["prepare"]["reused"] == {f"{kube_cluster.nodes[0]}-0": 1}, out  # not written again
+    assert not _iofleet_namespaces(kube_cluster)  # not kept this time: gone with its claim

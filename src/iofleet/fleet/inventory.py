@@ -206,6 +206,11 @@ class Host(BaseModel):
         return self.address
 
     @property
+    def data_site(self) -> str:
+        """Where its kept data lives (fleet/targets/kept.py): its fio server."""
+        return "{}:{}".format(*self.endpoint)
+
+    @property
     def fio_client_arg(self) -> str:
         """fio's --client value: ip:ADDR,PORT, ip6:ADDR,PORT or NAME,PORT."""
         host, port = self.endpoint
@@ -326,6 +331,11 @@ class PodHost(Host):
     @property
     def shown_address(self) -> str:
         return self.address if self.up_by else f"a pod on node {self.slot.node}, created for each run"
+
+    @property
+    def data_site(self) -> str:
+        """Its claim, in the namespace it is in (kept between runs when the plan keeps its files)."""
+        return f"pvc:{self.up_by.deployment.namespace}/{self.slot.claim}"
 
 
 def pod_hosts(settings: KubernetesSection) -> list[PodHost]:

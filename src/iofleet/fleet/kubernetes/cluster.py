@@ -5,12 +5,13 @@ server pod per node slot pinned to its node; why a pod is not ready, in
 one line from the cluster's own state and events; the facts of each
 pod's volume; and what a killed run left behind."""
 
+import hashlib
 import json
 import os
 import secrets
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from ...errors import IofleetError
@@ -21,6 +22,7 @@ MANAGED_SELECTOR = f"{MANAGED}=iofleet"
 CONTROLLER_HOST = "iofleet.io/controller-host"
 CONTROLLER_PID = "iofleet.io/controller-pid"
 STARTED = "iofleet.io/started"
+KEPT = "iofleet.io/kept"  # a namespace whose claims a run kept (keep_files), by what they are
 FIO_PORT = 8765
 MOUNT_PATH = "/data"  # a Filesystem volume, in the pod
 DEVICE_PATH = "/dev/iofleet-volume"  # a Block volume, in the pod
@@ -51,6 +53,7 @@ class Deployment:
     namespace: str
     own_namespace: bool
     slots: list[Slot]
+    kept_from: bool = False  # the namespace and claims a run kept, used again
     pod_ips: dict[str, str] = field(default_factory=dict)  # pod → IP
     seconds: float = 0.0  # from the first create to every pod ready
     connect: str = ""  # how the controller reaches the pods: "pod IP" or "port-forward"
@@ -162,52 +165,70 @@ class Cluster:
                 "binding_mode": sc.volume_binding_mode, "reclaim_policy": sc.reclaim_policy}
 
     # ---- the run's objects ---------------------------------------------------
-    def deploy(self, slots: list[Slot], run_label: str = "") -> Deployment:
+    def deploy(self, slots: list[Slot]) -> Deployment:
         """Create the run's namespace, PVCs and pods and wait until every
         fio server is ready; on any failure, delete what was created and
-        raise one line saying why."""
+        raise one line saying why. A namespace whose claims an earlier run
+        kept for the same slots (`keep`) is used again, its claims with it."""
         s = self.settings
         started = time.monotonic()
+        kept = None if s.claim else self.kept_namespace(self.keep_key(slots))
         if s.claim:
             dep = Deployment(s.claim.partition("/")[0], False, slots)
         else:
-            dep = Deployment(f"iofleet-{secrets.token_hex(4)}", True, slots)
+            dep = Deployment(kept or f"iofleet-{secrets.token_hex(4)}", True, slots, kept_from=bool(kept))
         try:
-            if dep.own_namespace:
+            if kept:  # this run's now: no longer kept (another run would not take it), its controller this one
+                self.call(f"take namespace {kept}", self.core.patch_namespace, kept,
+                          {"metadata": {"labels": {KEPT: None}, "annotations": self._meta(kept).annotations}})
+            elif dep.own_namespace:
                 self.call(f"create namespace {dep.namespace}", self.core.create_namespace,
-                          self._object("V1Namespace", dep.namespace, run_label))
-                for slot in slots:
+                          self._client.V1Namespace(metadata=self._meta(dep.namespace)))
+            for slot in slots if dep.own_namespace else []:
+                if not (kept and self.call("read PVC", self.core.read_namespaced_persistent_volume_claim, slot.claim,
+                                           kept, missing_ok=True)):
                     self.call(f"create PVC {slot.claim}", self.core.create_namespaced_persistent_volume_claim,
-                              dep.namespace, self._claim(slot, run_label))
+                              dep.namespace, self._claim(slot))
             for slot in slots:
                 self.call(f"create pod {slot.pod} on {slot.node}", self.core.create_namespaced_pod, dep.namespace,
-                          self._pod(slot, run_label))
+                          self._pod(slot))
             dep.pod_ips = self._wait_ready(dep, started + s.ready_timeout)
         except BaseException:
-            self.delete(dep, wait_s=0)
+            self.delete(dep, wait_s=0, pods_only=bool(kept))
             raise
         dep.seconds = time.monotonic() - started
         return dep
 
-    def _meta(self, name: str, run_label: str, namespace: str | None = None):
-        c = self._client
-        return c.V1ObjectMeta(name=name, namespace=namespace, labels={MANAGED: "iofleet"},
-                              annotations={CONTROLLER_HOST: socket.gethostname(), CONTROLLER_PID: str(os.getpid()),
-                                           STARTED: datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                                           "iofleet.io/run": run_label[:200]})
+    def keep_key(self, slots: list[Slot]) -> str:
+        """What kept claims are: the StorageClass, their mode, size and access, the node slots."""
+        s = self.settings
+        what = [s.storage_class, s.volume_mode, s.size, s.access_mode, [(x.node, x.claim) for x in slots]]
+        return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:32]
 
-    def _object(self, kind: str, name: str, run_label: str):
-        return getattr(self._client, kind)(metadata=self._meta(name, run_label))
+    def keep(self, dep: Deployment) -> None:
+        """Its pods gone, mark the run's namespace as holding claims kept for a later run."""
+        self.call(f"keep namespace {dep.namespace}", self.core.patch_namespace, dep.namespace,
+                  {"metadata": {"labels": {KEPT: self.keep_key(dep.slots)}}})
 
-    def _claim(self, slot: Slot, run_label: str):
+    def kept_namespace(self, key: str) -> str | None:
+        found = self.call("list kept namespaces", self.core.list_namespace, label_selector=f"{KEPT}={key}").items
+        return next((ns.metadata.name for ns in found if ns.status.phase == "Active"), None)
+
+    def _meta(self, name: str):
+        return self._client.V1ObjectMeta(
+            name=name, labels={MANAGED: "iofleet"},
+            annotations={CONTROLLER_HOST: socket.gethostname(), CONTROLLER_PID: str(os.getpid()),
+                         STARTED: datetime.now(timezone.utc).isoformat(timespec="seconds")})
+
+    def _claim(self, slot: Slot):
         c, s = self._client, self.settings
         return c.V1PersistentVolumeClaim(
-            metadata=self._meta(slot.claim, run_label),
+            metadata=self._meta(slot.claim),
             spec=c.V1PersistentVolumeClaimSpec(
                 storage_class_name=s.storage_class, access_modes=[s.access_mode], volume_mode=s.volume_mode,
                 resources=c.V1VolumeResourceRequirements(requests={"storage": str(s.size)})))
 
-    def _pod(self, slot: Slot, run_label: str):
+    def _pod(self, slot: Slot):
         c, s = self._client, self.settings
         block = s.volume_mode == "Block"
         container = c.V1Container(
@@ -221,7 +242,7 @@ class Cluster:
             required_during_scheduling_ignored_during_execution=c.V1NodeSelector(node_selector_terms=[
                 c.V1NodeSelectorTerm(match_fields=[c.V1NodeSelectorRequirement(
                     key="metadata.name", operator="In", values=[slot.node])])])))
-        meta = self._meta(slot.pod, run_label)
+        meta = self._meta(slot.pod)
         meta.labels |= {"iofleet.io/host": slot.host}
         # A shared process namespace makes the pause container PID 1, so fio
         # (no SIGTERM handler as PID 1) ends at once when the pod is deleted.
@@ -295,10 +316,13 @@ class Cluster:
         events.sort(key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
         return " ".join(f"{events[-1].reason}: {events[-1].message}".split())[:300] if events else ""
 
-    def delete(self, dep: Deployment, wait_s: float = 120) -> bool:
-        """Delete what the run created (its namespace, or its pod beside a
-        user's claim); True when it is gone within `wait_s`."""
+    def delete(self, dep: Deployment, wait_s: float = 120, pods_only: bool = False) -> bool:
+        """Delete what the run created (its namespace, or its pods only: beside
+        a user's claim, or when its claims are kept); True when it is gone
+        within `wait_s`."""
         from kubernetes.client.exceptions import ApiException
+        if pods_only:
+            dep = replace(dep, own_namespace=False)
         try:
             if dep.own_namespace:
                 self.core.delete_namespace(dep.namespace, grace_period_seconds=0, _request_timeout=API_TIMEOUT_S)
@@ -366,13 +390,17 @@ class Cluster:
         return f"pod {namespace}/{pod} is {p.status.phase}" + (f" ({'; '.join(why)})" if why else "")
 
     # ---- what killed runs left ----------------------------------------------
-    def left_behind(self) -> list["Left"]:
+    def left_behind(self, kept: bool = False) -> list["Left"]:
         """iofleet's namespaces and pods (beside a user's claim) whose run is
-        not running on this machine any more."""
+        not running on this machine any more; a namespace whose claims a run
+        kept (keep_files) and has no pod is kept, not left, unless `kept`."""
         out = []
+        pods = self.call("list pods", self.core.list_pod_for_all_namespaces, label_selector=MANAGED_SELECTOR).items
+        with_pods = {p.metadata.namespace for p in pods}
         for ns in self.call("list namespaces", self.core.list_namespace, label_selector=MANAGED_SELECTOR).items:
-            out.append(Left(ns.metadata.name, None, ns.metadata.annotations or {}, ns.status.phase))
-        for pod in self.call("list pods", self.core.list_pod_for_all_namespaces, label_selector=MANAGED_SELECTOR).items:
+            if kept or not (ns.metadata.labels or {}).get(KEPT) or ns.metadata.name in with_pods:
+                out.append(Left(ns.metadata.name, None, ns.metadata.annotations or {}, ns.status.phase))
+        for pod in pods:
             if not pod.metadata.namespace.startswith("iofleet-"):
                 out.append(Left(pod.metadata.namespace, pod.metadata.name, pod.metadata.annotations or {},
                                 pod.status.phase))

@@ -36,6 +36,13 @@ class KubernetesPlace(FleetPlace):
         self._own: list[PodHost] = []  # the hosts whose pods this place created (and deletes)
         self.pods: dict[str, dict] = {}  # host → its pod's and volume's facts
         self._node_cpu: dict[str, NodeCpu] = {}  # node → its kubelet's CPU reader
+        self.keep_volumes = False  # keep_files: the claims outlive the run (and a later one uses them again)
+
+    @classmethod
+    def for_plan(cls, plan, hosts, access):
+        place, steps = super().for_plan(plan, hosts, access)
+        place.keep_volumes = plan.keep_files
+        return place, steps
 
     @classmethod
     @contextmanager
@@ -45,6 +52,7 @@ class KubernetesPlace(FleetPlace):
             return
         place = cls(hosts)
         place.up(hosts)
+        place.keep_volumes = place.deployment.kept_from  # claims a run kept are left as they were found
         try:
             yield hosts
         finally:
@@ -60,7 +68,7 @@ class KubernetesPlace(FleetPlace):
     def clean_left(cls, hosts):
         cluster = Cluster(hosts[0].kube)
         out = []
-        for left in cluster.left_behind():
+        for left in cluster.left_behind(kept=True):  # kept claims too, as kept data files on a host
             cluster.remove(left)
             out.append(f"deleted {left.what} (left by {left.controller}), with its pods and claims")
         return out
@@ -89,10 +97,13 @@ class KubernetesPlace(FleetPlace):
         self.cluster.check_storage()
         deployment = self.cluster.deploy([h.slot for h in hosts])
         self.deployment, self._own = deployment, hosts
+        # fio names a server's files after the address it is reached at: claims kept from run to run are
+        # reached at the same one, a port-forward's 127.0.0.1, so their data files are found again.
+        kept = self.keep_volumes or deployment.kept_from
         for h in hosts:
             h.up_by = self
             ip = deployment.pod_ips[h.slot.pod]
-            if self.kube.connect != "port-forward" and (self.kube.connect == "pod-ip" or reachable(ip)):
+            if not kept and self.kube.connect != "port-forward" and (self.kube.connect == "pod-ip" or reachable(ip)):
                 h.address = f"[{ip}]:{FIO_PORT}" if ":" in ip else f"{ip}:{FIO_PORT}"
             else:
                 forward = PortForward(self.cluster, deployment.namespace, h.slot.pod)
@@ -132,7 +143,8 @@ class KubernetesPlace(FleetPlace):
 
     def cleanup(self) -> int:
         """A run's own claims go with its namespace (release: no file to
-        remove first); a user's claim is cleaned as a fleet host's directory is."""
+        remove first); a user's claim is cleaned as a fleet host's directory is.
+        (Not called when the plan keeps its files: its claims are kept then.)"""
         if self.kube.claim is None:
             return 0
         # The pod's fio server names the claim by its path there.
@@ -150,7 +162,10 @@ class KubernetesPlace(FleetPlace):
             for h in hosts:
                 h.up_by = None
             try:
-                self.cluster.delete(dep)
+                keep = self.keep_volumes and dep.own_namespace
+                self.cluster.delete(dep, pods_only=keep)
+                if keep:
+                    self.cluster.keep(dep)
             except KubeError:
                 pass  # left for `hosts check` to find and `hosts clean` to remove
 

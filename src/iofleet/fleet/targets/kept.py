@@ -105,8 +105,8 @@ def data_key(endpoint: str, targets: list) -> str:
 
 
 def host_key(host) -> str:
-    """A fleet host's key: its fio server and its targets."""
-    return data_key("{}:{}".format(*host.endpoint), host.targets)
+    """A fleet host's key: where its data lives (its fio server, a pod's claim) and its targets."""
+    return data_key(host.data_site, host.targets)
 
 
 def files_state(targets: list[Path]) -> dict[str, list[int]]:
