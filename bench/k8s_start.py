@@ -49,7 +49,7 @@ class PodWatch:
     """The pods' fio processes, seen as processes on this machine.
 
     Which pod a fio process belongs to: its cgroup (every pod's containers
-    are in /iofleet-kubeS/NODE/kubepods/QOS/podUID/CONTAINER, the kubelet's
+    are in /ikubeS/NODE/kubepods/QOS/podUID/CONTAINER, the kubelet's
     cgroupfs layout under the cluster's cgroupRoot), so the pod UID and node
     come from the cluster's own bookkeeping, not from guessing by process
     order; only this cluster's slot counts (another cluster on the machine

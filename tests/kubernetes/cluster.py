@@ -46,7 +46,7 @@ logs under DIR = a fresh /tmp/iofleet-kube-XXXX):
     pod CIDRs 10.244.(2S+1).0/24 on kube-a, 10.244.(2S+2).0/24 on kube-b, reachable from
               the host (no masquerade, no overlay); services 10.97.0.0/24 (no kube-proxy:
               ClusterIPs do not route)
-    cgroups   /iofleet-kubeS/kube-a and .../kube-b (the kubelets' cgroupRoot) in every
+    cgroups   /ikubeS/kube-a and .../kube-b (the kubelets' cgroupRoot) in every
               cgroup v1 hierarchy
 
 Host state. The kubelets set vm.overcommit_memory, kernel.panic and
@@ -440,7 +440,7 @@ class Node:
     dir: Path
     kubelet_port: int
     healthz_port: int
-    cgroup_root: str  # /iofleet-kube0/kube-a
+    cgroup_root: str  # /ikube0/kube-a
 
     @property
     def containerd_socket(self) -> Path:
@@ -513,7 +513,7 @@ class KubeCluster:
 
     @property
     def cgroup_parent(self) -> str:
-        return f"iofleet-kube{self.slot}"
+        return f"ikube{self.slot}"  # not iofleet-*: the device-slow tests count those blkio groups
 
     def api_client(self):
         """A new kubernetes.client.ApiClient with the admin kubeconfig."""

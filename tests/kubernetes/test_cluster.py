@@ -255,7 +255,7 @@ def test_a_second_cluster_with_a_block_volume_pod_is_removed_to_nothing(kube_clu
     assert second.leftovers() == []
     assert not directory.exists() and not _mounts_under(directory)
     assert not any(Path(f"/sys/class/net/{b}").exists() for b in bridges)
-    assert not any((Path(m) / f"iofleet-kube{slot}").exists() for m in _cgroup_mounts())
+    assert not any((Path(m) / f"ikube{slot}").exists() for m in _cgroup_mounts())
     assert not (STATE_DIR / f"slot-{slot}.json").exists()
     assert not any(str(directory) in Path(f"/sys/block/{d.name}/loop/backing_file").read_text()
                    for d in Path("/sys/block").glob("loop*") if (d / "loop").exists())
