@@ -246,7 +246,8 @@ def test_a_second_cluster_with_a_block_volume_pod_is_removed_to_nothing(kube_clu
         second.add_local_pvs(STORAGE_CLASS, "kube-b", 1, block=True)
         second.core.create_namespaced_persistent_volume_claim("default", _claim("block", block=True))
         second.core.create_namespaced_pod("default", _fio_pod("fio", "kube-b", second.fio_image, block_claim="block"))
-        _wait("the second cluster's pod", lambda: _ready_pods(second.core, "default", ["fio"]), 60)
+        # A bound, not a timing: with four clusters up on 2 cores it once took over a minute.
+        _wait("the second cluster's pod", lambda: _ready_pods(second.core, "default", ["fio"]), 180)
         directory, slot = second.dir, second.slot
         assert _mounts_under(directory) and second.leftovers()
     finally:
