@@ -18,6 +18,11 @@
       network: {mtu: 1500, min_gbps: 10, max_rtt_ms: 1}   # each key: unless the host says otherwise
 
 Relative `key:` and `known_hosts:` paths are relative to the inventory file.
+
+Or, instead of `hosts:`, a Kubernetes cluster's fio server pods, created
+for each run (fleet/kubernetes/settings.py, docs/kubernetes.md):
+
+    kubernetes: {storage_class: fast, pods_per_node: 2}
 """
 
 import ipaddress
@@ -310,8 +315,7 @@ class PodHost(Host):
     """A Kubernetes inventory's host: one fio server pod slot (node ×
     pods_per_node), named NODE-N, testing its own claim (pvc:CLAIM). Its
     address is a placeholder until the place has deployed the pod
-    (places/kubernetes.py); `.invalid` never resolves, so nothing reaches it
-    by mistake."""
+    (places/kubernetes.py), never looked up: `endpoint` refuses until then."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
     no_login: ClassVar[str] = ("it is a fio server pod, which iofleet does not log in to (a pod deleted during a "
