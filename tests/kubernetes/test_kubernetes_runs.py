@@ -34,7 +34,8 @@ def test_filesystem_pvcs_on_two_nodes_run_merge_and_are_deleted(tmp_path, kube_c
     for node in kube_cluster.nodes:
         kube_cluster.add_local_pvs("iofleet-fs", node, 1, "64Mi")
     inv = _inventory(tmp_path, kube_cluster, storage_class="iofleet-fs")
-    plan = write_plan(tmp_path / "p.yaml", name="fs", defaults=SHORT,
+    # 8 s: a node's CPU counts whole spans between two kubelet readings (every 1-2 s here) inside the test.
+    plan = write_plan(tmp_path / "p.yaml", name="fs", defaults=SHORT | {"runtime": "8s"},
                       workloads=[{"name": "randread", "read_pct": 100}, {"name": "randwrite", "read_pct": 0}])
     proc = iofleet("run", plan, "--hosts", inv, data_dir=data_dir, timeout=600)
     run = show_json(1, data_dir)
