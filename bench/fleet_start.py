@@ -92,10 +92,9 @@ def client_steps(pid: int, tree: dict[int, int]) -> dict[int, str]:
     return out
 
 
-def hosts_running(fleet: TestFleet, tree: dict[int, int]) -> set[str]:
-    """Hosts where a fio job process runs: three levels below the host's
-    `fio --server` listener (listener → connection → backend → job)."""
-    listeners = {h.server_pid: h.name for h in fleet.hosts}
+def jobs_below(tree: dict[int, int], listeners: dict) -> set:
+    """The listeners (pid → name) with a fio job process three levels below
+    them (listener → connection → backend → job), by name."""
     running = set()
     for pid in tree:
         depth, cur = 0, pid
@@ -104,6 +103,11 @@ def hosts_running(fleet: TestFleet, tree: dict[int, int]) -> set[str]:
         if cur in listeners and depth >= 3:
             running.add(listeners[cur])
     return running
+
+
+def hosts_running(fleet: TestFleet, tree: dict[int, int]) -> set[str]:
+    """Hosts where a fio job process runs below the host's `fio --server` listener."""
+    return jobs_below(tree, {h.server_pid: h.name for h in fleet.hosts})
 
 
 def one_run(fleet: TestFleet, inv: Path, plan: Path, data: Path) -> dict:

@@ -24,9 +24,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.common import BENCHMARKS, command_line, machine, progress, write_section  # noqa: E402
-from bench.fleet_start import client_steps, fio_tree  # noqa: E402
+from bench.fleet_start import client_steps, fio_tree, jobs_below  # noqa: E402
+from tests.fleet.processes import sigterm_as_interrupt  # noqa: E402
 from tests.kubernetes.cluster import (  # noqa: E402
-    KubeCluster, KubeClusterError, _live_slots, _processes_naming, missing, sigterm_as_interrupt, unavailable_reason)
+    KubeCluster, KubeClusterError, _live_slots, _processes_naming, missing, unavailable_reason)
 
 SECTION = "## Kubernetes start-up (8 pods)"
 GOAL_S = 15.0
@@ -98,14 +99,7 @@ class PodWatch:
 
     def running(self, tree: dict[int, int], listeners: dict[int, tuple[str, str]]) -> set[tuple[str, str]]:
         """Pods with a fio job process (≥ 3 levels below their listener)."""
-        out = set()
-        for pid in tree:
-            depth, cur = 0, pid
-            while cur in tree and cur not in listeners and depth < 5:
-                cur, depth = tree[cur], depth + 1
-            if cur in listeners and depth >= 3:
-                out.add(listeners[cur])
-        return out
+        return jobs_below(tree, listeners)
 
 
 def one_run(watch: PodWatch, inv: Path, plan: Path, data: Path, pods: int) -> dict:

@@ -578,15 +578,7 @@ class KubeCluster:
 
     def namespace_exists(self, name: str) -> bool:
         """True while namespace `name` exists (also while it is Terminating)."""
-        import kubernetes
-
-        try:
-            self.core.read_namespace(name)
-            return True
-        except kubernetes.client.ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
+        return _exists(self.core.read_namespace, name)
 
     def wait_service_account(self, namespace: str, timeout: float = 30) -> None:
         """Wait for the `default` service account of `namespace` (the
@@ -677,15 +669,7 @@ class KubeCluster:
         return renewed
 
     def _exists_pv(self, name: str) -> bool:
-        import kubernetes
-
-        try:
-            self.core.read_persistent_volume(name)
-            return True
-        except kubernetes.client.ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
+        return _exists(self.core.read_persistent_volume, name)
 
     def _create_pv(self, pv: LocalPV) -> None:
         from kubernetes import client
@@ -1091,6 +1075,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     def leftovers(self) -> list[str]:
         """What of this cluster is still on the machine (nothing after stop())."""
         return _leftovers(self._state()) if self.dir is not None else []
+
+
+def _exists(read, name: str) -> bool:
+    """Whether the API object `read(name)` reads is there (404: not)."""
+    import kubernetes
+
+    try:
+        read(name)
+        return True
+    except kubernetes.client.ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
 
 
 def _terminate(procs: list[subprocess.Popen], timeout: float = STOP_TIMEOUT) -> list[str]:
